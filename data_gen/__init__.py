@@ -1,0 +1,6 @@
+"""Suite generators (installed as matbench.data_gen). Importing this package registers them."""
+
+from matbench.data_gen.base import SUITES, Suite
+from matbench.data_gen import discovery  # noqa: F401  (registers "discovery")
+
+__all__ = ["SUITES", "Suite"]

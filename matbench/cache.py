@@ -1,0 +1,104 @@
+"""EventCache: the rows of one global prefill, and which event owns each row.
+
+The two donor members of a pair share every token before the source, so `prefill_pair` runs that
+prefix once and branches the cache: the rows before the source are the same tensors in both
+members (which also makes the before-source control arm bit-identical across members).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from matbench.pairs import PairLayout
+from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache
+
+
+@dataclass(frozen=True)
+class EventCache:
+    """One member's prefilled K/V rows.
+
+    keys/values: one tensor per layer, `[1, kv_heads, T, head_dim]`; slot t holds token t of the
+    prefill and sits at original position `positions[t]`. `length` is L, the first position after
+    the trajectory (positions may have gaps: the source's position budget).
+    """
+
+    keys: tuple[torch.Tensor, ...]
+    values: tuple[torch.Tensor, ...]
+    positions: torch.Tensor  # [T] long
+    header_span: tuple[int, int]
+    event_spans: tuple[tuple[int, int], ...]
+    length: int
+
+    def kept_slots(self, served: tuple[int, ...]) -> torch.Tensor:
+        """Slots of the header and the served events, in order."""
+        slots = list(range(*self.header_span))
+        for i in sorted(served):
+            slots.extend(range(*self.event_spans[i]))
+        return torch.tensor(slots, dtype=torch.long)
+
+    def with_noise(self, events: tuple[int, ...], seed: int = 0) -> "EventCache":
+        """A copy whose rows of `events` hold random K/V (the mask gate's probe)."""
+        slots = self.kept_slots(tuple(events))[self.header_span[1] - self.header_span[0]:]
+        gen = torch.Generator().manual_seed(seed)
+
+        def noisy(t: torch.Tensor) -> torch.Tensor:
+            out = t.clone()
+            noise = torch.randn(out[:, :, slots].shape, generator=gen) * 10
+            out[:, :, slots] = noise.to(out.dtype).to(out.device)
+            return out
+
+        return replace(self, keys=tuple(map(noisy, self.keys)), values=tuple(map(noisy, self.values)))
+
+
+def prefill(
+    runner: ModelRunner,
+    cache,
+    input_ids: list[int],
+    positions: list[int],
+    past_positions: torch.Tensor,
+    chunk_size: int | None = None,
+) -> torch.Tensor:
+    """Append tokens to `cache` in chunks with explicit positions; returns all positions so far.
+
+    Masks follow positions (causal and sliding window measured in original positions), so a gap
+    in position ids is just a gap, never a sequence boundary.
+    """
+    ids = torch.tensor([input_ids], dtype=torch.long)
+    pos = torch.tensor([positions], dtype=torch.long)
+    step = chunk_size or ids.shape[1]
+    all_pos = past_positions
+    for start in range(0, ids.shape[1], step):
+        chunk_ids, chunk_pos = ids[:, start:start + step], pos[:, start:start + step]
+        all_pos = torch.cat([all_pos, chunk_pos[0]])
+        runner.forward(
+            chunk_ids,
+            chunk_pos,
+            cache,
+            query_coords=chunk_pos,
+            key_coords=all_pos[None],
+            key_valid=torch.ones(1, all_pos.shape[0], dtype=torch.bool),
+        )
+    return all_pos
+
+
+def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None = None) -> tuple[EventCache, EventCache]:
+    """Global prefill of both members, sharing the prefix before the source."""
+    split = layout.prefix_tokens
+    a, b = layout.members
+    if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:
+        raise AssertionError("donor members differ before the source")  # guarded by layout_pair
+    shared = new_cache()
+    prefix_pos = prefill(runner, shared, list(a.input_ids[:split]), list(a.positions[:split]),
+                         torch.empty(0, dtype=torch.long), chunk_size)
+    prefix_keys, prefix_values = cache_rows(shared)
+    members = []
+    for member in layout.members:
+        cache = cache_from_rows(prefix_keys, prefix_values)
+        positions = prefill(runner, cache, list(member.input_ids[split:]), list(member.positions[split:]),
+                            prefix_pos, chunk_size)
+        keys, values = cache_rows(cache)
+        members.append(EventCache(tuple(keys), tuple(values), positions, member.header_span,
+                                  member.event_spans, layout.length))
+    return members[0], members[1]

@@ -1,0 +1,133 @@
+"""PairEngine: one donor pair through global prefill, sparse serving and readouts.
+
+For each pair: one shared-prefix prefill of both members, then every arm x member is served in
+one batch for the probe (which gives the donor margin shift for every readout), and once more
+for a generating readout (short, trace) when one is asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from matbench.cache import EventCache, prefill_pair
+from matbench.models import LoadedModel
+from matbench.pairs import Arm, DonorPair, PairLayout, layout_pair
+from matbench.readouts import READOUTS, ProbeScorer, Readout, donor_shift
+from matbench.render import Renderer, event_text
+from matbench.runtime import ModelRunner
+from matbench.serving import SERVING, ServeRequest, greedy_decode
+
+OUTCOMES = ("follow", "anti", "const", "other")
+
+
+def outcome(answers: tuple[str | None, str | None], values: tuple[str, str]) -> str:
+    """SPEC 2.6: follow / anti / const / other for one donor pair."""
+    a, b = answers
+    if a is None or b is None:
+        return "other"
+    if (a, b) == values:
+        return "follow"
+    if (b, a) == values:
+        return "anti"
+    if a == b:
+        return "const"
+    return "other"
+
+
+@dataclass
+class PairEngine:
+    """Runs donor pairs for one model, serving mode and readout."""
+
+    loaded: LoadedModel
+    serving: str = "auto"  # "compact", "native", or "auto" (native where sliding windows exist)
+    readout: str = "probe"
+    chunk_size: int | None = None
+    runner: ModelRunner = field(init=False)
+    renderer: Renderer = field(init=False)
+    _scorers: dict = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.runner = ModelRunner(self.loaded.model, self.loaded.text_config)
+        self.renderer = Renderer(self.loaded.tokenizer)
+        if self.serving == "auto":
+            self.serving = "native" if self.loaded.has_sliding_layers else "compact"
+        if self.serving not in SERVING:
+            from matbench.errors import MatbenchError
+
+            raise MatbenchError(f"unknown serving mode {self.serving!r}; use compact or native")
+        self._readout: Readout = READOUTS.get(self.readout)
+        self._probe: Readout = READOUTS.get("probe")
+        eos = self.loaded.tokenizer.eos_token_id
+        self.stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        gen_cfg = getattr(self.loaded.model, "generation_config", None)
+        gen_eos = getattr(gen_cfg, "eos_token_id", None)
+        self.stop_ids |= set(gen_eos if isinstance(gen_eos, list) else [gen_eos]) - {None}
+
+    def scorer(self, menu: tuple[str, ...]) -> ProbeScorer:
+        if menu not in self._scorers:
+            self._scorers[menu] = ProbeScorer.for_menu(menu, self.renderer.ids)
+        return self._scorers[menu]
+
+    def query_ids(self, pair: DonorPair, arm: Arm, readout: Readout) -> tuple[int, ...]:
+        text = self.renderer.query_text(arm.question, readout.suffix(pair.menu), readout.assistant_prefix)
+        ids = self.renderer.ids(text)
+        # The query follows an event ending in "\n": assert no BPE merge across that boundary.
+        last = event_text(0, pair.events[0])
+        self.renderer.check_piecewise([last, text], [self.renderer.ids(last), ids])
+        return tuple(ids)
+
+    def prepare(self, pair: DonorPair) -> tuple[PairLayout, tuple[EventCache, EventCache]]:
+        layout = layout_pair(pair, self.renderer)
+        return layout, prefill_pair(self.runner, layout, self.chunk_size)
+
+    def requests(self, pair: DonorPair, caches, readout: Readout) -> list[ServeRequest]:
+        return [ServeRequest(caches[m], arm.served, self.query_ids(pair, arm, readout))
+                for arm in pair.arms for m in (0, 1)]
+
+    def run_pair(self, pair: DonorPair) -> dict[str, Any]:
+        """Per-item record: for every arm, both members' answers, the class, probe log-probs, shift."""
+        layout, caches = self.prepare(pair)
+        serve = SERVING[self.serving]
+        scorer = self.scorer(pair.menu)
+        _, logits = serve(self.runner, self.requests(pair, caches, self._probe))
+        cand = scorer.log_probs(logits).cpu()
+        probe_answers = scorer.answers(cand)
+        if self._readout.max_new_tokens:
+            batch, first = serve(self.runner, self.requests(pair, caches, self._readout))
+            generated = greedy_decode(self.runner, batch, first, self._readout.max_new_tokens, self.stop_ids)
+            texts = [self.renderer.decode(g) for g in generated]
+            answers = [self._readout.parse(t, pair.menu, pair.registers) for t in texts]
+        else:
+            texts, answers = None, probe_answers
+        arms = {}
+        for k, arm in enumerate(pair.arms):
+            a, b = 2 * k, 2 * k + 1
+            arms[arm.name] = {
+                "answers": [answers[a], answers[b]],
+                "class": outcome((answers[a], answers[b]), pair.values),
+                "probe_answers": [probe_answers[a], probe_answers[b]],
+                "probe_logp": [cand[a].tolist(), cand[b].tolist()],
+                "shift": donor_shift(cand[a], cand[b], pair.menu, pair.values),
+                **({"texts": [texts[a], texts[b]]} if texts is not None else {}),
+            }
+        return {
+            "item_id": pair.item_id,
+            "values": list(pair.values),
+            "menu": list(pair.menu),
+            "budget": layout.budget,
+            "length": layout.length,
+            "n_tokens": [len(m.input_ids) for m in layout.members],
+            "arms": arms,
+        }
+
+
+def probe_logits(engine: PairEngine, pair: DonorPair, caches, arm: Arm, members=(0, 1),
+                 serving: str | None = None, **kw) -> torch.Tensor:
+    """Probe logits of `arm` for the given members (used by the gates)."""
+    ids = engine.query_ids(pair, arm, engine._probe)
+    reqs = [ServeRequest(caches[m], arm.served, ids) for m in members]
+    _, logits = SERVING[serving or engine.serving](engine.runner, reqs, **kw)
+    return logits

@@ -1,0 +1,111 @@
+"""Faithfulness gates (SPEC 2.4): the checks that make a run's numbers trustworthy.
+
+They run in the test suite on tiny models and on the offline models, and at run time with
+`matbench eval --check`. Each returns a `GateResult`; `require` turns a failure into an error.
+The identity gate runs on every pair unconditionally (`layout_pair`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from matbench.engine import PairEngine, probe_logits
+from matbench.errors import GateFailure
+from matbench.pairs import Arm, DonorPair, PairLayout
+
+FLOAT32_TOL = 1e-3
+NEAR_TIE = 0.1  # top-2 logit gap under which a low-precision argmax flip is reported, not failed
+
+
+@dataclass(frozen=True)
+class GateResult:
+    name: str
+    passed: bool
+    max_abs_diff: float | None
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return {"gate": self.name, "passed": self.passed, "max_abs_diff": self.max_abs_diff, "detail": self.detail}
+
+
+def compare_logits(name: str, got: torch.Tensor, ref: torch.Tensor, exact_dtype: bool) -> GateResult:
+    diff = float((got - ref).abs().max())
+    if exact_dtype:
+        return GateResult(name, diff <= FLOAT32_TOL, diff, f"max |dlogit| {diff:.2e} (tol {FLOAT32_TOL})")
+    flips = []
+    for g, r in zip(got, ref):
+        if int(g.argmax()) != int(r.argmax()):
+            top = r.topk(2).values
+            flips.append(float(top[0] - top[1]))
+    hard = [gap for gap in flips if gap > NEAR_TIE]
+    detail = f"max |dlogit| {diff:.2e}; argmax flips {len(flips)} (near ties: {len(flips) - len(hard)})"
+    return GateResult(name, not hard, diff, detail)
+
+
+def _exact(engine: PairEngine) -> bool:
+    return engine.runner.dtype == torch.float32
+
+
+def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
+    """Compact serving of every row equals a plain forward over the same ids and positions."""
+    everything = Arm("all", tuple(range(len(pair.events))), pair.arms[0].question, uses_source=True)
+    served = probe_logits(engine, pair, caches, everything, members=(0, 1), serving="compact")
+    query = engine.query_ids(pair, everything, engine._probe)
+    refs = []
+    for member in layout.members:
+        start = member.positions[-1] + 1
+        ids = torch.tensor([list(member.input_ids) + list(query)])
+        pos = torch.tensor([list(member.positions) + list(range(start, start + len(query)))])
+        refs.append(engine.runner.plain_forward(ids, pos)[0])
+    return compare_logits("A", served.cpu(), torch.stack(refs).cpu(), _exact(engine))
+
+
+def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
+    """Full attention: compact serving of a subset equals native serving at the same query position."""
+    if engine.loaded.has_sliding_layers:
+        return GateResult("B", True, None, "skipped: sliding-window layers make compact and native differ by design")
+    diffs = []
+    for arm in pair.arms:
+        compact = probe_logits(engine, pair, caches, arm, serving="compact", query_position=layout.length)
+        native = probe_logits(engine, pair, caches, arm, serving="native")
+        diffs.append(compare_logits("B", compact.cpu(), native.cpu(), _exact(engine)))
+    worst = max(diffs, key=lambda r: r.max_abs_diff)
+    return GateResult("B", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
+
+
+def mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
+    """Native serving is unchanged when the dropped rows hold noise: the mask hides them."""
+    worst = 0.0
+    for arm in pair.arms:
+        if arm.uses_source:
+            continue
+        dropped = tuple(i for i in range(len(pair.events)) if i not in arm.served)
+        noisy = tuple(c.with_noise(dropped, seed=7) for c in caches)
+        clean = probe_logits(engine, pair, caches, arm, serving="native")
+        dirty = probe_logits(engine, pair, noisy, arm, serving="native")
+        worst = max(worst, float((clean - dirty).abs().max()))
+    return GateResult("mask", worst <= 1e-5, worst, f"max |dlogit| {worst:.2e} with noise in dropped rows")
+
+
+def control_gate(record: dict, arm: str = "control") -> GateResult:
+    """Serving only events before the source: no donor-sensitive class, shift exactly 0."""
+    entry = record["arms"][arm]
+    ok = entry["class"] not in ("follow", "anti") and entry["shift"] == 0.0
+    return GateResult("control", ok, abs(entry["shift"]), f"class {entry['class']}, shift {entry['shift']!r}")
+
+
+def run_gates(engine: PairEngine, pair: DonorPair, record: dict | None = None) -> list[GateResult]:
+    layout, caches = engine.prepare(pair)
+    results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
+               mask_gate(engine, pair, layout, caches)]
+    if record is not None and "control" in record["arms"]:
+        results.append(control_gate(record))
+    return results
+
+
+def require(results: list[GateResult], item_id: str) -> None:
+    for r in results:
+        if not r.passed:
+            raise GateFailure(f"faithfulness gate {r.name} failed on {item_id}: {r.detail}")

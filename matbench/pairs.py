@@ -1,0 +1,155 @@
+"""Donor pairs (SPEC 1, 2.2): two renderings of one item that differ only in the dropped source.
+
+`DonorPair` is what a suite row becomes; `PairLayout` is its tokenization for one model, with the
+position budget applied, and the identity and leak checks that make a pair causally clean.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from matbench.errors import MatbenchError
+from matbench.render import HDR, Renderer, event_text
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One serving condition: which events keep their rows, and what is asked.
+
+    `served` are event indices; the header is always served. `uses_source` is True only for
+    comprehension arms (txt), which serve the source and therefore differ across members.
+    """
+
+    name: str
+    served: tuple[int, ...]
+    question: str
+    uses_source: bool = False
+
+
+@dataclass(frozen=True)
+class DonorPair:
+    """Both members of one item. `events` holds the shared bodies; the body at `source` is
+    replaced by `source_bodies[0]` in member A and `source_bodies[1]` in member B, whose donor
+    values are `values[0]` and `values[1]`."""
+
+    item_id: str
+    events: tuple[str, ...]
+    source: int
+    source_bodies: tuple[str, str]
+    values: tuple[str, str]
+    menu: tuple[str, ...]
+    arms: tuple[Arm, ...]
+    # Regular expressions no served event may match (whole statements that would write the source).
+    leak_patterns: tuple[str, ...] = ()
+    # Register names of the item: a menu word preceded by one of them is an echo, not an answer.
+    registers: tuple[str, ...] = ()
+    seed: int = 0
+
+    def member_events(self, member: int) -> tuple[str, ...]:
+        events = list(self.events)
+        events[self.source] = self.source_bodies[member]
+        return tuple(events)
+
+    def arm(self, name: str) -> Arm:
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise MatbenchError(f"item {self.item_id} has no arm {name!r}; it has {[a.name for a in self.arms]}")
+
+    def validate(self) -> None:
+        """Structural checks of a suite row, each a one-line error."""
+        where = f"item {self.item_id}"
+        if not 0 <= self.source < len(self.events):
+            raise MatbenchError(f"{where}: source index {self.source} outside the {len(self.events)} events")
+        if self.values[0] == self.values[1]:
+            raise MatbenchError(f"{where}: both donor values are {self.values[0]!r}; a donor pair needs two")
+        if not set(self.values) <= set(self.menu):
+            raise MatbenchError(f"{where}: donor values {self.values} are not all in the menu {self.menu}")
+        for arm in self.arms:
+            bad = [i for i in arm.served if not 0 <= i < len(self.events)]
+            if bad:
+                raise MatbenchError(f"{where}, arm {arm.name}: served events {bad} do not exist")
+            if (self.source in arm.served) != arm.uses_source:
+                state = "serves" if self.source in arm.served else "does not serve"
+                raise MatbenchError(f"{where}, arm {arm.name}: {state} the source, contrary to uses_source")
+            for i in arm.served:
+                if i == self.source:
+                    continue
+                for pattern in self.leak_patterns:
+                    if re.search(pattern, self.events[i], flags=re.IGNORECASE):
+                        raise MatbenchError(
+                            f"{where}, arm {arm.name}: served event {i} leaks the source ({self.events[i]!r})"
+                        )
+
+
+@dataclass(frozen=True)
+class MemberLayout:
+    """Token ids and original positions of one member's global prefill (header + all events)."""
+
+    input_ids: tuple[int, ...]
+    positions: tuple[int, ...]
+    # (start, end) token-index range of the header and of each event in `input_ids`.
+    header_span: tuple[int, int]
+    event_spans: tuple[tuple[int, int], ...]
+
+    def served_tokens(self, served: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        index = list(range(*self.header_span))
+        for i in sorted(served):
+            index.extend(range(*self.event_spans[i]))
+        return tuple(self.input_ids[j] for j in index), tuple(self.positions[j] for j in index)
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """Both members tokenized with the position budget: every non-source token has the same id
+    and position in both, and the events after the source start at `source_start + budget`."""
+
+    pair: DonorPair
+    members: tuple[MemberLayout, MemberLayout]
+    budget: int
+    length: int  # L: the first position after the trajectory (the native query position)
+    prefix_tokens: int  # tokens before the source, identical in both members (shared prefill)
+
+    def check_identity(self) -> None:
+        """Identity gate: every arm that does not serve the source serves identical ids and positions."""
+        for arm in self.pair.arms:
+            if arm.uses_source:
+                continue
+            a = self.members[0].served_tokens(arm.served)
+            b = self.members[1].served_tokens(arm.served)
+            if a != b:
+                raise MatbenchError(
+                    f"identity gate: item {self.pair.item_id}, arm {arm.name} serves different token ids or "
+                    "positions in the two donor members"
+                )
+
+
+def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
+    header = renderer.header_ids()
+    members_events = [pair.member_events(m) for m in (0, 1)]
+    texts = [[event_text(i, body) for i, body in enumerate(events)] for events in members_events]
+    ids = [[renderer.ids(t) for t in member] for member in texts]
+    for m in (0, 1):
+        renderer.check_piecewise([renderer.head + HDR] + texts[m], [header] + ids[m])
+    budget = max(len(ids[0][pair.source]), len(ids[1][pair.source]))
+    layouts = []
+    for m in (0, 1):
+        tokens = list(header)
+        positions = list(range(len(header)))
+        spans = []
+        pos = len(header)
+        for i, event_ids in enumerate(ids[m]):
+            start = len(tokens)
+            tokens.extend(event_ids)
+            positions.extend(range(pos, pos + len(event_ids)))
+            spans.append((start, len(tokens)))
+            pos += budget if i == pair.source else len(event_ids)
+        layouts.append(MemberLayout(tuple(tokens), tuple(positions), (0, len(header)), tuple(spans)))
+    length = layouts[0].positions[-1] + 1
+    if layouts[1].positions[-1] + 1 != length:
+        raise MatbenchError(f"item {pair.item_id}: members end at different positions despite the budget")
+    layout = PairLayout(pair, (layouts[0], layouts[1]), budget, length, layouts[0].event_spans[pair.source][0])
+    layout.check_identity()
+    return layout
+

@@ -1,0 +1,172 @@
+"""The one adapter that calls the model.
+
+`transformers` changed its forward keywords within 5.x (5.17: `past_key_values=` and
+`cache_position=`; 5.24: `cache=` and no `cache_position`). Everything that calls a model goes
+through `ModelRunner.forward`, which also builds the attention masks itself: matbench never lets
+transformers infer a mask from the cache length, because after sparse serving the cache length
+says nothing about positions. Masks are explicit 4-D tensors computed from per-key
+*mask coordinates* (original positions for native serving, cache slots for compact serving),
+per-key validity, and each layer's sliding window.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from matbench.errors import MatbenchError
+
+
+def layer_windows(text_config: Any) -> list[int | None]:
+    """Sliding window of every decoder layer (None = full attention)."""
+    n = text_config.num_hidden_layers
+    window = getattr(text_config, "sliding_window", None)
+    layer_types = getattr(text_config, "layer_types", None)
+    if layer_types:
+        return [window if t == "sliding_attention" else None for t in layer_types[:n]]
+    if window and getattr(text_config, "use_sliding_window", True):
+        return [window] * n
+    return [None] * n
+
+
+def new_cache() -> Any:
+    """An empty cache that keeps every row of every layer.
+
+    Built without the model config on purpose: a config-built DynamicCache truncates
+    sliding-window layers to the window, and the global prefill needs every row (SPEC 4).
+    """
+    from transformers import DynamicCache
+
+    return DynamicCache()
+
+
+def cache_from_rows(keys: list[torch.Tensor], values: list[torch.Tensor]) -> Any:
+    """A fresh cache holding the given per-layer rows `[batch, kv_heads, T, head_dim]`."""
+    cache = new_cache()
+    for layer, (k, v) in enumerate(zip(keys, values)):
+        cache.update(k, v, layer)
+    return cache
+
+
+def cache_rows(cache: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    return [layer.keys for layer in cache.layers], [layer.values for layer in cache.layers]
+
+
+@dataclass
+class ModelRunner:
+    """Calls `model` with explicit position ids and explicit masks, whatever the transformers version."""
+
+    model: Any
+    text_config: Any
+
+    def __post_init__(self) -> None:
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._pass_cache_position = "cache_position" in params
+        self._pass_logits_to_keep = "logits_to_keep" in params
+        self.windows = layer_windows(self.text_config)
+        layer_types = getattr(self.text_config, "layer_types", None)
+        # Models with mixed layer types take a dict {layer_type: mask}; the others one tensor.
+        self._mask_by_type = bool(layer_types) and "sliding_attention" in set(layer_types)
+        impl = getattr(self.model.config, "_attn_implementation", None) or "eager"
+        if impl.startswith("flash"):
+            raise MatbenchError(
+                f"attn_implementation {impl!r} takes no arbitrary masks; sparse serving needs 'sdpa' or 'eager'"
+            )
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    def build_masks(
+        self, query_coords: torch.Tensor, key_coords: torch.Tensor, key_valid: torch.Tensor
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """Additive masks `[B, 1, T, K]`: key k is visible to query q iff it is valid,
+        `key_coords[k] <= query_coords[q]`, and (sliding layers) `query - key < window`."""
+        q = query_coords[:, None, :, None]
+        k = key_coords[:, None, None, :]
+        causal = (k <= q) & key_valid[:, None, None, :].bool()
+        neg = torch.finfo(self.dtype).min
+
+        def additive(allowed: torch.Tensor) -> torch.Tensor:
+            zero = torch.zeros((), dtype=self.dtype, device=allowed.device)
+            return torch.where(allowed, zero, torch.tensor(neg, dtype=self.dtype, device=allowed.device))
+
+        full = additive(causal)
+        windows = {w for w in self.windows if w is not None}
+        if not windows:
+            return full
+        if len(windows) > 1:
+            raise MatbenchError("models with several different sliding windows are not supported yet")
+        window = windows.pop()
+        sliding = additive(causal & ((q - k) < window))
+        if self._mask_by_type:
+            return {"full_attention": full, "sliding_attention": sliding}
+        return sliding
+
+    @torch.inference_mode()
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: Any,
+        *,
+        query_coords: torch.Tensor,
+        key_coords: torch.Tensor,
+        key_valid: torch.Tensor,
+        logits_to_keep: int = 1,
+    ) -> torch.Tensor:
+        """One forward step appending `input_ids` `[B, T]` to `cache` (in place).
+
+        `key_coords`/`key_valid` are `[B, K]` with K = cache length + T (the new tokens included).
+        Returns logits `[B, logits_to_keep or T, vocab]` in float32.
+        """
+        past = cache.get_seq_length()
+        batch, length = input_ids.shape
+        if key_coords.shape != (batch, past + length) or key_valid.shape != key_coords.shape:
+            raise ValueError(f"key_coords {tuple(key_coords.shape)} must be {(batch, past + length)}")
+        if position_ids.shape != input_ids.shape or query_coords.shape != input_ids.shape:
+            raise ValueError("position_ids and query_coords must have the shape of input_ids")
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids.to(self.device),
+            "position_ids": position_ids.to(self.device),
+            "attention_mask": self._to_device(self.build_masks(query_coords, key_coords, key_valid)),
+            self._cache_kw: cache,
+            "use_cache": True,
+        }
+        if self._pass_cache_position:
+            kwargs["cache_position"] = torch.arange(past, past + length, device=self.device)
+        if self._pass_logits_to_keep:
+            kwargs["logits_to_keep"] = logits_to_keep
+        out = self.model(**kwargs)
+        logits = out.logits
+        if logits_to_keep and logits.shape[1] != logits_to_keep:
+            logits = logits[:, -logits_to_keep:]
+        return logits.float()
+
+    def _to_device(self, masks: torch.Tensor | dict[str, torch.Tensor]) -> Any:
+        if isinstance(masks, dict):
+            return {name: m.to(self.device) for name, m in masks.items()}
+        return masks.to(self.device)
+
+    @torch.inference_mode()
+    def plain_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        """Reference forward with no cache, the model's own mask (from a 2-D all-ones mask, which
+        also stops transformers from reading a position gap as a packed-sequence boundary).
+        Used by the faithfulness gates only. Returns last-token logits `[B, vocab]`."""
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids.to(self.device),
+            "position_ids": position_ids.to(self.device),
+            "attention_mask": torch.ones_like(input_ids, device=self.device),
+            "use_cache": False,
+        }
+        if self._pass_logits_to_keep:
+            kwargs["logits_to_keep"] = 1
+        return self.model(**kwargs).logits[:, -1].float()

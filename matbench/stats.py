@@ -1,0 +1,65 @@
+"""Statistics of the protocol, on top of scipy.stats.
+
+All p-values are two-sided; all intervals are 95% unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+    def as_list(self) -> list[float]:
+        return [self.low, self.high]
+
+
+def sign_test(positive: int, negative: int) -> float:
+    """Exact two-sided sign test of positive vs negative counts (ties already dropped); 1.0 if none."""
+    n = positive + negative
+    if n == 0:
+        return 1.0
+    return float(stats.binomtest(positive, n, 0.5, alternative="two-sided").pvalue)
+
+
+def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval for a binomial proportion; (0, 1) when n == 0."""
+    if n == 0:
+        return Interval(0.0, 1.0)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return Interval(max(0.0, centre - half), min(1.0, centre + half))
+
+
+def recall_share(accuracy: float, chance: float) -> float:
+    """Method of moments: accuracy = r + (1 - r) * chance, so r = (accuracy - chance) / (1 - chance)."""
+    return (accuracy - chance) / (1 - chance)
+
+
+def bootstrap_mean_ci(values, n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95) -> Interval:
+    """Percentile bootstrap interval of the mean, with a fixed seed (reproducible)."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return Interval(math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return Interval(float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+def wilcoxon_p(values) -> float:
+    """Wilcoxon signed-rank p against zero (zeros dropped); 1.0 when every value is zero."""
+    x = np.asarray(values, dtype=float)
+    if np.count_nonzero(x) == 0:
+        return 1.0
+    return float(stats.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
