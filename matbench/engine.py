@@ -88,8 +88,11 @@ class PairEngine:
                 for arm in pair.arms for m in (0, 1)]
 
     def run_pair(self, pair: DonorPair) -> dict[str, Any]:
-        """Per-item record: for every arm, both members' answers, the class, probe log-probs, shift."""
         layout, caches = self.prepare(pair)
+        return self.score(pair, layout, caches)
+
+    def score(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, Any]:
+        """Per-item record: for every arm, both members' answers, the class, probe log-probs, shift."""
         serve = SERVING[self.serving]
         scorer = self.scorer(pair.menu)
         _, logits = serve(self.runner, self.requests(pair, caches, self._probe))

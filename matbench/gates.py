@@ -96,8 +96,8 @@ def control_gate(record: dict, arm: str = "control") -> GateResult:
     return GateResult("control", ok, abs(entry["shift"]), f"class {entry['class']}, shift {entry['shift']!r}")
 
 
-def run_gates(engine: PairEngine, pair: DonorPair, record: dict | None = None) -> list[GateResult]:
-    layout, caches = engine.prepare(pair)
+def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
+              record: dict | None = None) -> list[GateResult]:
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
                mask_gate(engine, pair, layout, caches)]
     if record is not None and "control" in record["arms"]:

@@ -1,0 +1,71 @@
+"""The evaluator contract and the metrics every donor-pair arm reports (SPEC 2.6, 2.7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from matbench import stats
+from matbench.engine import OUTCOMES
+from matbench.registry import Registry
+
+
+def _classes(records: list[dict], arm: str, key: str) -> dict[str, int]:
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for r in records:
+        counts[r["arms"][arm][key]] += 1
+    return counts
+
+
+def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
+    """follow/anti/const/other with the exact sign test, donor-sensitive prevalence, menu accuracy
+    and the method-of-moments recall share (Wilson 95% CIs), and the donor margin shift."""
+    from matbench.engine import outcome
+
+    n = len(records)
+    counts = _classes(records, arm, "class")
+    chance = 1 / len(records[0]["menu"])
+    correct = sum(a == v for r in records for a, v in zip(r["arms"][arm]["answers"], r["values"]))
+    acc = correct / (2 * n)
+    acc_ci = stats.wilson(correct, 2 * n)
+    sensitive = counts["follow"] + counts["anti"]
+    probe_counts = dict.fromkeys(OUTCOMES, 0)
+    for r in records:
+        probe_counts[outcome(tuple(r["arms"][arm]["probe_answers"]), tuple(r["values"]))] += 1
+    shifts = [r["arms"][arm]["shift"] for r in records]
+    pos, neg = sum(s > 0 for s in shifts), sum(s < 0 for s in shifts)
+    return {
+        "n_pairs": n,
+        "classes": counts,
+        "follow_anti_p": stats.sign_test(counts["follow"], counts["anti"]),
+        "prevalence": sensitive / n,
+        "prevalence_ci": stats.wilson(sensitive, n).as_list(),
+        "menu_accuracy": acc,
+        "menu_accuracy_ci": acc_ci.as_list(),
+        "recall_share": stats.recall_share(acc, chance),
+        "recall_share_ci": [stats.recall_share(x, chance) for x in acc_ci.as_list()],
+        "probe_classes": probe_counts,
+        "donor_shift": {
+            "mean": sum(shifts) / n,
+            "ci": stats.bootstrap_mean_ci(shifts, seed=0).as_list(),
+            "positive": pos,
+            "negative": neg,
+            "zero": n - pos - neg,
+            "sign_p": stats.sign_test(pos, neg),
+            "wilcoxon_p": stats.wilcoxon_p(shifts),
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """Turns a suite's per-item records into its metrics. Subclasses override `summarize`."""
+
+    suite: str
+
+    def summarize(self, records: list[dict]) -> dict[str, Any]:
+        arms = list(records[0]["arms"])
+        return {"arms": {arm: arm_metrics(records, arm) for arm in arms}}
+
+
+EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator")

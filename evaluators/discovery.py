@@ -1,0 +1,28 @@
+"""Discovery evaluator (SPEC 3.1): root and chain write-through, txt comprehension, control."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from matbench.evaluators.base import EVALUATORS, Evaluator
+
+
+@EVALUATORS.register("discovery")
+class DiscoveryEvaluator(Evaluator):
+    def summarize(self, records: list[dict]) -> dict[str, Any]:
+        metrics = super().summarize(records)
+        arms = metrics["arms"]
+        control = arms["control"]
+        metrics["headline"] = {
+            "root_follow_anti": [arms["root"]["classes"]["follow"], arms["root"]["classes"]["anti"]],
+            "root_p": arms["root"]["follow_anti_p"],
+            "root_prevalence": arms["root"]["prevalence"],
+            "chain_follow_anti": [arms["chain"]["classes"]["follow"], arms["chain"]["classes"]["anti"]],
+            "comprehension": arms["txt"]["menu_accuracy"],
+            "root_shift_pos_neg": [arms["root"]["donor_shift"]["positive"], arms["root"]["donor_shift"]["negative"]],
+            "root_shift_p": arms["root"]["donor_shift"]["sign_p"],
+            # The control gate: nothing from the source can reach rows computed before it.
+            "control_clean": control["classes"]["follow"] + control["classes"]["anti"] == 0
+            and control["donor_shift"]["zero"] == control["n_pairs"],
+        }
+        return metrics

@@ -1,0 +1,94 @@
+"""`matbench` command line: a short entry composing subcommands.
+
+Every user error is printed as one line (`matbench: error: ...`), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from matbench.errors import MatbenchError
+
+EVAL_EPILOG = """examples:
+  matbench eval --model smollm2-135m --output out/smollm2
+  matbench eval --model gemma3-270m --readout short --serving native --limit 16 --output out/g
+  matbench eval --model Qwen/Qwen3-8B --revision <sha> --device cuda --dtype bfloat16 --check --output out/q
+
+outputs: OUTPUT/<suite>_<readout>_<serving>.json (config, environment, metrics) and
+OUTPUT/<suite>_<readout>_<serving>.items.jsonl (one line per donor pair, written as it finishes;
+re-running the same command resumes and skips finished pairs)."""
+
+
+def _add_eval(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="run a donor-pair suite through a model and score it",
+        description="Run a suite's donor pairs through one global prefill and sparse serving, and "
+        "report outcome classes (follow/anti/const/other), the exact sign test, prevalence, "
+        "comprehension and the donor margin shift.",
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", required=True,
+                   help="offline alias (smollm2-135m, gemma3-270m), Hub id, local directory, or .gguf file")
+    p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
+    p.add_argument("--suite", default="discovery", help="suite name (default: discovery)")
+    p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
+    p.add_argument("--seed", type=int, default=0, help="suite seed (default: 0)")
+    p.add_argument("--readout", default="probe", choices=["probe", "short", "trace"],
+                   help="how answers are read (default: probe; the donor shift always uses the probe)")
+    p.add_argument("--serving", default="auto", choices=["auto", "compact", "native"],
+                   help="auto = native for models with sliding-window layers, else compact")
+    p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
+    p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
+    p.add_argument("--attn-implementation", choices=["sdpa", "eager"], help="attention kernel (default: model's)")
+    p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
+    p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
+    p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--output", required=True, help="output directory")
+    p.set_defaults(func=_run_eval)
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from matbench.evaluate import EvalConfig, run_eval
+
+    cfg = EvalConfig(
+        model=args.model, suite=args.suite, output=args.output, limit=args.limit, seed=args.seed,
+        readout=args.readout, serving=args.serving, revision=args.revision, device=args.device,
+        dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size,
+        trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
+        progress=not args.no_progress,
+    )
+    payload = run_eval(cfg)
+    print(json.dumps({"results": f"{args.output}", **payload["metrics"].get("headline", {})}, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="matbench",
+        description="Measure semantic materialization in sparse KV-cache serving with donor pairs.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_eval(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except MatbenchError as exc:
+        print(f"matbench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("matbench: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""`matbench eval`: a suite through one model, written as a results JSON and a per-item log."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from matbench.errors import MatbenchError
+from matbench.results import SCHEMA_VERSION, ItemLog, config_hash, environment, write_json
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    model: str
+    suite: str = "discovery"
+    output: str = "out"
+    limit: int | None = None
+    seed: int = 0
+    readout: str = "probe"
+    serving: str = "auto"
+    revision: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    attn_implementation: str | None = None
+    chunk_size: int | None = None
+    trust_remote_code: bool = False
+    check: bool = False
+    fresh: bool = False
+    progress: bool = True
+
+
+def run_eval(cfg: EvalConfig) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from matbench.data_gen import SUITES
+    from matbench.engine import PairEngine
+    from matbench.evaluators import EVALUATORS
+    from matbench.gates import require, run_gates
+    from matbench.models import load_model
+    from matbench.readouts import READOUTS
+
+    if cfg.limit is not None and cfg.limit < 1:
+        raise MatbenchError(f"--limit must be at least 1 (got {cfg.limit})")
+    if cfg.chunk_size is not None and cfg.chunk_size < 1:
+        raise MatbenchError(f"--chunk-size must be at least 1 (got {cfg.chunk_size})")
+    suite = SUITES.get(cfg.suite)
+    evaluator = EVALUATORS.get(cfg.suite)(suite=cfg.suite)
+    READOUTS.get(cfg.readout)
+    pairs = suite.generate(cfg.seed, cfg.limit)
+
+    started = time.time()
+    loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
+                        attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
+    engine = PairEngine(loaded, serving=cfg.serving, readout=cfg.readout, chunk_size=cfg.chunk_size)
+    run_config = {
+        "model": loaded.describe(),
+        "suite": cfg.suite,
+        "suite_version": suite.version,
+        "seed": cfg.seed,
+        "n_items": len(pairs),
+        "readout": cfg.readout,
+        "serving": engine.serving,
+        "chunk_size": cfg.chunk_size,
+        "check": cfg.check,
+    }
+    key = config_hash({k: v for k, v in run_config.items() if k not in ("n_items", "check")})
+    out = Path(cfg.output)
+    stem = f"{cfg.suite}_{cfg.readout}_{engine.serving}"
+    log = ItemLog(out / f"{stem}.items.jsonl", key, fresh=cfg.fresh)
+    todo = [p for p in pairs if p.item_id not in log]
+    gate_summary: dict[str, dict] = {}
+    for pair in tqdm(todo, desc=f"{cfg.suite} ({loaded.source.name})", unit="pair",
+                     disable=not cfg.progress, initial=len(pairs) - len(todo), total=len(pairs)):
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        if cfg.check:
+            gates = run_gates(engine, pair, layout, caches, record)
+            record["gates"] = [g.as_dict() for g in gates]
+            require(gates, pair.item_id)
+        log.append(record)
+    records = log.ordered(p.item_id for p in pairs)
+    for record in records:
+        for g in record.get("gates", []):
+            s = gate_summary.setdefault(g["gate"], {"checked": 0, "passed": 0, "max_abs_diff": 0.0})
+            s["checked"] += 1
+            s["passed"] += g["passed"]
+            if g["max_abs_diff"] is not None:
+                s["max_abs_diff"] = max(s["max_abs_diff"], g["max_abs_diff"])
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        "config": run_config,
+        "config_hash": key,
+        "invocation": asdict(cfg),
+        "environment": environment(),
+        "metrics": evaluator.summarize(records),
+        "gates": gate_summary,
+        "items_log": log.path.name,
+        "wall_seconds": round(time.time() - started, 2),
+    }
+    write_json(out / f"{stem}.json", payload)
+    return payload

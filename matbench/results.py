@@ -1,0 +1,111 @@
+"""Results file and per-item log.
+
+The per-item log (JSONL) is appended one finished item at a time (flushed and fsynced), so an
+interrupted run loses nothing it finished; re-running the same command skips logged items. Each
+line carries the hash of the run's config, and a log written under another config is refused.
+The results JSON is written atomically at the end. (The full typed schema is versioned in
+SCHEMA_VERSION; its validation grows with the evaluators.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable
+
+from matbench.errors import MatbenchError
+
+SCHEMA_VERSION = "0.1"
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class ItemLog:
+    """Append-only JSONL of per-item records for one config."""
+
+    def __init__(self, path: Path, config_key: str, fresh: bool = False):
+        self.path = path
+        self.config_key = config_key
+        if fresh and path.exists():
+            path.unlink()
+        self.records: dict[str, dict] = {}
+        if path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        if lines and lines[-1] != b"":
+            # The last line was being written when the run stopped: drop it, keep the rest.
+            lines = lines[:-1]
+            with self.path.open("r+b") as fh:
+                fh.truncate(sum(len(line) + 1 for line in lines))
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise MatbenchError(f"{self.path}: line {number} is not valid JSON; move the file away or pass --fresh") from None
+            if record.get("config_hash") != self.config_key:
+                raise MatbenchError(
+                    f"{self.path} holds items of another configuration; pass --fresh to start afresh "
+                    "or choose another --output"
+                )
+            self.records[record["item_id"]] = record
+
+    def __contains__(self, item_id: str) -> bool:
+        return item_id in self.records
+
+    def append(self, record: dict) -> None:
+        record = {**record, "config_hash": self.config_key}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(record, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.records[record["item_id"]] = record
+
+    def ordered(self, item_ids: Iterable[str]) -> list[dict]:
+        return [self.records[i] for i in item_ids]
+
+
+def environment() -> dict[str, Any]:
+    import torch
+    import transformers
+
+    import matbench
+
+    env = {
+        "matbench": matbench.__version__,
+        "matbench_git": _git_revision(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
+    return env
+
+
+def _git_revision() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
