@@ -65,6 +65,8 @@ def prefill(
     Masks follow positions (causal and sliding window measured in original positions), so a gap
     in position ids is just a gap, never a sequence boundary.
     """
+    if not input_ids:
+        return past_positions
     ids = torch.tensor([input_ids], dtype=torch.long)
     pos = torch.tensor([positions], dtype=torch.long)
     step = chunk_size or ids.shape[1]

@@ -1,0 +1,147 @@
+"""Faithfulness gates (SPEC 2.4) on tiny float32 models, and the bugs each gate must catch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import matbench.serving as serving
+from matbench.gates import FLOAT32_TOL, control_gate, gate_a, gate_b, mask_gate, run_gates
+from matbench.runtime import ModelRunner
+from tests.conftest import engine_for
+
+
+def _gates(loaded, pair, **kw):
+    engine = engine_for(loaded, **kw)
+    layout, caches = engine.prepare(pair)
+    record = engine.score(pair, layout, caches)
+    return engine, layout, caches, record
+
+
+def test_all_gates_pass(tiny, pairs):
+    for pair in pairs:
+        engine, layout, caches, record = _gates(tiny, pair)
+        results = {g.name: g for g in run_gates(engine, pair, layout, caches, record)}
+        assert set(results) == {"A", "B", "mask", "control"}
+        assert all(g.passed for g in results.values()), results
+        assert results["A"].max_abs_diff <= FLOAT32_TOL
+        assert results["mask"].max_abs_diff == 0.0
+        assert record["arms"]["control"]["shift"] == 0.0
+
+
+def test_gate_b_compares_for_full_attention_only(tiny_llama, tiny_gemma, pairs):
+    engine, layout, caches, _ = _gates(tiny_llama, pairs[0])
+    result = gate_b(engine, pairs[0], layout, caches)
+    assert result.passed and result.max_abs_diff is not None and result.max_abs_diff <= FLOAT32_TOL
+    engine, layout, caches, _ = _gates(tiny_gemma, pairs[0])
+    assert gate_b(engine, pairs[0], layout, caches).max_abs_diff is None  # skipped, by design
+
+
+def test_sliding_window_makes_compact_and_native_differ(tiny_gemma, pairs):
+    """The window is measured in original positions natively and in slots when compacted."""
+    from matbench.engine import probe_logits
+
+    engine, layout, caches, _ = _gates(tiny_gemma, pairs[0])
+    arm = pairs[0].arm("root")
+    native = probe_logits(engine, pairs[0], caches, arm, serving="native")
+    compact = probe_logits(engine, pairs[0], caches, arm, serving="compact", query_position=layout.length)
+    assert float((native - compact).abs().max()) > 1e-2
+
+
+# --- planted bugs: each gate must fail on the bug it guards against ---------------------------
+
+
+def test_gate_a_catches_query_position_off_by_one(tiny_llama, pairs, monkeypatch):
+    engine, layout, caches, _ = _gates(tiny_llama, pairs[0])
+    original = serving.serve_compact
+
+    def off_by_one(runner, requests, query_position=None):
+        start = int(max(r.cache.positions[r.cache.kept_slots(r.served)].max() for r in requests)) + 2
+        return original(runner, requests, query_position=start)
+
+    monkeypatch.setitem(serving.SERVING, "compact", off_by_one)
+    result = gate_a(engine, pairs[0], layout, caches)
+    assert not result.passed and result.max_abs_diff > FLOAT32_TOL
+
+
+def test_gate_a_catches_a_missing_sliding_window(tiny_gemma, pairs, monkeypatch):
+    engine, layout, caches, _ = _gates(tiny_gemma, pairs[0])
+    monkeypatch.setattr(engine.runner, "windows", [None] * len(engine.runner.windows))
+    result = gate_a(engine, pairs[0], layout, caches)
+    assert not result.passed
+
+
+def test_mask_gate_catches_an_ignored_key_mask(tiny_llama, pairs, monkeypatch):
+    engine, layout, caches, _ = _gates(tiny_llama, pairs[0])
+    original = ModelRunner.build_masks
+
+    def no_validity(self, query_coords, key_coords, key_valid):
+        return original(self, query_coords, key_coords, torch.ones_like(key_valid))
+
+    monkeypatch.setattr(ModelRunner, "build_masks", no_validity)
+    result = mask_gate(engine, pairs[0], layout, caches)
+    assert not result.passed and result.max_abs_diff > 1e-3
+
+
+def test_gate_b_catches_native_rows_off_by_one(tiny_llama, pairs, monkeypatch):
+    engine, layout, caches, _ = _gates(tiny_llama, pairs[0])
+    original = serving.serve_native
+
+    def shifted(runner, requests):
+        from dataclasses import replace
+
+        moved = [replace(r, served=tuple(min(i + 1, 23) for i in r.served)) for r in requests]
+        return original(runner, moved)
+
+    monkeypatch.setitem(serving.SERVING, "native", shifted)
+    assert not gate_b(engine, pairs[0], layout, caches).passed
+
+
+def test_control_gate_catches_a_span_that_runs_into_the_source(tiny_llama, pairs, monkeypatch):
+    from matbench.cache import EventCache
+
+    def spans_too_long(self, served):
+        slots = list(range(*self.header_span))
+        for i in sorted(served):
+            end = self.event_spans[min(i + 1, len(self.event_spans) - 1)][1]
+            slots.extend(range(self.event_spans[i][0], end))
+        return torch.tensor(sorted(set(slots)), dtype=torch.long)
+
+    monkeypatch.setattr(EventCache, "kept_slots", spans_too_long)
+    *_, record = _gates(tiny_llama, pairs[0])
+    assert not control_gate(record).passed
+
+
+def test_control_gate_catches_a_non_causal_prefill_without_prefix_sharing(tiny_llama, pairs, monkeypatch):
+    import dataclasses
+
+    import matbench.cache as cache_mod
+
+    original_mask, original_prefill = ModelRunner.build_masks, cache_mod.prefill_pair
+
+    def sees_the_future(self, query_coords, key_coords, key_valid):
+        return original_mask(self, torch.full_like(query_coords, 10**6), key_coords, key_valid)
+
+    def unshared(runner, layout, chunk_size=None):
+        return original_prefill(runner, dataclasses.replace(layout, prefix_tokens=0), chunk_size)
+
+    monkeypatch.setattr(ModelRunner, "build_masks", sees_the_future)
+    monkeypatch.setattr("matbench.engine.prefill_pair", unshared)
+    *_, record = _gates(tiny_llama, pairs[0])
+    assert not control_gate(record).passed
+
+
+def test_identity_gate_catches_a_missing_position_budget(tiny_llama, pairs, monkeypatch):
+    import matbench.pairs as pairs_mod
+    from matbench.errors import MatbenchError
+    from matbench.render import Renderer
+
+    renderer = Renderer(tiny_llama.tokenizer)
+    layout = pairs_mod.layout_pair(pairs[0], renderer)
+    assert layout.members[0].positions != layout.members[1].positions  # ONLINE/OFFLINE differ in length
+    broken = pairs_mod.MemberLayout(layout.members[0].input_ids, tuple(range(len(layout.members[0].input_ids))),
+                                    layout.members[0].header_span, layout.members[0].event_spans)
+    bad = pairs_mod.PairLayout(layout.pair, (broken, layout.members[1]), layout.budget, layout.length,
+                               layout.prefix_tokens)
+    with pytest.raises(MatbenchError, match="identity gate"):
+        bad.check_identity()
