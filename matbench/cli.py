@@ -13,10 +13,11 @@ from matbench.errors import MatbenchError
 
 EVAL_EPILOG = """examples:
   matbench eval --model smollm2-135m --output out/smollm2
-  matbench eval --model gemma3-270m --readout short --serving native --limit 16 --output out/g
+  matbench eval --model gemma3-270m --readout all --serving compact,native --limit 16 --output out/g
   matbench eval --model Qwen/Qwen3-8B --revision <sha> --device cuda --dtype bfloat16 --check --output out/q
 
-outputs: OUTPUT/<suite>_<readout>_<serving>.json (config, environment, metrics) and
+outputs, one pair per readout x serving combination (all share one prefill per donor pair):
+OUTPUT/<suite>_<readout>_<serving>.json (config, environment, metrics) and
 OUTPUT/<suite>_<readout>_<serving>.items.jsonl (one line per donor pair, written as it finishes;
 re-running the same command resumes and skips finished pairs)."""
 
@@ -37,10 +38,12 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", default="discovery", help="suite name (default: discovery)")
     p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
     p.add_argument("--seed", type=int, default=0, help="suite seed (default: 0)")
-    p.add_argument("--readout", default="probe", choices=["probe", "short", "trace"],
-                   help="how answers are read (default: probe; the donor shift always uses the probe)")
-    p.add_argument("--serving", default="auto", choices=["auto", "compact", "native"],
-                   help="auto = native for models with sliding-window layers, else compact")
+    p.add_argument("--readout", default="probe", type=_choices("readout", ("probe", "short", "trace")),
+                   help="probe, short, trace, a comma list, or all (default: probe; the donor shift "
+                   "always comes from the probe). Several share one prefill per pair.")
+    p.add_argument("--serving", default="auto", type=_choices("serving", ("auto", "compact", "native")),
+                   help="compact, native, compact,native, or auto (default: native for models with "
+                   "sliding-window layers, else compact)")
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
     p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
     p.add_argument("--attn-implementation", choices=["sdpa", "eager"], help="attention kernel (default: model's)")
@@ -53,18 +56,34 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_eval)
 
 
+def _choices(what: str, allowed: tuple[str, ...]):
+    def parse(text: str) -> tuple[str, ...]:
+        items = tuple(t.strip() for t in text.split(",") if t.strip())
+        if items == ("all",):
+            return tuple(a for a in allowed if a != "auto")
+        bad = [t for t in items if t not in allowed]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"unknown {what} {','.join(bad) or text!r}; choose from {', '.join(allowed)} or all")
+        return items
+
+    return parse
+
+
 def _run_eval(args: argparse.Namespace) -> int:
     from matbench.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(
         model=args.model, suite=args.suite, output=args.output, limit=args.limit, seed=args.seed,
-        readout=args.readout, serving=args.serving, revision=args.revision, device=args.device,
+        readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
+        servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         progress=not args.no_progress,
     )
-    payload = run_eval(cfg)
-    print(json.dumps({"results": f"{args.output}", **payload["metrics"].get("headline", {})}, indent=2))
+    for payload in run_eval(cfg):
+        c = payload["config"]
+        print(json.dumps({"readout": c["readout"], "serving": c["serving"],
+                          **payload["metrics"].get("headline", {})}))
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from matbench.cache import EventCache, prefill_pair
+from matbench.errors import MatbenchError
 from matbench.models import LoadedModel
 from matbench.pairs import Arm, DonorPair, PairLayout, layout_pair
 from matbench.readouts import READOUTS, ProbeScorer, Readout, donor_shift
@@ -39,7 +40,7 @@ def outcome(answers: tuple[str | None, str | None], values: tuple[str, str]) -> 
 
 @dataclass
 class PairEngine:
-    """Runs donor pairs for one model, serving mode and readout."""
+    """Runs donor pairs for one model; `serving` and `readout` are the defaults of `score`."""
 
     loaded: LoadedModel
     serving: str = "auto"  # "compact", "native", or "auto" (native where sliding windows exist)
@@ -52,13 +53,8 @@ class PairEngine:
     def __post_init__(self) -> None:
         self.runner = ModelRunner(self.loaded.model, self.loaded.text_config)
         self.renderer = Renderer(self.loaded.tokenizer)
-        if self.serving == "auto":
-            self.serving = "native" if self.loaded.has_sliding_layers else "compact"
-        if self.serving not in SERVING:
-            from matbench.errors import MatbenchError
-
-            raise MatbenchError(f"unknown serving mode {self.serving!r}; use compact or native")
-        self._readout: Readout = READOUTS.get(self.readout)
+        self.serving = self.resolve_serving(self.serving)
+        READOUTS.get(self.readout)
         self._probe: Readout = READOUTS.get("probe")
         eos = self.loaded.tokenizer.eos_token_id
         self.stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
@@ -91,20 +87,44 @@ class PairEngine:
         layout, caches = self.prepare(pair)
         return self.score(pair, layout, caches)
 
+    def resolve_serving(self, serving: str) -> str:
+        if serving == "auto":
+            return "native" if self.loaded.has_sliding_layers else "compact"
+        if serving not in SERVING:
+            raise MatbenchError(f"unknown serving mode {serving!r}; use compact, native or auto")
+        return serving
+
     def score(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, Any]:
-        """Per-item record: for every arm, both members' answers, the class, probe log-probs, shift."""
-        serve = SERVING[self.serving]
+        """Per-item record for the engine's own readout and serving mode."""
+        return self.score_all(pair, layout, caches, [(self.readout, self.serving)])[(self.readout, self.serving)]
+
+    def score_all(self, pair: DonorPair, layout: PairLayout, caches,
+                  combos: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """One record per (readout, serving) from one global prefill; the probe (and with it the
+        donor shift) is computed once per serving mode and shared by every readout."""
         scorer = self.scorer(pair.menu)
-        _, logits = serve(self.runner, self.requests(pair, caches, self._probe))
-        cand = scorer.log_probs(logits).cpu()
-        probe_answers = scorer.answers(cand)
-        if self._readout.max_new_tokens:
-            batch, first = serve(self.runner, self.requests(pair, caches, self._readout))
-            generated = greedy_decode(self.runner, batch, first, self._readout.max_new_tokens, self.stop_ids)
-            texts = [self.renderer.decode(g) for g in generated]
-            answers = [self._readout.parse(t, pair.menu, pair.registers) for t in texts]
-        else:
-            texts, answers = None, probe_answers
+        probes: dict[str, tuple[torch.Tensor, list[str]]] = {}
+        records = {}
+        for readout_name, serving in combos:
+            serve = SERVING[serving]
+            if serving not in probes:
+                _, logits = serve(self.runner, self.requests(pair, caches, self._probe))
+                cand = scorer.log_probs(logits).cpu()
+                probes[serving] = (cand, scorer.answers(cand))
+            cand, probe_answers = probes[serving]
+            readout = READOUTS.get(readout_name)
+            texts = None
+            answers = probe_answers
+            if readout.max_new_tokens:
+                batch, first = serve(self.runner, self.requests(pair, caches, readout))
+                generated = greedy_decode(self.runner, batch, first, readout.max_new_tokens, self.stop_ids)
+                texts = [self.renderer.decode(g) for g in generated]
+                answers = [readout.parse(t, pair.menu, pair.registers) for t in texts]
+            records[(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts)
+        return records
+
+    @staticmethod
+    def _record(pair, layout, answers, probe_answers, cand, texts) -> dict[str, Any]:
         arms = {}
         for k, arm in enumerate(pair.arms):
             a, b = 2 * k, 2 * k + 1

@@ -18,8 +18,8 @@ class EvalConfig:
     output: str = "out"
     limit: int | None = None
     seed: int = 0
-    readout: str = "probe"
-    serving: str = "auto"
+    readouts: tuple[str, ...] = ("probe",)
+    servings: tuple[str, ...] = ("auto",)
     revision: str | None = None
     device: str | None = None
     dtype: str | None = None
@@ -31,7 +31,9 @@ class EvalConfig:
     progress: bool = True
 
 
-def run_eval(cfg: EvalConfig) -> dict[str, Any]:
+def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
+    """Evaluate every (readout, serving) combination from one global prefill per pair; one
+    results file and one per-item log per combination. Returns the results payloads."""
     from tqdm import tqdm
 
     from matbench.data_gen import SUITES
@@ -47,57 +49,77 @@ def run_eval(cfg: EvalConfig) -> dict[str, Any]:
         raise MatbenchError(f"--chunk-size must be at least 1 (got {cfg.chunk_size})")
     suite = SUITES.get(cfg.suite)
     evaluator = EVALUATORS.get(cfg.suite)(suite=cfg.suite)
-    READOUTS.get(cfg.readout)
+    for readout in cfg.readouts:
+        READOUTS.get(readout)
     pairs = suite.generate(cfg.seed, cfg.limit)
 
     started = time.time()
     loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
                         attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
-    engine = PairEngine(loaded, serving=cfg.serving, readout=cfg.readout, chunk_size=cfg.chunk_size)
-    run_config = {
-        "model": loaded.describe(),
-        "suite": cfg.suite,
-        "suite_version": suite.version,
-        "seed": cfg.seed,
-        "n_items": len(pairs),
-        "readout": cfg.readout,
-        "serving": engine.serving,
-        "chunk_size": cfg.chunk_size,
-        "check": cfg.check,
-    }
-    key = config_hash({k: v for k, v in run_config.items() if k not in ("n_items", "check")})
+    engine = PairEngine(loaded, chunk_size=cfg.chunk_size)
+    servings = list(dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings))
+    combos = [(r, s) for s in servings for r in dict.fromkeys(cfg.readouts)]
     out = Path(cfg.output)
-    stem = f"{cfg.suite}_{cfg.readout}_{engine.serving}"
-    log = ItemLog(out / f"{stem}.items.jsonl", key, fresh=cfg.fresh)
-    todo = [p for p in pairs if p.item_id not in log]
-    gate_summary: dict[str, dict] = {}
+    runs = {}
+    for readout, serving in combos:
+        run_config = {
+            "model": loaded.describe(),
+            "suite": cfg.suite,
+            "suite_version": suite.version,
+            "seed": cfg.seed,
+            "n_items": len(pairs),
+            "readout": readout,
+            "serving": serving,
+            "chunk_size": cfg.chunk_size,
+            "check": cfg.check,
+        }
+        key = config_hash({k: v for k, v in run_config.items() if k not in ("n_items", "check")})
+        stem = f"{cfg.suite}_{readout}_{serving}"
+        runs[(readout, serving)] = (run_config, key, stem, ItemLog(out / f"{stem}.items.jsonl", key, fresh=cfg.fresh))
+
+    todo = [p for p in pairs if any(p.item_id not in log for *_, log in runs.values())]
     for pair in tqdm(todo, desc=f"{cfg.suite} ({loaded.source.name})", unit="pair",
                      disable=not cfg.progress, initial=len(pairs) - len(todo), total=len(pairs)):
+        missing = [c for c in combos if pair.item_id not in runs[c][3]]
         layout, caches = engine.prepare(pair)
-        record = engine.score(pair, layout, caches)
+        records = engine.score_all(pair, layout, caches, missing)
+        gates = None
         if cfg.check:
-            gates = run_gates(engine, pair, layout, caches, record)
-            record["gates"] = [g.as_dict() for g in gates]
+            gates = run_gates(engine, pair, layout, caches, records[missing[0]])
             require(gates, pair.item_id)
-        log.append(record)
-    records = log.ordered(p.item_id for p in pairs)
+        for combo in missing:
+            record = records[combo]
+            if gates is not None:
+                record["gates"] = [g.as_dict() for g in gates]
+            runs[combo][3].append(record)
+
+    payloads = []
+    environment_info = environment()
+    for run_config, key, stem, log in runs.values():
+        records = log.ordered(p.item_id for p in pairs)
+        payload = {
+            "schema_version": SCHEMA_VERSION,
+            "config": run_config,
+            "config_hash": key,
+            "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
+            "environment": environment_info,
+            "metrics": evaluator.summarize(records),
+            "gates": _gate_summary(records),
+            "items_log": log.path.name,
+            "wall_seconds": round(time.time() - started, 2),
+        }
+        write_json(out / f"{stem}.json", payload)
+        payloads.append(payload)
+    return payloads
+
+
+def _gate_summary(records: list[dict]) -> dict[str, dict]:
+    summary: dict[str, dict] = {}
     for record in records:
         for g in record.get("gates", []):
-            s = gate_summary.setdefault(g["gate"], {"checked": 0, "passed": 0, "max_abs_diff": 0.0})
+            s = summary.setdefault(g["gate"], {"checked": 0, "passed": 0, "max_abs_diff": 0.0})
             s["checked"] += 1
             s["passed"] += g["passed"]
             if g["max_abs_diff"] is not None:
                 s["max_abs_diff"] = max(s["max_abs_diff"], g["max_abs_diff"])
-    payload = {
-        "schema_version": SCHEMA_VERSION,
-        "config": run_config,
-        "config_hash": key,
-        "invocation": asdict(cfg),
-        "environment": environment(),
-        "metrics": evaluator.summarize(records),
-        "gates": gate_summary,
-        "items_log": log.path.name,
-        "wall_seconds": round(time.time() - started, 2),
-    }
-    write_json(out / f"{stem}.json", payload)
-    return payload
+    return summary

@@ -241,12 +241,15 @@ def _convert_gguf(source: ModelSource, trust_remote_code: bool) -> Path:
     `save_pretrained` refuses a GGUF-loaded model although its weights are plain floats; clearing
     the quantizer first works and reloads with identical logits (SPEC 4).
     """
+    import sys
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     target = _gguf_cache_dir(source)
     if (target / "config.json").is_file():
         return target
+    print(f"matbench: dequantising {source.gguf_file} once into {target} (about 30 s)", file=sys.stderr)
     try:
         model = AutoModelForCausalLM.from_pretrained(
             source.location, gguf_file=source.gguf_file, dtype=torch.float32, trust_remote_code=trust_remote_code
@@ -276,8 +279,12 @@ def load_model(
     trust_remote_code: bool = False,
 ) -> LoadedModel:
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    # matbench shows its own progress; transformers' loading bars and advice would bury it.
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
     source = resolve_source(name, revision)
     config = load_config(source, trust_remote_code)
     check_servable(config, name)

@@ -1,0 +1,156 @@
+"""The command line: bad input gives one clear line; a tiny model runs end to end and resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from matbench.cli import main
+
+
+def run_cli(args, capsys) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("matbench: error: ")
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory, tiny_llama) -> Path:
+    path = tmp_path_factory.mktemp("tiny-llama")
+    tiny_llama.model.save_pretrained(path)
+    tiny_llama.tokenizer.save_pretrained(path)
+    return path
+
+
+def test_help_lists_eval():
+    out = subprocess.run([sys.executable, "-m", "matbench.cli", "eval", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+    for flag in ("--model", "--readout", "--serving", "--limit", "--check", "--output", "examples:"):
+        assert flag in out.stdout
+
+
+def test_misspelt_alias(capsys, tmp_path):
+    code, _, err = run_cli(["eval", "--model", "smolm2-135m", "--output", str(tmp_path)], capsys)
+    line = one_line_error(err)
+    assert code == 2 and "unknown model 'smolm2-135m'" in line and "Did you mean the offline alias 'smollm2-135m'" in line
+
+
+def test_limit_zero(capsys, tmp_path):
+    code, _, err = run_cli(["eval", "--model", "smollm2-135m", "--limit", "0", "--output", str(tmp_path)], capsys)
+    assert code == 2 and "--limit must be at least 1" in one_line_error(err)
+
+
+def test_directory_without_config(capsys, tmp_path):
+    code, _, err = run_cli(["eval", "--model", str(tmp_path), "--output", str(tmp_path / "o")], capsys)
+    assert code == 2 and "holds no config.json" in one_line_error(err)
+
+
+def test_directory_without_weights(capsys, tmp_path, tiny_llama):
+    tiny_llama.model.config.save_pretrained(tmp_path)
+    tiny_llama.tokenizer.save_pretrained(tmp_path)
+    code, _, err = run_cli(["eval", "--model", str(tmp_path), "--output", str(tmp_path / "o")], capsys)
+    line = one_line_error(err)
+    assert code == 2 and "could not load model" in line
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda: __import__("transformers").MambaConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1),
+         "no token-addressable KV cache"),
+        (lambda: __import__("transformers").Qwen3NextConfig(num_hidden_layers=4, vocab_size=100),
+         "no token-addressable KV cache"),
+        (lambda: __import__("transformers").T5Config(), "encoder-decoder, not a causal LM"),
+        (lambda: __import__("transformers").BertConfig(architectures=["BertForMaskedLM"]), "is not a causal LM"),
+    ],
+)
+def test_unservable_architectures(capsys, tmp_path, make, expected):
+    make().save_pretrained(tmp_path)
+    code, _, err = run_cli(["eval", "--model", str(tmp_path), "--output", str(tmp_path / "o")], capsys)
+    assert code == 2 and expected in one_line_error(err)
+
+
+def test_truncated_gguf(capsys, tmp_path):
+    from matbench.models import resolve_source
+
+    source = resolve_source("smollm2-135m")
+    full = Path(source.location) / source.gguf_file
+    broken = tmp_path / "broken.gguf"
+    with full.open("rb") as fh:
+        broken.write_bytes(fh.read(1 << 20))
+    code, _, err = run_cli(["eval", "--model", str(broken), "--output", str(tmp_path / "o")], capsys)
+    assert code == 2 and "truncated or corrupt" in one_line_error(err)
+
+
+def test_missing_gguf_file(capsys, tmp_path):
+    code, _, err = run_cli(["eval", "--model", str(tmp_path / "nope.gguf"), "--output", str(tmp_path)], capsys)
+    assert code == 2 and "does not exist" in one_line_error(err)
+
+
+def test_unknown_suite(capsys, tmp_path):
+    code, _, err = run_cli(["eval", "--model", "smollm2-135m", "--suite", "discovry", "--output", str(tmp_path)], capsys)
+    assert code == 2 and "Did you mean 'discovery'" in one_line_error(err)
+
+
+def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
+    out = tmp_path / "run"
+    args = ["eval", "--model", str(tiny_dir), "--limit", "3", "--check", "--readout", "short",
+            "--no-progress", "--output", str(out)]
+    code, stdout, _ = run_cli(args, capsys)
+    assert code == 0
+    results = json.loads((out / "discovery_short_compact.json").read_text())
+    log = (out / "discovery_short_compact.items.jsonl").read_text().splitlines()
+    assert len(log) == 3 and results["config"]["n_items"] == 3
+    metrics = results["metrics"]
+    for arm in ("root", "chain", "txt", "control"):
+        m = metrics["arms"][arm]
+        assert sum(m["classes"].values()) == 3 and m["n_pairs"] == 3
+    assert metrics["headline"]["control_clean"] is True
+    assert results["gates"]["A"] == {"checked": 3, "passed": 3, "max_abs_diff": results["gates"]["A"]["max_abs_diff"]}
+    assert results["gates"]["A"]["max_abs_diff"] <= 1e-3
+    assert results["items_log"] == "discovery_short_compact.items.jsonl"
+
+    # A rerun recomputes nothing: scoring would raise.
+    import matbench.engine
+
+    def boom(*a, **k):
+        raise AssertionError("recomputed a finished item")
+
+    monkeypatch.setattr(matbench.engine.PairEngine, "score", boom)
+    code, _, _ = run_cli(args, capsys)
+    assert code == 0
+    again = json.loads((out / "discovery_short_compact.json").read_text())
+    assert again["metrics"] == metrics
+    monkeypatch.undo()
+
+    # A half-written last line (killed mid-write) is dropped and only that item is redone.
+    path = out / "discovery_short_compact.items.jsonl"
+    path.write_text("\n".join(log[:2]) + "\n" + log[2][:40])
+    code, _, _ = run_cli(args, capsys)
+    assert code == 0
+    assert len(path.read_text().splitlines()) == 3
+    assert json.loads((out / "discovery_short_compact.json").read_text())["metrics"] == metrics
+
+    # Another configuration refuses to mix with the old log.
+    code, _, err = run_cli(args[:-2] + ["--seed", "1", "--output", str(out)], capsys)
+    assert code == 2 and "another configuration" in one_line_error(err)
+
+
+def test_console_script_reports_one_line(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(["matbench", "eval", "--model", "smollm2-135m", "--limit", "0", "--output", str(tmp_path)],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "matbench: error: --limit must be at least 1 (got 0)"

@@ -1,0 +1,103 @@
+"""Rendering, position budget, identity and leak checks, and the discovery generator."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from matbench.data_gen import SUITES
+from matbench.data_gen.discovery import MENU
+from matbench.errors import MatbenchError
+from matbench.pairs import layout_pair
+from matbench.render import HDR, Renderer, event_text
+
+
+@pytest.fixture(scope="module")
+def renderer(tokenizer):
+    return Renderer(tokenizer)
+
+
+def test_chat_frame_and_no_bos_for_smollm2(renderer):
+    assert renderer.chat
+    assert renderer.head.startswith("<|im_start|>system") and renderer.head.endswith("<|im_start|>user\n")
+    assert renderer.tail == "<|im_end|>\n<|im_start|>assistant\n"
+    assert renderer.bos_ids == []  # SmolLM2 adds no BOS; the chat head opens the sequence
+    assert renderer.header_ids() == renderer.ids(renderer.head + HDR)
+
+
+def test_position_budget(renderer, pairs):
+    for pair in pairs:
+        layout = layout_pair(pair, renderer)
+        a, b = layout.members
+        src_a, src_b = (m.event_spans[pair.source] for m in (a, b))
+        lengths = (src_a[1] - src_a[0], src_b[1] - src_b[0])
+        assert layout.budget == max(lengths) and lengths[0] != lengths[1]
+        # Events after the source start at source_start + budget in both members.
+        start = a.positions[src_a[0]]
+        assert b.positions[src_b[0]] == start
+        for m in (a, b):
+            nxt = m.event_spans[pair.source + 1][0]
+            assert m.positions[nxt] == start + layout.budget
+            assert m.positions[-1] + 1 == layout.length
+        # Every non-source event: same ids and positions in both members.
+        for i in range(len(pair.events)):
+            if i != pair.source:
+                ta, tb = a.served_tokens((i,)), b.served_tokens((i,))
+                assert ta == tb
+        assert layout.prefix_tokens == src_a[0]
+        assert a.input_ids[: layout.prefix_tokens] == b.input_ids[: layout.prefix_tokens]
+
+
+def test_piecewise_check_refuses_a_boundary_merge(renderer):
+    with pytest.raises(MatbenchError, match="piecewise tokenization"):
+        # SPEC's literal "\n\nQuestion" after an event's "\n" merges into one token in SmolLM2.
+        pieces = [event_text(0, "x"), "\n\nQuestion: What?"]
+        renderer.check_piecewise(pieces, [renderer.ids(p) for p in pieces])
+
+
+def test_query_boundary_is_clean(renderer):
+    text = renderer.query_text("What state is register ALPHA in?", " Answer ONLINE or OFFLINE:", "Answer:")
+    pieces = [event_text(3, "register BETA refreshed to 120"), text]
+    renderer.check_piecewise(pieces, [renderer.ids(p) for p in pieces])
+
+
+def test_discovery_is_deterministic_and_seeded():
+    suite = SUITES.get("discovery")
+    assert suite.generate(0, 5) == suite.generate(0, 5)
+    assert suite.generate(0, 5) != suite.generate(1, 5)
+    assert suite.generate(0, 3) == suite.generate(0, 5)[:3]
+
+
+def test_discovery_structure():
+    pairs = SUITES.get("discovery").generate(0, 200)
+    sources = {p.source for p in pairs}
+    assert sources == {8, 9, 10, 11}
+    decoy_values = [p.events[0].split()[-1] for p in pairs]
+    # Decoy drawn independently of the gold: both values occur, roughly half each.
+    assert set(decoy_values) == set(MENU) and 70 < decoy_values.count("ONLINE") < 130
+    for p in pairs:
+        assert p.values == MENU and len(p.events) == 24
+        assert [a.name for a in p.arms] == ["root", "chain", "txt", "control"]
+        assert p.arm("control").served == tuple(range(p.source))
+        assert p.source not in p.arm("root").served and p.source in p.arm("txt").served
+        own = set(p.registers)
+        for i, body in enumerate(p.events):
+            if body.startswith("register") and "refreshed" in body:
+                assert body.split()[1] not in own
+
+
+def test_validation_refuses_a_leaking_served_event():
+    pair = SUITES.get("discovery").generate(0, 1)[0]
+    src_reg = pair.source_bodies[0].split()[1]
+    events = list(pair.events)
+    events[13] = f"register {src_reg} set to state ONLINE"
+    with pytest.raises(MatbenchError, match="leaks the source"):
+        dataclasses.replace(pair, events=tuple(events)).validate()
+
+
+def test_validation_refuses_an_arm_serving_the_source():
+    pair = SUITES.get("discovery").generate(0, 1)[0]
+    bad = dataclasses.replace(pair.arm("root"), served=(0, pair.source, 13))
+    with pytest.raises(MatbenchError, match="serves the source"):
+        dataclasses.replace(pair, arms=(bad,)).validate()

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from matbench.errors import MatbenchError
+from matbench.readouts import READOUTS, ProbeScorer, donor_margin, donor_shift, find_menu_words, parse_option
+
+NAME8 = ("ALPHA", "BRAVO", "DELTA", "ECHO", "GOLF", "HOTEL", "KILO", "TANGO")
+
+
+def test_whole_words_only():
+    assert find_menu_words("The reading was ABNORMAL.", ("NORMAL", "EXCEEDED")) == []
+    assert find_menu_words("ABNORMAL? No: NORMAL.", ("NORMAL", "EXCEEDED")) == ["NORMAL"]
+    assert find_menu_words("OFFLINE-ish then online", ("ONLINE", "OFFLINE")) == ["OFFLINE", "ONLINE"]
+
+
+def test_echoed_register_names_are_not_answers():
+    text = "Register ALPHA mirrors register DELTA, so ALPHA is in state KILO."
+    assert find_menu_words(text, NAME8, registers=("ALPHA", "DELTA")) == ["KILO"]
+
+
+def test_short_takes_first_and_trace_takes_last():
+    menu = ("ONLINE", "OFFLINE")
+    text = "It was ONLINE before, but the final state is OFFLINE"
+    assert READOUTS.get("short").parse(text, menu) == "ONLINE"
+    assert READOUTS.get("trace").parse(text, menu) == "OFFLINE"
+    assert READOUTS.get("short").parse("no idea", menu) is None
+
+
+def test_option_letters_are_case_sensitive():
+    assert parse_option("I think a good answer is B.") == "B"
+    assert parse_option("A.") == "A"
+    assert parse_option("Neither, sorry") is None
+
+
+def test_suffixes_carry_the_menu():
+    assert READOUTS.get("short").suffix(("ONLINE", "OFFLINE")) == " Answer ONLINE or OFFLINE:"
+    assert READOUTS.get("probe").suffix(("NORTH", "SOUTH", "EAST", "WEST")) == " Answer NORTH, SOUTH, EAST or WEST:"
+    assert READOUTS.get("probe").assistant_prefix == "Answer:"
+    assert READOUTS.get("trace").max_new_tokens == 160
+
+
+def test_unknown_readout_suggests_a_name():
+    with pytest.raises(MatbenchError, match="Did you mean 'probe'"):
+        READOUTS.get("prob")
+
+
+def test_probe_sums_spaced_and_bare_first_tokens():
+    first = {" ONLINE": 1, "ONLINE": 2, " OFFLINE": 3, "OFFLINE": 4}
+    scorer = ProbeScorer.for_menu(("ONLINE", "OFFLINE"), lambda s: [first[s], 5])
+    logits = torch.full((1, 6), -1e9)
+    logits[0, [1, 2, 3, 4]] = torch.log(torch.tensor([0.1, 0.2, 0.3, 0.4]))
+    logp = scorer.log_probs(logits)
+    assert torch.allclose(logp.exp(), torch.tensor([[0.3, 0.7]]), atol=1e-6)
+    assert scorer.answers(logp) == ["OFFLINE"]
+
+
+def test_probe_refuses_colliding_first_tokens():
+    with pytest.raises(MatbenchError, match="start with the same token"):
+        ProbeScorer.for_menu(("ONLINE", "OFFLINE"), lambda s: [7])
+
+
+def test_binary_donor_shift_is_margin_difference():
+    menu, values = ("ONLINE", "OFFLINE"), ("ONLINE", "OFFLINE")
+    a = torch.log(torch.tensor([0.6, 0.4]))
+    b = torch.log(torch.tensor([0.3, 0.7]))
+    m_a, m_b = math.log(0.6 / 0.4), math.log(0.3 / 0.7)
+    assert donor_shift(a, b, menu, values) == pytest.approx(m_a - m_b, abs=1e-6)
+    assert donor_shift(b, a, menu, values) == pytest.approx(-(m_a - m_b), abs=1e-6)
+    assert donor_shift(a, a, menu, values) == 0.0
+
+
+def test_kway_margin_is_donor_minus_logsumexp_of_others():
+    menu = ("NORTH", "SOUTH", "EAST", "WEST")
+    p = torch.tensor([0.4, 0.3, 0.2, 0.1])
+    assert float(donor_margin(p.log(), menu, "SOUTH")) == pytest.approx(math.log(0.3 / 0.7), abs=1e-6)
