@@ -48,6 +48,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
     p.add_argument("--attn-implementation", choices=["sdpa", "eager"], help="attention kernel (default: model's)")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
+    p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: 8 on GPU, 2 on CPU)")
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
@@ -76,7 +77,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         model=args.model, suite=args.suite, output=args.output, limit=args.limit, seed=args.seed,
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
-        dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size,
+        dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         progress=not args.no_progress,
     )

@@ -96,32 +96,49 @@ class PairEngine:
 
     def score(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, Any]:
         """Per-item record for the engine's own readout and serving mode."""
-        return self.score_all(pair, layout, caches, [(self.readout, self.serving)])[(self.readout, self.serving)]
+        combo = (self.readout, self.serving)
+        return self.score_all(pair, layout, caches, [combo])[combo]
 
     def score_all(self, pair: DonorPair, layout: PairLayout, caches,
                   combos: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """One record per (readout, serving) from one global prefill; the probe (and with it the
-        donor shift) is computed once per serving mode and shared by every readout."""
-        scorer = self.scorer(pair.menu)
-        probes: dict[str, tuple[torch.Tensor, list[str]]] = {}
-        records = {}
+        return self.score_many([(pair, layout, caches)], combos)[0]
+
+    def score_many(self, items: list[tuple[DonorPair, PairLayout, Any]],
+                   combos: list[tuple[str, str]]) -> list[dict[tuple[str, str], dict[str, Any]]]:
+        """One record per item and (readout, serving), serving every arm x member of every item
+        in one batch. The probe (and with it the donor shift) runs once per serving mode and is
+        shared by every readout; greedy decoding advances all rows together."""
+        spans, offset = [], 0
+        for pair, _, _ in items:
+            spans.append((offset, offset + 2 * len(pair.arms)))
+            offset += 2 * len(pair.arms)
+        probes: dict[str, list[tuple[torch.Tensor, list[str]]]] = {}
+        out: list[dict] = [{} for _ in items]
         for readout_name, serving in combos:
             serve = SERVING[serving]
             if serving not in probes:
-                _, logits = serve(self.runner, self.requests(pair, caches, self._probe))
-                cand = scorer.log_probs(logits).cpu()
-                probes[serving] = (cand, scorer.answers(cand))
-            cand, probe_answers = probes[serving]
+                _, logits = serve(self.runner, self._batch_requests(items, self._probe))
+                probes[serving] = []
+                for (pair, _, _), (lo, hi) in zip(items, spans):
+                    cand = self.scorer(pair.menu).log_probs(logits[lo:hi]).cpu()
+                    probes[serving].append((cand, self.scorer(pair.menu).answers(cand)))
             readout = READOUTS.get(readout_name)
-            texts = None
-            answers = probe_answers
+            texts: list[list[str] | None] = [None] * len(items)
             if readout.max_new_tokens:
-                batch, first = serve(self.runner, self.requests(pair, caches, readout))
+                batch, first = serve(self.runner, self._batch_requests(items, readout))
                 generated = greedy_decode(self.runner, batch, first, readout.max_new_tokens, self.stop_ids)
-                texts = [self.renderer.decode(g) for g in generated]
-                answers = [readout.parse(t, pair.menu, pair.registers) for t in texts]
-            records[(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts)
-        return records
+                decoded = [self.renderer.decode(g) for g in generated]
+                texts = [decoded[lo:hi] for lo, hi in spans]
+            for k, (pair, layout, _) in enumerate(items):
+                cand, probe_answers = probes[serving][k]
+                answers = probe_answers
+                if texts[k] is not None:
+                    answers = [readout.parse(t, pair.menu, pair.registers) for t in texts[k]]
+                out[k][(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts[k])
+        return out
+
+    def _batch_requests(self, items, readout: Readout) -> list[ServeRequest]:
+        return [r for pair, _, caches in items for r in self.requests(pair, caches, readout)]
 
     @staticmethod
     def _record(pair, layout, answers, probe_answers, cand, texts) -> dict[str, Any]:

@@ -25,6 +25,7 @@ class EvalConfig:
     dtype: str | None = None
     attn_implementation: str | None = None
     chunk_size: int | None = None
+    batch_pairs: int | None = None  # donor pairs served and decoded together (default: 8 GPU, 2 CPU)
     trust_remote_code: bool = False
     check: bool = False
     fresh: bool = False
@@ -45,6 +46,8 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
 
     if cfg.limit is not None and cfg.limit < 1:
         raise MatbenchError(f"--limit must be at least 1 (got {cfg.limit})")
+    if cfg.batch_pairs is not None and cfg.batch_pairs < 1:
+        raise MatbenchError(f"--batch-pairs must be at least 1 (got {cfg.batch_pairs})")
     if cfg.chunk_size is not None and cfg.chunk_size < 1:
         raise MatbenchError(f"--chunk-size must be at least 1 (got {cfg.chunk_size})")
     suite = SUITES.get(cfg.suite)
@@ -78,20 +81,29 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
         runs[(readout, serving)] = (run_config, key, stem, ItemLog(out / f"{stem}.items.jsonl", key, fresh=cfg.fresh))
 
     todo = [p for p in pairs if any(p.item_id not in log for *_, log in runs.values())]
-    for pair in tqdm(todo, desc=f"{cfg.suite} ({loaded.source.name})", unit="pair",
-                     disable=not cfg.progress, initial=len(pairs) - len(todo), total=len(pairs)):
-        missing = [c for c in combos if pair.item_id not in runs[c][3]]
-        layout, caches = engine.prepare(pair)
-        records = engine.score_all(pair, layout, caches, missing)
-        gates = None
-        if cfg.check:
-            gates = run_gates(engine, pair, layout, caches, records[missing[0]])
-            require(gates, pair.item_id)
-        for combo in missing:
-            record = records[combo]
-            if gates is not None:
-                record["gates"] = [g.as_dict() for g in gates]
-            runs[combo][3].append(record)
+    group = cfg.batch_pairs or (8 if loaded.device.startswith("cuda") else 2)
+    progress = tqdm(total=len(pairs), initial=len(pairs) - len(todo), desc=f"{cfg.suite} ({loaded.source.name})",
+                    unit="pair", disable=not cfg.progress)
+    for start in range(0, len(todo), group):
+        chunk = todo[start:start + group]
+        # Recompute only what is missing; a pair missing in some logs is redone for those only.
+        missing = [c for c in combos if any(p.item_id not in runs[c][3] for p in chunk)]
+        items = [(p, *engine.prepare(p)) for p in chunk]
+        scored = engine.score_many(items, missing)
+        for (pair, layout, caches), records in zip(items, scored):
+            gates = None
+            if cfg.check:
+                gates = run_gates(engine, pair, layout, caches, records[missing[0]])
+                require(gates, pair.item_id)
+            for combo in missing:
+                if pair.item_id in runs[combo][3]:
+                    continue
+                record = records[combo]
+                if gates is not None:
+                    record["gates"] = [g.as_dict() for g in gates]
+                runs[combo][3].append(record)
+            progress.update(1)
+    progress.close()
 
     payloads = []
     environment_info = environment()

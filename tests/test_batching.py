@@ -1,0 +1,50 @@
+"""Batch invariance: serving several pairs, arms and readouts together changes no outcome."""
+
+from __future__ import annotations
+
+import pytest
+
+from matbench.engine import PairEngine
+from matbench.runtime import ModelRunner, layer_windows
+from tests.conftest import tiny_config
+
+
+@pytest.mark.parametrize("serving", ["compact", "native"])
+def test_batched_equals_one_at_a_time(tiny, pairs, serving):
+    engine = PairEngine(tiny)
+    items = [(p, *engine.prepare(p)) for p in pairs]
+    combos = [("probe", serving), ("short", serving)]
+    together = engine.score_many(items, combos)
+    for item, batched in zip(items, together):
+        alone = engine.score_many([item], combos)[0]
+        for combo in combos:
+            for arm, entry in batched[combo]["arms"].items():
+                ref = alone[combo]["arms"][arm]
+                assert entry["class"] == ref["class"] and entry["answers"] == ref["answers"]
+                assert entry["shift"] == pytest.approx(ref["shift"], abs=1e-4)
+        # The probe is shared by every readout of a serving mode.
+        assert batched[combos[0]]["arms"]["root"]["shift"] == batched[combos[1]]["arms"]["root"]["shift"]
+
+
+def test_chunked_prefill_matches_one_shot(tiny_gemma, pairs):
+    whole = PairEngine(tiny_gemma).run_pair(pairs[0])
+    chunked = PairEngine(tiny_gemma, chunk_size=50).run_pair(pairs[0])
+    for arm, entry in whole["arms"].items():
+        for got, ref in zip(chunked["arms"][arm]["probe_logp"], entry["probe_logp"]):
+            assert got == pytest.approx(ref, abs=1e-4)
+
+
+def test_layer_windows():
+    assert layer_windows(tiny_config("llama")) == [None, None]
+    assert layer_windows(tiny_config("gemma3")) == [64, 64, 64, None]
+
+
+def test_masks_follow_coordinates(tiny_gemma):
+    import torch
+
+    runner = ModelRunner(tiny_gemma.model, tiny_gemma.text_config)
+    masks = runner.build_masks(torch.tensor([[100]]), torch.tensor([[0, 36, 37, 99, 100, 101]]),
+                               torch.tensor([[True, True, True, False, True, True]]))
+    visible = {name: (m[0, 0, 0] == 0).tolist() for name, m in masks.items()}
+    assert visible["full_attention"] == [True, True, True, False, True, False]
+    assert visible["sliding_attention"] == [False, False, True, False, True, False]  # 100 - 37 < 64

@@ -1,0 +1,79 @@
+"""The faithfulness gates on the real offline models (SmolLM2-135M-Instruct, Gemma 3 270M)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from matbench.engine import PairEngine, probe_logits
+from matbench.gates import FLOAT32_TOL, gate_a, run_gates
+from matbench.pairs import Arm, DonorPair
+
+pytestmark = pytest.mark.slow
+
+
+def _check_all(loaded, pairs):
+    engine = PairEngine(loaded)
+    for pair in pairs:
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        results = {g.name: g for g in run_gates(engine, pair, layout, caches, record)}
+        assert all(g.passed for g in results.values()), results
+        assert results["A"].max_abs_diff <= FLOAT32_TOL
+        assert results["mask"].max_abs_diff == 0.0
+        assert record["arms"]["control"]["shift"] == 0.0
+    return engine, results
+
+
+def test_smollm2_gates(smollm2, pairs):
+    engine, results = _check_all(smollm2, pairs[:2])
+    assert engine.serving == "compact" and results["B"].max_abs_diff <= FLOAT32_TOL
+    assert engine.renderer.chat and engine.renderer.bos_ids == []
+
+
+def test_gemma3_gates(gemma3, pairs):
+    engine, results = _check_all(gemma3, pairs[:2])
+    assert engine.serving == "native" and results["B"].max_abs_diff is None
+    # A base model: plain text, BOS placed once by hand.
+    bos = gemma3.tokenizer.bos_token_id
+    assert not engine.renderer.chat and engine.renderer.bos_ids == [bos]
+    assert engine.renderer.header_ids()[0] == bos and engine.renderer.header_ids().count(bos) == 1
+
+
+def test_gemma3_compact_and_native_differ_only_beyond_the_window(gemma3, pairs):
+    """SPEC 4: past the 512-token window compact slots over-expose far rows; within it they agree."""
+    engine = PairEngine(gemma3)
+    pair = pairs[0]
+    layout, caches = engine.prepare(pair)
+    assert layout.length > gemma3.text_config.sliding_window
+    arm = pair.arm("root")
+    native = probe_logits(engine, pair, caches, arm, serving="native")
+    compact = probe_logits(engine, pair, caches, arm, serving="compact", query_position=layout.length)
+    assert float((native - compact).abs().max()) > 0.5
+
+    short = DonorPair(
+        item_id="short", events=("register KAPPA set to state ONLINE", "<donor>", "register BETA mirrors register GAMMA",
+                                 "register THETA refreshed to 120"),
+        source=1, source_bodies=("register GAMMA set to state ONLINE", "register GAMMA set to state OFFLINE"),
+        values=("ONLINE", "OFFLINE"), menu=("ONLINE", "OFFLINE"),
+        arms=(Arm("root", (0, 2), "What state is register BETA in?"),),
+    )
+    layout, caches = engine.prepare(short)
+    assert layout.length < gemma3.text_config.sliding_window
+    native = probe_logits(engine, short, caches, short.arms[0], serving="native")
+    compact = probe_logits(engine, short, caches, short.arms[0], serving="compact", query_position=layout.length)
+    assert float((native - compact).abs().max()) <= FLOAT32_TOL
+    assert gate_a(engine, short, layout, caches).passed
+
+
+def test_gguf_conversion_cache_is_lossless(smollm2):
+    """The dequantised-and-saved copy gives the logits of a direct GGUF load."""
+    from transformers import AutoModelForCausalLM
+
+    source = smollm2.source
+    direct = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file, dtype=torch.float32).eval()
+    ids = torch.tensor([smollm2.tokenizer("register ALPHA mirrors register BETA\n").input_ids])
+    with torch.inference_mode():
+        a = direct(input_ids=ids).logits
+        b = smollm2.model(input_ids=ids).logits
+    assert torch.equal(a, b)
