@@ -150,7 +150,8 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
 
 def test_console_script_reports_one_line(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run(["matbench", "eval", "--model", "smollm2-135m", "--limit", "0", "--output", str(tmp_path)],
+    script = Path(sys.executable).with_name("matbench")  # the console script of this environment
+    out = subprocess.run([str(script), "eval", "--model", "smollm2-135m", "--limit", "0", "--output", str(tmp_path)],
                          capture_output=True, text=True, env=env)
     assert out.returncode == 2
     assert out.stderr.strip() == "matbench: error: --limit must be at least 1 (got 0)"
