@@ -72,7 +72,7 @@ class PairEngine:
         ids = self.renderer.ids(text)
         # The query follows an event ending in "\n": assert no BPE merge across that boundary.
         last = event_text(0, pair.events[0])
-        self.renderer.check_piecewise([last, text], [self.renderer.ids(last), ids])
+        self.renderer.check_piecewise([last, text], [self.renderer.ids(last), ids], from_start=False)
         return tuple(ids)
 
     def prepare(self, pair: DonorPair) -> tuple[PairLayout, tuple[EventCache, EventCache]]:

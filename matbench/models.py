@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -201,7 +202,16 @@ class LoadedModel:
             "device": self.device,
             "attn_implementation": self.attn_implementation,
             "n_parameters": sum(p.numel() for p in self.model.parameters()),
+            # GGUF tokenizers are rebuilt by transformers, differently across versions (5.17 and
+            # 5.24 split Gemma's "ONLINE" differently): the vocabulary fingerprint pins it.
+            "tokenizer_sha256": tokenizer_fingerprint(self.tokenizer),
+            "gguf_sha256": _gguf_cache_dir(self.source).name if self.source.gguf_file else None,
         }
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str:
+    vocab = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False)
+    return hashlib.sha256(vocab.encode()).hexdigest()[:16]
 
 
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",

@@ -82,10 +82,11 @@ class Renderer:
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def check_piecewise(self, pieces: list[str], piece_ids: list[list[int]]) -> None:
-        """The concatenated piece ids must equal a one-shot tokenization of the whole text."""
+    def check_piecewise(self, pieces: list[str], piece_ids: list[list[int]], from_start: bool = True) -> None:
+        """The concatenated piece ids must equal a one-shot tokenization of the whole text
+        (`from_start`: the pieces open the sequence, so the hand-placed BOS is part of it)."""
         joined = [t for ids in piece_ids for t in ids]
-        whole = self.bos_ids + self.ids("".join(pieces))
+        whole = (self.bos_ids if from_start else []) + self.ids("".join(pieces))
         if joined != whole:
             at = next((i for i, (a, b) in enumerate(zip(joined, whole)) if a != b), min(len(joined), len(whole)))
             raise MatbenchError(
