@@ -72,6 +72,7 @@ class ModelRunner:
         # Models with mixed layer types take a dict {layer_type: mask}; the others one tensor.
         self._mask_by_type = bool(layer_types) and "sliding_attention" in set(layer_types)
         impl = getattr(self.model.config, "_attn_implementation", None) or "eager"
+        self._bool_masks = impl == "sdpa"
         if impl.startswith("flash"):
             raise MatbenchError(
                 f"attn_implementation {impl!r} takes no arbitrary masks; sparse serving needs 'sdpa' or 'eager'"
@@ -88,14 +89,21 @@ class ModelRunner:
     def build_masks(
         self, query_coords: torch.Tensor, key_coords: torch.Tensor, key_valid: torch.Tensor
     ) -> torch.Tensor | dict[str, torch.Tensor]:
-        """Additive masks `[B, 1, T, K]`: key k is visible to query q iff it is valid,
-        `key_coords[k] <= query_coords[q]`, and (sliding layers) `query - key < window`."""
+        """Masks `[B, 1, T, K]`: key k is visible to query q iff it is valid,
+        `key_coords[k] <= query_coords[q]`, and (sliding layers) `query - key < window`.
+
+        Boolean (True = visible) for SDPA, additive float (0 / dtype min) for eager, the formats
+        transformers itself hands each kernel. An additive float mask under CUDA SDPA gave wrong
+        logits on one Gemma 3 item (gate A: |dlogit| 2.45) where the boolean mask is exact.
+        """
         q = query_coords[:, None, :, None]
         k = key_coords[:, None, None, :]
         causal = (k <= q) & key_valid[:, None, None, :].bool()
         neg = torch.finfo(self.dtype).min
 
         def additive(allowed: torch.Tensor) -> torch.Tensor:
+            if self._bool_masks:
+                return allowed
             zero = torch.zeros((), dtype=self.dtype, device=allowed.device)
             return torch.where(allowed, zero, torch.tensor(neg, dtype=self.dtype, device=allowed.device))
 

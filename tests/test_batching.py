@@ -45,6 +45,6 @@ def test_masks_follow_coordinates(tiny_gemma):
     runner = ModelRunner(tiny_gemma.model, tiny_gemma.text_config)
     masks = runner.build_masks(torch.tensor([[100]]), torch.tensor([[0, 36, 37, 99, 100, 101]]),
                                torch.tensor([[True, True, True, False, True, True]]))
-    visible = {name: (m[0, 0, 0] == 0).tolist() for name, m in masks.items()}
+    visible = {name: (m[0, 0, 0] if m.dtype == torch.bool else m[0, 0, 0] == 0).tolist() for name, m in masks.items()}
     assert visible["full_attention"] == [True, True, True, False, True, False]
     assert visible["sliding_attention"] == [False, False, True, False, True, False]  # 100 - 37 < 64
