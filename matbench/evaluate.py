@@ -126,12 +126,16 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
 
 
 def _gate_summary(records: list[dict]) -> dict[str, dict]:
+    """Per gate: items checked, passed, skipped (not applicable, e.g. gate B with sliding
+    windows) and the worst |dlogit| among those compared."""
     summary: dict[str, dict] = {}
     for record in records:
         for g in record.get("gates", []):
-            s = summary.setdefault(g["gate"], {"checked": 0, "passed": 0, "max_abs_diff": 0.0})
+            s = summary.setdefault(g["gate"], {"checked": 0, "passed": 0, "skipped": 0, "max_abs_diff": None})
+            if g["max_abs_diff"] is None and g["passed"]:
+                s["skipped"] += 1
+                continue
             s["checked"] += 1
             s["passed"] += g["passed"]
-            if g["max_abs_diff"] is not None:
-                s["max_abs_diff"] = max(s["max_abs_diff"], g["max_abs_diff"])
+            s["max_abs_diff"] = max(s["max_abs_diff"] or 0.0, g["max_abs_diff"] or 0.0)
     return summary

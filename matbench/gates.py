@@ -117,4 +117,5 @@ def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
 def require(results: list[GateResult], item_id: str) -> None:
     for r in results:
         if not r.passed:
-            raise GateFailure(f"faithfulness gate {r.name} failed on {item_id}: {r.detail}")
+            hint = "; try --attn-implementation eager" if r.name in ("A", "B") else ""
+            raise GateFailure(f"faithfulness gate {r.name} failed on {item_id}: {r.detail}{hint}")

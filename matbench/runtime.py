@@ -92,9 +92,10 @@ class ModelRunner:
         """Masks `[B, 1, T, K]`: key k is visible to query q iff it is valid,
         `key_coords[k] <= query_coords[q]`, and (sliding layers) `query - key < window`.
 
-        Boolean (True = visible) for SDPA, additive float (0 / dtype min) for eager, the formats
-        transformers itself hands each kernel. An additive float mask under CUDA SDPA gave wrong
-        logits on one Gemma 3 item (gate A: |dlogit| 2.45) where the boolean mask is exact.
+        Boolean (True = visible) for SDPA, additive float (0 / dtype min) for eager: the formats
+        transformers itself hands each kernel. (Known open issue: on an H200 with torch 2.11 and
+        CUDA SDPA, sparse serving of Gemma 3 270M fails gate A on 1 item in 64, |dlogit| 2.45,
+        with either mask format; eager attention passes every gate. `--check` catches it.)
         """
         q = query_coords[:, None, :, None]
         k = key_coords[:, None, None, :]
