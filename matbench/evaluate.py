@@ -63,10 +63,11 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
     servings = list(dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings))
     combos = [(r, s) for s in servings for r in dict.fromkeys(cfg.readouts)]
     out = Path(cfg.output)
+    model_info = loaded.describe()
     runs = {}
     for readout, serving in combos:
         run_config = {
-            "model": loaded.describe(),
+            "model": model_info,
             "suite": cfg.suite,
             "suite_version": suite.version,
             "seed": cfg.seed,

@@ -44,7 +44,6 @@ class DonorPair:
     leak_patterns: tuple[str, ...] = ()
     # Register names of the item: a menu word preceded by one of them is an echo, not an answer.
     registers: tuple[str, ...] = ()
-    seed: int = 0
 
     def member_events(self, member: int) -> tuple[str, ...]:
         events = list(self.events)

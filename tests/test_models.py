@@ -61,3 +61,16 @@ def test_flash_attention_is_refused(tiny_llama):
             ModelRunner(model, tiny_llama.text_config)
     finally:
         model.config._attn_implementation = original
+
+
+def test_bfloat16_gates_compare_argmax_and_report_near_ties(tokenizer, pairs):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(1234)
+    model = AutoModelForCausalLM.from_config(tiny_config("llama")).eval().to(torch.bfloat16)
+    loaded = LoadedModel(model, tokenizer, ModelSource("bf16", "bf16"), "bfloat16", "cpu")
+    engine = engine_for(loaded)
+    layout, caches = engine.prepare(pairs[0])
+    results = {g.name: g for g in run_gates(engine, pairs[0], layout, caches, engine.score(pairs[0], layout, caches))}
+    assert results["A"].passed and "argmax flips" in results["A"].detail
+    assert results["mask"].max_abs_diff == 0.0 and results["control"].passed
