@@ -108,6 +108,19 @@ def _unknown_model_message(name: str, exc: Exception) -> str:
     )
 
 
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def _require_weights(source: ModelSource) -> None:
+    if source.gguf_file or not source.is_local:
+        return
+    if not any((Path(source.location) / w).is_file() for w in _WEIGHT_FILES):
+        raise MatbenchError(
+            f"directory {source.name!r} has a config.json but no weights (model.safetensors or "
+            "pytorch_model.bin): point --model at a complete checkpoint"
+        )
+
+
 def load_config(source: ModelSource, trust_remote_code: bool = False) -> Any:
     from transformers import AutoConfig
 
@@ -298,6 +311,7 @@ def load_model(
     source = resolve_source(name, revision)
     config = load_config(source, trust_remote_code)
     check_servable(config, name)
+    _require_weights(source)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
     location, gguf_file = source.location, source.gguf_file

@@ -62,7 +62,7 @@ def test_directory_without_weights(capsys, tmp_path, tiny_llama):
     tiny_llama.tokenizer.save_pretrained(tmp_path)
     code, _, err = run_cli(["eval", "--model", str(tmp_path), "--output", str(tmp_path / "o")], capsys)
     line = one_line_error(err)
-    assert code == 2 and "could not load model" in line
+    assert code == 2 and "has a config.json but no weights" in line
 
 
 @pytest.mark.parametrize(
