@@ -1,8 +1,8 @@
-"""PairEngine: one donor pair through global prefill, sparse serving and readouts.
+"""PairEngine: donor pairs through global prefill, sparse serving and readouts.
 
-For each pair: one shared-prefix prefill of both members, then every arm x member is served in
-one batch for the probe (which gives the donor margin shift for every readout), and once more
-for a generating readout (short, trace) when one is asked for.
+For each pair: one shared-prefix prefill of both members. Then every arm x member of every pair
+in a batch is served together, once per serving mode for the probe (which gives the donor margin
+shift for every readout) and once more per generating readout (short, trace).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class PairEngine:
         self.renderer = Renderer(self.loaded.tokenizer)
         self.serving = self.resolve_serving(self.serving)
         READOUTS.get(self.readout)
-        self._probe: Readout = READOUTS.get("probe")
+        self.probe_readout: Readout = READOUTS.get("probe")
         eos = self.loaded.tokenizer.eos_token_id
         self.stop_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         gen_cfg = getattr(self.loaded.model, "generation_config", None)
@@ -117,7 +117,7 @@ class PairEngine:
         for readout_name, serving in combos:
             serve = SERVING[serving]
             if serving not in probes:
-                _, logits = serve(self.runner, self._batch_requests(items, self._probe))
+                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout))
                 probes[serving] = []
                 for (pair, _, _), (lo, hi) in zip(items, spans):
                     cand = self.scorer(pair.menu).log_probs(logits[lo:hi]).cpu()
@@ -167,7 +167,7 @@ class PairEngine:
 def probe_logits(engine: PairEngine, pair: DonorPair, caches, arm: Arm, members=(0, 1),
                  serving: str | None = None, **kw) -> torch.Tensor:
     """Probe logits of `arm` for the given members (used by the gates)."""
-    ids = engine.query_ids(pair, arm, engine._probe)
+    ids = engine.query_ids(pair, arm, engine.probe_readout)
     reqs = [ServeRequest(caches[m], arm.served, ids) for m in members]
     _, logits = SERVING[serving or engine.serving](engine.runner, reqs, **kw)
     return logits

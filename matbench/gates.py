@@ -61,7 +61,7 @@ def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
         # only on a member without a position gap (the one whose source fills the budget).
         members = tuple(m for m in members if _contiguous(layout.members[m].positions))
     served = probe_logits(engine, pair, caches, everything, members=members, serving="compact")
-    query = engine.query_ids(pair, everything, engine._probe)
+    query = engine.query_ids(pair, everything, engine.probe_readout)
     refs = []
     for member in (layout.members[m] for m in members):
         start = member.positions[-1] + 1
