@@ -16,6 +16,7 @@ HDR = (
     "Task: run register maintenance and report values faithfully.\n\nTrajectory:\n"
 )
 _SENTINEL = "MATBENCHUSERCONTENTSENTINEL"
+BASE_ANSWER_PREFIX = "Answer:"
 
 
 def event_text(index: int, body: str) -> str:
@@ -74,7 +75,11 @@ class Renderer:
         return self.bos_ids + self.ids(self.head + HDR)
 
     def query_text(self, question: str, suffix: str, assistant_prefix: str = "") -> str:
-        return question_text(question, suffix) + self.tail + assistant_prefix
+        # A base model has no assistant turn to open: every readout starts its answer after
+        # "Answer:" (the probe's forced prefix), as lm-evaluation-harness frames base models.
+        # Without it, base models continue the trajectory ("<step 25> ...") instead of answering.
+        prefix = assistant_prefix if self.chat else BASE_ANSWER_PREFIX
+        return question_text(question, suffix) + self.tail + prefix
 
     def query_ids(self, question: str, suffix: str, assistant_prefix: str = "") -> list[int]:
         return self.ids(self.query_text(question, suffix, assistant_prefix))

@@ -101,3 +101,13 @@ def test_validation_refuses_an_arm_serving_the_source():
     bad = dataclasses.replace(pair.arm("root"), served=(0, pair.source, 13))
     with pytest.raises(MatbenchError, match="serves the source"):
         dataclasses.replace(pair, arms=(bad,)).validate()
+
+
+def test_base_models_answer_after_an_answer_prefix(renderer):
+    import copy
+
+    base = copy.copy(renderer)
+    base.chat, base.head, base.tail = False, "", "\n"
+    for prefix in ("", "Answer:"):  # short/trace, probe
+        assert base.query_text("What?", " Answer A or B:", prefix) == "Question: What? Answer A or B:\nAnswer:"
+    assert renderer.query_text("What?", "", "") == "Question: What?" + renderer.tail
