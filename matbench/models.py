@@ -319,9 +319,9 @@ def load_model(
         location, gguf_file = str(_convert_gguf(source, trust_remote_code)), None
     kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "trust_remote_code": trust_remote_code}
     if attn_implementation is None and device.startswith("cuda"):
-        # Sparse serving with CUDA SDPA failed gate A on 1 Gemma 3 pair in 64 (|dlogit| 2.45; H200,
-        # torch 2.11) where eager passed every gate: eager stays the GPU default until that is
-        # understood. `--attn-implementation sdpa --check` opts in with the gates watching.
+        # With CUDA SDPA, gate A failed on 1 Gemma 3 pair in 64 (|dlogit| 2.45; H200, torch 2.11)
+        # where eager passed every gate (see runtime.build_masks): eager stays the GPU default
+        # until that is understood. `--attn-implementation sdpa --check` opts in, gates watching.
         attn_implementation = "eager"
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation

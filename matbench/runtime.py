@@ -94,8 +94,10 @@ class ModelRunner:
 
         Boolean (True = visible) for SDPA, additive float (0 / dtype min) for eager: the formats
         transformers itself hands each kernel. (Known open issue: on an H200 with torch 2.11 and
-        CUDA SDPA, sparse serving of Gemma 3 270M fails gate A on 1 item in 64, |dlogit| 2.45,
-        with either mask format; eager attention passes every gate. `--check` catches it.)
+        CUDA SDPA, Gemma 3 270M fails gate A on 1 item in 64, |dlogit| 2.45, with either mask
+        format; the same item passes with a one-forward prefill, so the suspect is SDPA on the
+        suffix prefill after the shared prefix (q_len < kv_len, explicit mask). Eager passes
+        every gate and is the GPU default; `--check` catches it.)
         """
         q = query_coords[:, None, :, None]
         k = key_coords[:, None, None, :]
