@@ -14,6 +14,16 @@ from matbench.render import HDR, Renderer, event_text
 
 
 @dataclass(frozen=True)
+class Trajectory:
+    """One member's events e_1..e_n (observation bodies), rendered after the always-served header."""
+
+    events: tuple[str, ...]
+
+    def texts(self) -> tuple[str, ...]:
+        return tuple(event_text(i, body) for i, body in enumerate(self.events))
+
+
+@dataclass(frozen=True)
 class Arm:
     """One serving condition: which events keep their rows, and what is asked.
 
@@ -45,10 +55,11 @@ class DonorPair:
     # Register names of the item: a menu word preceded by one of them is an echo, not an answer.
     registers: tuple[str, ...] = ()
 
-    def member_events(self, member: int) -> tuple[str, ...]:
+    def member(self, member: int) -> Trajectory:
+        """Member A (0) or B (1): the shared events with that member's source body."""
         events = list(self.events)
         events[self.source] = self.source_bodies[member]
-        return tuple(events)
+        return Trajectory(tuple(events))
 
     def arm(self, name: str) -> Arm:
         for arm in self.arms:
@@ -126,8 +137,7 @@ class PairLayout:
 
 def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
     header = renderer.header_ids()
-    members_events = [pair.member_events(m) for m in (0, 1)]
-    texts = [[event_text(i, body) for i, body in enumerate(events)] for events in members_events]
+    texts = [list(pair.member(m).texts()) for m in (0, 1)]
     ids = [[renderer.ids(t) for t in member] for member in texts]
     for m in (0, 1):
         renderer.check_piecewise([renderer.head + HDR] + texts[m], [header] + ids[m])
