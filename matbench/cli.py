@@ -36,6 +36,9 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    help="offline alias (smollm2-135m, gemma3-270m), Hub id, local directory, or .gguf file")
     p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
     p.add_argument("--suite", default="discovery", help="suite name (default: discovery)")
+    p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
+                   "`matbench generate`) instead of generating it in memory")
+    p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
     p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
     p.add_argument("--seed", type=int, default=0, help="suite seed (default: 0)")
     p.add_argument("--readout", default="probe", type=_choices("readout", ("probe", "short", "trace")),
@@ -74,7 +77,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     from matbench.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(
-        model=args.model, suite=args.suite, output=args.output, limit=args.limit, seed=args.seed,
+        model=args.model, suite=args.suite, output=args.output, dataset=args.dataset,
+        dataset_revision=args.dataset_revision, limit=args.limit, seed=args.seed,
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
@@ -88,6 +92,40 @@ def _run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_generate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "generate",
+        help="write suites as a Hugging Face dataset repository (parquet + dataset card)",
+        description="Generate donor-pair suites deterministically from (suite, version, seed, n) and write "
+        "a dataset repository that datasets.load_dataset(DIR, SUITE) reads offline; optionally publish it.",
+    )
+    p.add_argument("--suite", default="all", help="suite name or all (default: all)")
+    p.add_argument("--n-items", type=int, help="items per suite (default: each suite's default size)")
+    p.add_argument("--seed", type=int, default=0, help="suite seed (default: 0)")
+    p.add_argument("--out", required=True, help="output directory (the dataset repository)")
+    p.add_argument("--push-to-hub", metavar="REPO_ID", help="upload to this Hub dataset repository")
+    p.add_argument("--revision", help="tag the Hub upload with this release name")
+    p.set_defaults(func=_run_generate)
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from matbench.data_gen import SUITES
+    from matbench.data_gen.publish import push_to_hub, write_repo
+    from matbench.results import git_revision
+
+    if args.n_items is not None and args.n_items < 1:
+        raise MatbenchError(f"--n-items must be at least 1 (got {args.n_items})")
+    names = SUITES.names() if args.suite == "all" else [SUITES.get(args.suite).name]
+    out = Path(args.out)
+    for summary in write_repo(out, names, args.seed, args.n_items, git_revision()):
+        print(json.dumps(summary.as_dict()))
+    if args.push_to_hub:
+        print(push_to_hub(out, args.push_to_hub, args.revision))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="matbench",
@@ -95,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_eval(sub)
+    _add_generate(sub)
     return parser
 
 

@@ -16,6 +16,8 @@ class EvalConfig:
     model: str
     suite: str = "discovery"
     output: str = "out"
+    dataset: str | None = None  # a suite repository (Hub id or directory); None = generate in memory
+    dataset_revision: str | None = None
     limit: int | None = None
     seed: int = 0
     readouts: tuple[str, ...] = ("probe",)
@@ -50,11 +52,17 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
         raise MatbenchError(f"--batch-pairs must be at least 1 (got {cfg.batch_pairs})")
     if cfg.chunk_size is not None and cfg.chunk_size < 1:
         raise MatbenchError(f"--chunk-size must be at least 1 (got {cfg.chunk_size})")
-    suite = SUITES.get(cfg.suite)
     evaluator = EVALUATORS.get(cfg.suite)(suite=cfg.suite)
     for readout in cfg.readouts:
         READOUTS.get(readout)
-    pairs = suite.generate(cfg.seed, cfg.limit)
+    if cfg.dataset:
+        from matbench.data_gen.rows import load_pairs
+
+        pairs, source_info = load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision)
+    else:
+        suite = SUITES.get(cfg.suite)
+        pairs = suite.generate(cfg.seed, cfg.limit)
+        source_info = {"dataset": None, "suite_version": suite.version, "seed": cfg.seed}
 
     started = time.time()
     loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
@@ -69,8 +77,7 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
         run_config = {
             "model": model_info,
             "suite": cfg.suite,
-            "suite_version": suite.version,
-            "seed": cfg.seed,
+            **source_info,
             "n_items": len(pairs),
             "readout": readout,
             "serving": serving,

@@ -84,7 +84,7 @@ def environment() -> dict[str, Any]:
 
     env = {
         "matbench": matbench.__version__,
-        "matbench_git": _git_revision(),
+        "matbench_git": git_revision(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -95,7 +95,7 @@ def environment() -> dict[str, Any]:
     return env
 
 
-def _git_revision() -> str | None:
+def git_revision() -> str | None:
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)

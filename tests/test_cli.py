@@ -155,3 +155,18 @@ def test_console_script_reports_one_line(tmp_path):
                          capture_output=True, text=True, env=env)
     assert out.returncode == 2
     assert out.stderr.strip() == "matbench: error: --limit must be at least 1 (got 0)"
+
+
+def test_eval_from_a_dataset_repository(capsys, tmp_path, tiny_dir):
+    from matbench.data_gen.publish import write_repo
+
+    summary = write_repo(tmp_path / "suites", ["discovery"], seed=3, n=4, revision="t")[0]
+    out = tmp_path / "run"
+    code, _, _ = run_cli(["eval", "--model", str(tiny_dir), "--dataset", str(tmp_path / "suites"), "--limit", "2",
+                          "--no-progress", "--output", str(out)], capsys)
+    assert code == 0
+    results = json.loads((out / "discovery_probe_compact.json").read_text())
+    config = results["config"]
+    assert config["dataset"] == str(tmp_path / "suites") and config["seed"] == 3 and config["n_items"] == 2
+    assert config["config_content_hash"] == summary.content_hash
+    assert sum(results["metrics"]["arms"]["root"]["classes"].values()) == 2

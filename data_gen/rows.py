@@ -1,0 +1,125 @@
+"""Suite rows: a `DonorPair` as one dataset row (typed with `datasets.Features`) and back.
+
+A row holds both donor members (the shared events plus the two source bodies), every arm's
+served set and question, the gold values, the readout menu, the leak patterns, the item's
+register names, its generation coordinates (suite, version, seed, index) and a content hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from matbench.errors import MatbenchError
+from matbench.pairs import Arm, DonorPair
+
+ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
+              "values", "menu", "arms", "leak_patterns", "registers", "content_hash")
+
+
+def features():
+    """The typed schema of every suite config (one row = one donor pair)."""
+    from datasets import Features, Sequence, Value
+
+    return Features({
+        "item_id": Value("string"),
+        "suite": Value("string"),
+        "version": Value("string"),
+        "seed": Value("int64"),
+        "index": Value("int64"),
+        "events": Sequence(Value("string")),
+        "source": Value("int32"),
+        "source_bodies": Sequence(Value("string"), length=2),
+        "values": Sequence(Value("string"), length=2),
+        "menu": Sequence(Value("string")),
+        "arms": [{"name": Value("string"), "served": Sequence(Value("int32")),
+                  "question": Value("string"), "uses_source": Value("bool")}],
+        "leak_patterns": Sequence(Value("string")),
+        "registers": Sequence(Value("string")),
+        "content_hash": Value("string"),
+    })
+
+
+def content_hash(row: dict[str, Any]) -> str:
+    """sha256 of the row's canonical JSON, the hash field itself excluded."""
+    body = {k: row[k] for k in ROW_FIELDS if k != "content_hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int) -> dict[str, Any]:
+    row = {
+        "item_id": pair.item_id,
+        "suite": suite,
+        "version": version,
+        "seed": seed,
+        "index": index,
+        "events": list(pair.events),
+        "source": pair.source,
+        "source_bodies": list(pair.source_bodies),
+        "values": list(pair.values),
+        "menu": list(pair.menu),
+        "arms": [{"name": a.name, "served": list(a.served), "question": a.question, "uses_source": a.uses_source}
+                 for a in pair.arms],
+        "leak_patterns": list(pair.leak_patterns),
+        "registers": list(pair.registers),
+    }
+    row["content_hash"] = content_hash({**row, "content_hash": ""})
+    return row
+
+
+def row_to_pair(row: dict[str, Any]) -> DonorPair:
+    """Rebuild and validate a pair; a malformed row is refused in one line naming the field."""
+    item = row.get("item_id", "<no item_id>") if isinstance(row, dict) else "<not a mapping>"
+    if not isinstance(row, dict):
+        raise MatbenchError(f"malformed suite row {item}: a row must be a mapping of fields")
+    missing = [k for k in ROW_FIELDS if k not in row]
+    if missing:
+        raise MatbenchError(f"malformed suite row {item}: missing field {missing[0]!r}")
+    if row["content_hash"] != content_hash(row):
+        raise MatbenchError(
+            f"malformed suite row {item}: content_hash does not match its fields (edited or corrupted row)"
+        )
+    try:
+        pair = DonorPair(
+            item_id=row["item_id"],
+            events=tuple(row["events"]),
+            source=int(row["source"]),
+            source_bodies=tuple(row["source_bodies"]),
+            values=tuple(row["values"]),
+            menu=tuple(row["menu"]),
+            arms=tuple(Arm(a["name"], tuple(int(i) for i in a["served"]), a["question"], bool(a["uses_source"]))
+                       for a in row["arms"]),
+            leak_patterns=tuple(row["leak_patterns"]),
+            registers=tuple(row["registers"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None
+    if len(pair.source_bodies) != 2 or len(pair.values) != 2:
+        raise MatbenchError(f"malformed suite row {item}: a donor pair needs exactly two source bodies and values")
+    pair.validate()
+    return pair
+
+
+def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str | None = None,
+               cache_dir: str | None = None) -> tuple[list[DonorPair], dict[str, Any]]:
+    """Donor pairs of config `suite` from a dataset repository (Hub id or local directory)."""
+    import datasets
+    from datasets import load_dataset
+
+    datasets.disable_progress_bars()
+    try:
+        ds = load_dataset(dataset, suite, split="test", revision=revision, cache_dir=cache_dir)
+    except Exception as exc:  # datasets raises FileNotFoundError, ValueError, DatasetNotFoundError...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MatbenchError(f"could not load config {suite!r} of dataset {dataset!r}: {first[:200]}") from None
+    rows = list(ds) if limit is None else list(ds.select(range(min(limit, len(ds)))))
+    if not rows:
+        raise MatbenchError(f"config {suite!r} of dataset {dataset!r} has no rows")
+    digest = hashlib.sha256()
+    for row in list(ds):
+        digest.update(str(row.get("content_hash", "")).encode())
+    pairs = [row_to_pair(row) for row in rows]
+    info = {"dataset": dataset, "dataset_revision": revision, "config_content_hash": digest.hexdigest(),
+            "suite_version": rows[0]["version"], "seed": rows[0]["seed"]}
+    return pairs, info

@@ -1,0 +1,108 @@
+"""Suites as Hugging Face dataset repositories: write, load offline, round trip, determinism, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matbench.cli import main
+from matbench.data_gen import SUITES
+from matbench.data_gen.publish import PARQUET, push_to_hub, write_repo
+from matbench.data_gen.rows import ROW_FIELDS, features, load_pairs, pair_to_row, row_to_pair
+from matbench.errors import MatbenchError
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("suites")
+    write_repo(out, ["discovery"], seed=0, n=6, revision="test")
+    return out
+
+
+def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
+    from datasets import load_dataset
+
+    ds = load_dataset(str(repo), "discovery", split="test", cache_dir=str(tmp_path))
+    assert ds.num_rows == 6 and ds.features == features() and list(ds.features) == list(ROW_FIELDS)
+    pairs = [row_to_pair(r) for r in ds]
+    assert pairs == SUITES.get("discovery").generate(0, 6)
+
+
+def test_card_documents_configs_fields_and_hashes(repo):
+    card = (repo / "README.md").read_text()
+    assert card.startswith("---\n") and "config_name: discovery" in card
+    assert f"path: {PARQUET.format(config='discovery')}" in card
+    for field in ROW_FIELDS:
+        assert f"| `{field}` |" in card
+    pairs, info = load_pairs(str(repo), "discovery")
+    assert f"`{info['config_content_hash']}`" in card and "| discovery | 1 | 6 |" in card
+
+
+def test_generation_is_byte_identical_and_seeded(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    write_repo(a, ["discovery"], 0, 5, "r")
+    write_repo(b, ["discovery"], 0, 5, "r")
+    summary_c = write_repo(c, ["discovery"], 1, 5, "r")
+    for name in (PARQUET.format(config="discovery"), "README.md"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    assert (a / PARQUET.format(config="discovery")).read_bytes() != (c / PARQUET.format(config="discovery")).read_bytes()
+    assert summary_c[0].content_hash != write_repo(tmp_path / "d", ["discovery"], 0, 5, "r")[0].content_hash
+
+
+def _row():
+    pair = SUITES.get("discovery").generate(0, 1)[0]
+    return pair_to_row(pair, "discovery", "1", 0, 0)
+
+
+def test_malformed_rows_are_refused_in_one_line():
+    row = _row()
+    assert row_to_pair(row) == SUITES.get("discovery").generate(0, 1)[0]
+    missing = dict(row)
+    del missing["menu"]
+    with pytest.raises(MatbenchError, match="missing field 'menu'"):
+        row_to_pair(missing)
+    edited = {**row, "values": ["OFFLINE", "ONLINE"]}
+    with pytest.raises(MatbenchError, match="content_hash does not match"):
+        row_to_pair(edited)
+
+
+def test_a_row_whose_arm_serves_the_source_is_refused():
+    from matbench.data_gen.rows import content_hash
+
+    row = _row()
+    row["arms"][0]["served"].append(row["source"])
+    row["content_hash"] = content_hash(row)
+    with pytest.raises(MatbenchError, match="serves the source"):
+        row_to_pair(row)
+
+
+def test_push_to_hub_uploads_and_tags(repo):
+    calls = []
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kw):
+            calls.append(("create_repo", repo_id, kw))
+
+        def upload_folder(self, **kw):
+            calls.append(("upload_folder", kw))
+            return "https://hub/commit/1"
+
+        def create_tag(self, repo_id, **kw):
+            calls.append(("create_tag", repo_id, kw))
+
+    assert push_to_hub(repo, "org/matbench-suites", "v1", api=FakeApi()) == "https://hub/commit/1"
+    assert calls[0] == ("create_repo", "org/matbench-suites", {"repo_type": "dataset", "exist_ok": True})
+    assert calls[1][1]["folder_path"] == str(repo) and calls[1][1]["repo_type"] == "dataset"
+    assert calls[2][0] == "create_tag" and calls[2][2]["tag"] == "v1"
+
+
+def test_generate_cli_and_bad_dataset(tmp_path, capsys):
+    assert main(["generate", "--suite", "discovery", "--n-items", "3", "--out", str(tmp_path / "r")]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert summary["config"] == "discovery" and summary["rows"] == 3
+    assert main(["generate", "--suite", "discovry", "--out", str(tmp_path / "x")]) == 2
+    assert "Did you mean 'discovery'" in capsys.readouterr().err
+    with pytest.raises(MatbenchError, match="could not load config 'discovery' of dataset"):
+        load_pairs(str(tmp_path / "nowhere"), "discovery")
