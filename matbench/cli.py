@@ -40,7 +40,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
                    "`matbench generate`) instead of generating it in memory")
     p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
     p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
-    p.add_argument("--seed", type=int, default=0, help="suite seed (default: 0)")
+    p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
     p.add_argument("--readout", default="probe", type=_choices("readout", ("probe", "short", "trace")),
                    help="probe, short, trace, a comma list, or all (default: probe; the donor shift "
                    "always comes from the probe). Several share one prefill per pair.")
@@ -76,9 +76,11 @@ def _choices(what: str, allowed: tuple[str, ...]):
 def _run_eval(args: argparse.Namespace) -> int:
     from matbench.evaluate import EvalConfig, run_eval
 
+    if args.dataset and args.seed is not None:
+        raise MatbenchError("--seed applies to generated suites; the rows of --dataset carry their own seed")
     cfg = EvalConfig(
         model=args.model, suite=args.suite, output=args.output, dataset=args.dataset,
-        dataset_revision=args.dataset_revision, limit=args.limit, seed=args.seed,
+        dataset_revision=args.dataset_revision, limit=args.limit, seed=0 if args.seed is None else args.seed,
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
