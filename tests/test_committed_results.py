@@ -1,0 +1,50 @@
+"""The committed results are what the code computes from their own per-item logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matbench.evaluate import _gate_summary
+from matbench.evaluators import EVALUATORS
+from matbench.report import discovery_rows
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+FILES = sorted(RESULTS.glob("*/discovery_*.json"))
+
+
+def _close(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _close(a[k], b[k])
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _close(x, y)
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-6, abs=1e-12)
+    else:
+        assert a == b
+
+
+def test_there_are_twelve_committed_runs():
+    assert len(FILES) == 12  # 2 models x 3 readouts x 2 serving modes
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_metrics_recompute_from_the_item_log(path):
+    results = json.loads(path.read_text())
+    records = [json.loads(line) for line in (path.parent / results["items_log"]).read_text().splitlines()]
+    assert len(records) == results["config"]["n_items"] == 64
+    evaluator = EVALUATORS.get(results["config"]["suite"])(suite=results["config"]["suite"])
+    _close(evaluator.summarize(records), results["metrics"])
+    assert _gate_summary(records) == results["gates"]
+
+
+def test_results_readme_table_is_generated_from_the_files():
+    readme = (RESULTS / "README.md").read_text()
+    for row in discovery_rows(FILES):
+        assert row in readme
