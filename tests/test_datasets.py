@@ -17,17 +17,18 @@ from matbench.errors import MatbenchError
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("suites")
-    write_repo(out, ["discovery"], seed=0, n=6, revision="test")
+    write_repo(out, SUITES.names(), seed=0, n=6, revision="test")
     return out
 
 
 def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
     from datasets import load_dataset
 
-    ds = load_dataset(str(repo), "discovery", split="test", cache_dir=str(tmp_path))
-    assert ds.num_rows == 6 and ds.features == features() and list(ds.features) == list(ROW_FIELDS)
-    pairs = [row_to_pair(r) for r in ds]
-    assert pairs == SUITES.get("discovery").generate(0, 6)
+    assert SUITES.names() == ["discovery", "landing"]
+    for name in SUITES.names():
+        ds = load_dataset(str(repo), name, split="test", cache_dir=str(tmp_path))
+        assert ds.num_rows == 6 and ds.features == features() and list(ds.features) == list(ROW_FIELDS)
+        assert [row_to_pair(r) for r in ds] == SUITES.get(name).generate(0, 6)
 
 
 def test_card_documents_configs_fields_and_hashes(repo):
@@ -38,6 +39,7 @@ def test_card_documents_configs_fields_and_hashes(repo):
         assert f"| `{field}` |" in card
     pairs, info = load_pairs(str(repo), "discovery")
     assert f"`{info['config_content_hash']}`" in card and "| discovery | 1 | 6 |" in card
+    assert "config_name: landing" in card and "| landing | 1 | 6 |" in card
 
 
 def test_generation_is_byte_identical_and_seeded(tmp_path):

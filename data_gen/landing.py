@@ -1,0 +1,62 @@
+"""Landing suite (SPEC 3.3): where does the dropped source's state land?
+
+decoy@0, source@m (m in [8, 12), dropped), root "M mirrors S"@13, a neutral filler@15 and a
+co-served perturbation "register M was inspected..."@16 (mentions the target, carries no value),
+the true reference edge "T mirrors M"@18, and a depth-3 edge "U mirrors T"@21.
+
+Arms: root_edge (ask T), root_only (ask M), edge_only (ask T), neither (ask T) form the
+root x edge 2x2; depth3_root / depth3_noroot (ask U) test a longer chain with and without the
+root; perturb vs neutral (ask M) co-serve the perturbation or a filler with the root; txt
+(comprehension, ask T); control (events before the source).
+"""
+
+from __future__ import annotations
+
+import random
+
+from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
+from matbench.pairs import Arm, DonorPair
+
+VERSION = "1"
+MENU = ("ONLINE", "OFFLINE")
+ROOT_AT, NEUTRAL_AT, PERTURB_AT, EDGE_AT, DEPTH3_AT = 13, 15, 16, 18, 21
+
+
+def make_item(rng: random.Random, item_id: str) -> DonorPair:
+    source_reg, mirror, target, far, decoy = rng.sample(REGISTER_POOL, 5)
+    own = (source_reg, mirror, target, far, decoy)
+    source = rng.randrange(8, 12)
+    events = [filler_body(rng, own) for _ in range(N_EVENTS)]
+    events[0] = f"register {decoy} set to state {rng.choice(MENU)}"
+    events[source] = f"register {source_reg} set to state <donor>"
+    events[ROOT_AT] = f"register {mirror} mirrors register {source_reg}"
+    events[PERTURB_AT] = f"register {mirror} was inspected by the operator"
+    events[EDGE_AT] = f"register {target} mirrors register {mirror}"
+    events[DEPTH3_AT] = f"register {far} mirrors register {target}"
+    ask = "What state is register {} in?".format
+    arms = (
+        Arm("root_edge", (0, ROOT_AT, EDGE_AT), ask(target)),
+        Arm("root_only", (0, ROOT_AT), ask(mirror)),
+        Arm("edge_only", (0, EDGE_AT), ask(target)),
+        Arm("neither", (0,), ask(target)),
+        Arm("depth3_root", (0, ROOT_AT, EDGE_AT, DEPTH3_AT), ask(far)),
+        Arm("depth3_noroot", (0, EDGE_AT, DEPTH3_AT), ask(far)),
+        Arm("perturb", (0, ROOT_AT, PERTURB_AT), ask(mirror)),
+        Arm("neutral", (0, ROOT_AT, NEUTRAL_AT), ask(mirror)),
+        Arm("txt", tuple(range(N_EVENTS)), ask(target), uses_source=True),
+        Arm("control", tuple(range(source)), ask(target)),
+    )
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=source,
+        source_bodies=tuple(f"register {source_reg} set to state {v}" for v in MENU),
+        values=MENU,
+        menu=MENU,
+        arms=arms,
+        leak_patterns=(rf"\bregister {source_reg} set to\b",),
+        registers=own,
+    )
+
+
+SUITE = SUITES.register("landing")(Suite("landing", VERSION, default_n=64, make_item=make_item))

@@ -1,0 +1,42 @@
+"""The landing suite: structure, determinism, gates and its evaluator on a tiny model."""
+
+from __future__ import annotations
+
+from matbench.data_gen import SUITES
+from matbench.data_gen.landing import DEPTH3_AT, EDGE_AT, NEUTRAL_AT, PERTURB_AT, ROOT_AT
+from matbench.evaluators import EVALUATORS
+from matbench.gates import run_gates
+from tests.conftest import engine_for
+
+
+def test_landing_structure_and_determinism():
+    suite = SUITES.get("landing")
+    pairs = suite.generate(0, 100)
+    assert pairs == suite.generate(0, 100) and pairs != suite.generate(1, 100)
+    for p in pairs:
+        mirror, target, far = p.registers[1], p.registers[2], p.registers[3]
+        assert p.events[ROOT_AT].endswith(f"mirrors register {p.source_bodies[0].split()[1]}")
+        assert p.events[EDGE_AT] == f"register {target} mirrors register {mirror}"
+        assert p.events[DEPTH3_AT] == f"register {far} mirrors register {target}"
+        assert mirror in p.events[PERTURB_AT] and "ONLINE" not in p.events[PERTURB_AT] and "OFFLINE" not in p.events[PERTURB_AT]
+        assert "refreshed" in p.events[NEUTRAL_AT]
+        served = {a.name: set(a.served) for a in p.arms}
+        assert served["root_edge"] == served["root_only"] | served["edge_only"]
+        assert served["depth3_root"] - served["depth3_noroot"] == {ROOT_AT}
+        assert served["perturb"] ^ served["neutral"] == {PERTURB_AT, NEUTRAL_AT}
+        assert all(p.source not in s for name, s in served.items() if name != "txt")
+
+
+def test_landing_gates_and_evaluator_on_a_tiny_model(tiny_llama):
+    pairs = SUITES.get("landing").generate(0, 3)
+    engine = engine_for(tiny_llama)
+    records = []
+    for pair in pairs:
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record))
+        records.append(record)
+    metrics = EVALUATORS.get("landing")(suite="landing").summarize(records)
+    assert set(metrics["arms"]) == {a.name for a in pairs[0].arms}
+    assert all(sum(m["classes"].values()) == 3 for m in metrics["arms"].values())
+    assert metrics["headline"]["control_clean"] is True
