@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from matbench.data_gen.checks import check_pair
 from matbench.errors import MatbenchError
 from matbench.pairs import DonorPair
 from matbench.registry import Registry
@@ -35,6 +36,7 @@ class Suite:
         for index in range(n):
             pair = self.make_item(self.item_rng(seed, index), f"{self.name}-v{self.version}-s{seed}-{index:05d}")
             pair.validate()
+            check_pair(pair)
             pairs.append(pair)
         return pairs
 

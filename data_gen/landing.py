@@ -56,6 +56,7 @@ def make_item(rng: random.Random, item_id: str) -> DonorPair:
         arms=arms,
         leak_patterns=(rf"\bregister {source_reg} set to\b",),
         registers=own,
+        decoys=(0,),
     )
 
 

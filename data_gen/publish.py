@@ -32,6 +32,7 @@ FIELD_DOCS = {
     "arms": "serving arms: name, served event indices (the header is always served), question, uses_source",
     "leak_patterns": "regular expressions no served event may match",
     "registers": "the item's own register names (echoes of these are not answers)",
+    "decoys": "events drawn independently of the donor (they may name a menu value)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 

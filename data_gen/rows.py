@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
 from matbench.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
-              "values", "menu", "arms", "leak_patterns", "registers", "content_hash")
+              "values", "menu", "arms", "leak_patterns", "registers", "decoys", "content_hash")
 
 
 def features():
@@ -37,6 +38,7 @@ def features():
                   "question": Value("string"), "uses_source": Value("bool")}],
         "leak_patterns": Sequence(Value("string")),
         "registers": Sequence(Value("string")),
+        "decoys": Sequence(Value("int32")),
         "content_hash": Value("string"),
     })
 
@@ -63,6 +65,7 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
                  for a in pair.arms],
         "leak_patterns": list(pair.leak_patterns),
         "registers": list(pair.registers),
+        "decoys": list(pair.decoys),
     }
     row["content_hash"] = content_hash({**row, "content_hash": ""})
     return row
@@ -92,6 +95,7 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
                        for a in row["arms"]),
             leak_patterns=tuple(row["leak_patterns"]),
             registers=tuple(row["registers"]),
+            decoys=tuple(int(i) for i in row["decoys"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None
@@ -104,20 +108,30 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
 def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str | None = None,
                cache_dir: str | None = None) -> tuple[list[DonorPair], dict[str, Any]]:
     """Donor pairs of config `suite` from a dataset repository (Hub id or local directory)."""
+    import tempfile
+
     import datasets
     from datasets import load_dataset
 
     datasets.disable_progress_bars()
-    try:
-        ds = load_dataset(dataset, suite, split="test", revision=revision, cache_dir=cache_dir)
-    except Exception as exc:  # datasets raises FileNotFoundError, ValueError, DatasetNotFoundError...
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MatbenchError(f"could not load config {suite!r} of dataset {dataset!r}: {first[:200]}") from None
-    rows = list(ds) if limit is None else list(ds.select(range(min(limit, len(ds)))))
+    with tempfile.TemporaryDirectory(prefix="matbench-ds-") as scratch:
+        # datasets 5.x keys the cache of a local folder by its base name and config, not by its
+        # content: a regenerated (or another) folder of the same name would be served stale.
+        # Local repositories are therefore read through a fresh, throw-away cache.
+        if Path(dataset).is_dir() and cache_dir is None:
+            cache_dir = scratch
+        try:
+            ds = load_dataset(dataset, suite, split="test", revision=revision, cache_dir=cache_dir)
+        except Exception as exc:  # datasets raises FileNotFoundError, ValueError, DatasetNotFoundError...
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise MatbenchError(f"could not load config {suite!r} of dataset {dataset!r}: {first[:200]}") from None
+        all_rows = [dict(row) for row in ds]
+        del ds
+    rows = all_rows if limit is None else all_rows[:limit]
     if not rows:
         raise MatbenchError(f"config {suite!r} of dataset {dataset!r} has no rows")
     digest = hashlib.sha256()
-    for row in list(ds):
+    for row in all_rows:
         digest.update(str(row.get("content_hash", "")).encode())
     pairs = [row_to_pair(row) for row in rows]
     info = {"dataset": dataset, "dataset_revision": revision, "config_content_hash": digest.hexdigest(),

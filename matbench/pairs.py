@@ -54,6 +54,8 @@ class DonorPair:
     leak_patterns: tuple[str, ...] = ()
     # Register names of the item: a menu word preceded by one of them is an echo, not an answer.
     registers: tuple[str, ...] = ()
+    # Events drawn independently of the donor (decoys): they may name a menu value.
+    decoys: tuple[int, ...] = ()
 
     def member(self, member: int) -> Trajectory:
         """Member A (0) or B (1): the shared events with that member's source body."""

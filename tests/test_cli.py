@@ -162,9 +162,9 @@ def test_eval_from_a_dataset_repository(capsys, tmp_path, tiny_dir):
 
     summary = write_repo(tmp_path / "suites", ["discovery"], seed=3, n=4, revision="t")[0]
     out = tmp_path / "run"
-    code, _, _ = run_cli(["eval", "--model", str(tiny_dir), "--dataset", str(tmp_path / "suites"), "--limit", "2",
-                          "--no-progress", "--output", str(out)], capsys)
-    assert code == 0
+    code, _, err = run_cli(["eval", "--model", str(tiny_dir), "--dataset", str(tmp_path / "suites"), "--limit", "2",
+                            "--no-progress", "--output", str(out)], capsys)
+    assert code == 0, err
     results = json.loads((out / "discovery_probe_compact.json").read_text())
     config = results["config"]
     assert config["dataset"] == str(tmp_path / "suites") and config["seed"] == 3 and config["n_items"] == 2

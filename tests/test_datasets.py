@@ -108,3 +108,11 @@ def test_generate_cli_and_bad_dataset(tmp_path, capsys):
     assert "Did you mean 'discovery'" in capsys.readouterr().err
     with pytest.raises(MatbenchError, match="could not load config 'discovery' of dataset"):
         load_pairs(str(tmp_path / "nowhere"), "discovery")
+
+
+def test_a_regenerated_local_repository_is_never_read_from_a_stale_cache(tmp_path):
+    for seed in (0, 1):  # same folder name, different content
+        out = tmp_path / f"run{seed}" / "suites"
+        write_repo(out, ["discovery"], seed=seed, n=2, revision="t")
+        pairs, info = load_pairs(str(out), "discovery")
+        assert info["seed"] == seed and pairs == SUITES.get("discovery").generate(seed, 2)

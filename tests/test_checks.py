@@ -1,0 +1,78 @@
+"""Generation-time checks: each planted violation is refused."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from matbench.data_gen import SUITES
+from matbench.data_gen.checks import check_pair, donor_words
+from matbench.errors import MatbenchError
+from matbench.pairs import Arm, DonorPair
+
+
+def _discovery():
+    return SUITES.get("discovery").generate(0, 1)[0]
+
+
+def test_generated_suites_pass():
+    for name in SUITES.names():
+        for pair in SUITES.get(name).generate(0, 50):
+            check_pair(pair)
+
+
+def test_a_served_event_naming_a_donor_value_is_refused():
+    pair = _discovery()
+    events = list(pair.events)
+    events[13] = events[13] + " and is ONLINE"
+    with pytest.raises(MatbenchError, match="names the donor-specific word 'ONLINE'"):
+        check_pair(dataclasses.replace(pair, events=tuple(events)))
+    # Case-insensitive, whole word: "online" is refused, "ONLINEX" is not a mention.
+    events[13] = pair.events[13] + " (online)"
+    with pytest.raises(MatbenchError, match="donor-specific word"):
+        check_pair(dataclasses.replace(pair, events=tuple(events)))
+    events[13] = pair.events[13] + " ONLINEX"
+    check_pair(dataclasses.replace(pair, events=tuple(events)))
+
+
+def test_the_decoy_may_name_a_menu_value_but_only_the_decoy():
+    pair = _discovery()
+    assert pair.decoys == (0,) and pair.events[0].split()[-1] in pair.menu
+    check_pair(pair)
+    with pytest.raises(MatbenchError, match="served event 0"):
+        check_pair(dataclasses.replace(pair, decoys=()))
+
+
+def test_a_served_event_naming_a_differing_operand_is_refused():
+    menu = ("EXCEEDED", "NORMAL")
+    pair = DonorPair(
+        item_id="flag", source=1,
+        events=("register KAPPA refreshed to 120", "<donor>", "the alarm flag for sensor S7 was updated after reading 140"),
+        source_bodies=("sensor S7 measured 140; the alert threshold is 100", "sensor S7 measured 60; the alert threshold is 100"),
+        values=menu, menu=menu,
+        arms=(Arm("kv", (0, 2), "Was sensor S7 above the alert threshold?"),),
+    )
+    assert donor_words(pair) == {"140", "60", "EXCEEDED", "NORMAL"}
+    with pytest.raises(MatbenchError, match="'140'"):
+        check_pair(pair)
+
+
+def test_register_names_that_are_menu_words_must_be_written_as_registers():
+    menu = ("ALPHA", "BRAVO")
+    base = DonorPair(
+        item_id="name8", source=1,
+        events=("register KILO refreshed to 120", "<donor>", "register DELTA copied from register ALPHA"),
+        source_bodies=("register ALPHA set to state ALPHA", "register ALPHA set to state BRAVO"),
+        values=menu, menu=menu, registers=("ALPHA", "DELTA"),
+        arms=(Arm("kv", (0, 2), "What state is register DELTA in?"),),
+    )
+    with pytest.raises(MatbenchError, match="names the donor-specific word 'ALPHA'"):
+        check_pair(base)  # ALPHA is a donor value and the source register: ambiguous on purpose
+    clash = dataclasses.replace(
+        base, values=("BRAVO", "ECHO"), menu=("ALPHA", "BRAVO", "ECHO"),
+        source_bodies=("register ALPHA set to state BRAVO", "register ALPHA set to state ECHO"))
+    check_pair(clash)  # every ALPHA is preceded by "register"
+    bad = dataclasses.replace(clash, arms=(Arm("kv", (0, 2), "What state is ALPHA in?"),))
+    with pytest.raises(MatbenchError, match="register ALPHA is also a menu word"):
+        check_pair(bad)
