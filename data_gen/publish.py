@@ -29,10 +29,13 @@ FIELD_DOCS = {
     "source_bodies": "source body of member A and member B (the only difference between them)",
     "values": "donor values of member A and member B (the gold answers)",
     "menu": "answer menu of the readouts (candidates of the probe)",
-    "arms": "serving arms: name, served event indices (the header is always served), question, uses_source",
+    "arms": "serving arms: name, served event indices (the header is always served), question, uses_source "
+            "(serves donor-dependent text), query_at_end (compact serving asks at L)",
     "leak_patterns": "regular expressions no served event may match",
     "registers": "the item's own register names (echoes of these are not answers)",
     "decoys": "events drawn independently of the donor (they may name a menu value)",
+    "donor_events": "further donor-dependent events (index, body in A, body in B), served only by donor-visible arms",
+    "variant": "sub-condition of the item within its suite (e.g. carrier kind and template)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 

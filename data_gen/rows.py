@@ -16,7 +16,8 @@ from matbench.errors import MatbenchError
 from matbench.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
-              "values", "menu", "arms", "leak_patterns", "registers", "decoys", "content_hash")
+              "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
+              "content_hash")
 
 
 def features():
@@ -35,10 +36,12 @@ def features():
         "values": Sequence(Value("string"), length=2),
         "menu": Sequence(Value("string")),
         "arms": [{"name": Value("string"), "served": Sequence(Value("int32")),
-                  "question": Value("string"), "uses_source": Value("bool")}],
+                  "question": Value("string"), "uses_source": Value("bool"), "query_at_end": Value("bool")}],
         "leak_patterns": Sequence(Value("string")),
         "registers": Sequence(Value("string")),
         "decoys": Sequence(Value("int32")),
+        "donor_events": [{"index": Value("int32"), "bodies": Sequence(Value("string"), length=2)}],
+        "variant": Value("string"),
         "content_hash": Value("string"),
     })
 
@@ -61,11 +64,13 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "source_bodies": list(pair.source_bodies),
         "values": list(pair.values),
         "menu": list(pair.menu),
-        "arms": [{"name": a.name, "served": list(a.served), "question": a.question, "uses_source": a.uses_source}
-                 for a in pair.arms],
+        "arms": [{"name": a.name, "served": list(a.served), "question": a.question, "uses_source": a.uses_source,
+                  "query_at_end": a.query_at_end} for a in pair.arms],
         "leak_patterns": list(pair.leak_patterns),
         "registers": list(pair.registers),
         "decoys": list(pair.decoys),
+        "donor_events": [{"index": i, "bodies": [a, b]} for i, a, b in pair.donor_events],
+        "variant": pair.variant,
     }
     row["content_hash"] = content_hash({**row, "content_hash": ""})
     return row
@@ -91,11 +96,13 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             source_bodies=tuple(row["source_bodies"]),
             values=tuple(row["values"]),
             menu=tuple(row["menu"]),
-            arms=tuple(Arm(a["name"], tuple(int(i) for i in a["served"]), a["question"], bool(a["uses_source"]))
-                       for a in row["arms"]),
+            arms=tuple(Arm(a["name"], tuple(int(i) for i in a["served"]), a["question"], bool(a["uses_source"]),
+                           bool(a["query_at_end"])) for a in row["arms"]),
             leak_patterns=tuple(row["leak_patterns"]),
             registers=tuple(row["registers"]),
             decoys=tuple(int(i) for i in row["decoys"]),
+            donor_events=tuple((int(e["index"]), e["bodies"][0], e["bodies"][1]) for e in row["donor_events"]),
+            variant=row["variant"],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None

@@ -28,13 +28,16 @@ class Arm:
     """One serving condition: which events keep their rows, and what is asked.
 
     `served` are event indices; the header is always served. `uses_source` is True only for
-    comprehension arms (txt), which serve the source and therefore differ across members.
+    donor-visible arms, which serve the source or another donor-dependent event (comprehension,
+    upper bounds) and therefore differ across members. `query_at_end` puts the query at L (after
+    the whole trajectory) in compact serving too: the fixed-query-position variant.
     """
 
     name: str
     served: tuple[int, ...]
     question: str
     uses_source: bool = False
+    query_at_end: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,11 +59,23 @@ class DonorPair:
     registers: tuple[str, ...] = ()
     # Events drawn independently of the donor (decoys): they may name a menu value.
     decoys: tuple[int, ...] = ()
+    # Further donor-dependent events (index, body A, body B), e.g. an explicit-verdict carrier:
+    # only donor-visible arms may serve them.
+    donor_events: tuple[tuple[int, str, str], ...] = ()
+    # Sub-condition of the item within its suite (e.g. "nld/1": carrier kind and template).
+    variant: str = ""
+
+    def varying(self) -> dict[int, tuple[str, str]]:
+        """Every donor-dependent event: index -> (body in A, body in B); the source included."""
+        out = {self.source: (self.source_bodies[0], self.source_bodies[1])}
+        out.update({i: (a, b) for i, a, b in self.donor_events})
+        return out
 
     def member(self, member: int) -> Trajectory:
-        """Member A (0) or B (1): the shared events with that member's source body."""
+        """Member A (0) or B (1): the shared events with that member's donor-dependent bodies."""
         events = list(self.events)
-        events[self.source] = self.source_bodies[member]
+        for i, bodies in self.varying().items():
+            events[i] = bodies[member]
         return Trajectory(tuple(events))
 
     def arm(self, name: str) -> Arm:
@@ -78,15 +93,21 @@ class DonorPair:
             raise MatbenchError(f"{where}: both donor values are {self.values[0]!r}; a donor pair needs two")
         if not set(self.values) <= set(self.menu):
             raise MatbenchError(f"{where}: donor values {self.values} are not all in the menu {self.menu}")
+        varying = self.varying()
+        if any(not 0 <= i < len(self.events) or i == self.source for i, _, _ in self.donor_events):
+            raise MatbenchError(f"{where}: donor_events must name existing events other than the source")
         for arm in self.arms:
             bad = [i for i in arm.served if not 0 <= i < len(self.events)]
             if bad:
                 raise MatbenchError(f"{where}, arm {arm.name}: served events {bad} do not exist")
-            if (self.source in arm.served) != arm.uses_source:
-                state = "serves" if self.source in arm.served else "does not serve"
-                raise MatbenchError(f"{where}, arm {arm.name}: {state} the source, contrary to uses_source")
+            visible = bool(set(arm.served) & set(varying))
+            if visible != arm.uses_source:
+                state = "serves" if visible else "does not serve"
+                raise MatbenchError(
+                    f"{where}, arm {arm.name}: {state} the source or a donor-dependent event, contrary to uses_source"
+                )
             for i in arm.served:
-                if i == self.source:
+                if i in varying:
                     continue
                 for pattern in self.leak_patterns:
                     if re.search(pattern, self.events[i], flags=re.IGNORECASE):
@@ -119,9 +140,9 @@ class PairLayout:
 
     pair: DonorPair
     members: tuple[MemberLayout, MemberLayout]
-    budget: int
+    budget: int  # the source slot's position budget
     length: int  # L: the first position after the trajectory (the native query position)
-    prefix_tokens: int  # tokens before the source, identical in both members (shared prefill)
+    prefix_tokens: int  # tokens before the first donor-dependent event, identical in both members
 
     def check_identity(self) -> None:
         """Identity gate: every arm that does not serve the source serves identical ids and positions."""
@@ -143,7 +164,8 @@ def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
     ids = [[renderer.ids(t) for t in member] for member in texts]
     for m in (0, 1):
         renderer.check_piecewise([renderer.head + HDR] + texts[m], [header] + ids[m])
-    budget = max(len(ids[0][pair.source]), len(ids[1][pair.source]))
+    # Each donor-dependent slot gets a position budget: the longer member's length.
+    budgets = {i: max(len(ids[0][i]), len(ids[1][i])) for i in pair.varying()}
     layouts = []
     for m in (0, 1):
         tokens = list(header)
@@ -155,12 +177,13 @@ def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
             tokens.extend(event_ids)
             positions.extend(range(pos, pos + len(event_ids)))
             spans.append((start, len(tokens)))
-            pos += budget if i == pair.source else len(event_ids)
+            pos += budgets.get(i, len(event_ids))
         layouts.append(MemberLayout(tuple(tokens), tuple(positions), (0, len(header)), tuple(spans)))
     length = layouts[0].positions[-1] + 1
     if layouts[1].positions[-1] + 1 != length:
         raise MatbenchError(f"item {pair.item_id}: members end at different positions despite the budget")
-    layout = PairLayout(pair, (layouts[0], layouts[1]), budget, length, layouts[0].event_spans[pair.source][0])
+    first = min(pair.varying())
+    layout = PairLayout(pair, (layouts[0], layouts[1]), budgets[pair.source], length, layouts[0].event_spans[first][0])
     layout.check_identity()
     return layout
 

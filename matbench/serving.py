@@ -28,11 +28,14 @@ _PAD_ID = 0  # any id: padded tokens are masked as keys and their outputs are ne
 
 @dataclass(frozen=True)
 class ServeRequest:
-    """Serve the header and the events `served` of `cache`, then ask `query_ids`."""
+    """Serve the header and the events `served` of `cache`, then ask `query_ids`.
+    `query_position` fixes the query's first position in compact serving (default: after the
+    last kept row); native serving always asks at L."""
 
     cache: EventCache
     served: tuple[int, ...]
     query_ids: tuple[int, ...]
+    query_position: int | None = None
 
 
 @dataclass
@@ -88,7 +91,7 @@ def _finish(runner: ModelRunner, requests: list[ServeRequest], keys, values, key
 
 def serve_compact(runner: ModelRunner, requests: list[ServeRequest],
                   query_position: int | None = None) -> tuple[ServedBatch, torch.Tensor]:
-    """Compact serving; `query_position` overrides the query's first position (Gate B)."""
+    """Compact serving; `query_position` overrides every request's query position (Gate B)."""
     kept = [r.cache.kept_slots(r.served) for r in requests]
     counts = torch.tensor([len(k) for k in kept])
     width = int(counts.max())
@@ -98,10 +101,11 @@ def serve_compact(runner: ModelRunner, requests: list[ServeRequest],
                          [torch.arange(len(s)) for s in kept], width)
     coords = torch.arange(width)[None, :].repeat(len(requests), 1)
     valid = coords < counts[:, None]
-    if query_position is None:
-        next_position = torch.stack([r.cache.positions[s].max() + 1 for r, s in zip(requests, kept)])
-    else:
-        next_position = torch.full((len(requests),), query_position)
+    starts = []
+    for r, s in zip(requests, kept):
+        fixed = query_position if query_position is not None else r.query_position
+        starts.append(int(r.cache.positions[s].max()) + 1 if fixed is None else fixed)
+    next_position = torch.tensor(starts)
     return _finish(runner, requests, keys, values, coords, valid, next_position, counts.clone())
 
 
