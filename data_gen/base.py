@@ -22,7 +22,7 @@ class Suite:
     name: str
     version: str
     default_n: int
-    make_item: Callable[[random.Random, str], DonorPair]  # (rng, item_id) -> pair
+    make_item: Callable[[random.Random, str, int], DonorPair]  # (rng, item_id, index) -> pair
 
     def item_rng(self, seed: int, index: int) -> random.Random:
         # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.
@@ -34,7 +34,7 @@ class Suite:
             raise MatbenchError(f"--limit must be at least 1 (got {n}): a suite needs at least one item")
         pairs = []
         for index in range(n):
-            pair = self.make_item(self.item_rng(seed, index), f"{self.name}-v{self.version}-s{seed}-{index:05d}")
+            pair = self.make_item(self.item_rng(seed, index), f"{self.name}-v{self.version}-s{seed}-{index:05d}", index)
             pair.validate()
             check_pair(pair)
             pairs.append(pair)
@@ -44,7 +44,11 @@ class Suite:
 SUITES: Registry[Suite] = Registry("suite")
 
 
-def filler_body(rng: random.Random, taken: tuple[str, ...]) -> str:
-    """A filler observation about a register that is not one of the item's own."""
+def filler_body(rng: random.Random, taken: tuple[str, ...], avoid: frozenset[int] = frozenset()) -> str:
+    """A filler observation about a register that is not one of the item's own, whose number is
+    none of `avoid` (numbers that are donor values or operands of the item)."""
     name = rng.choice([r for r in REGISTER_POOL if r not in taken])
-    return f"register {name} refreshed to {rng.randint(100, 998)}"
+    number = rng.randint(100, 998)
+    while number in avoid:
+        number = rng.randint(100, 998)
+    return f"register {name} refreshed to {number}"

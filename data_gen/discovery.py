@@ -18,7 +18,7 @@ MENU = ("ONLINE", "OFFLINE")
 ROOT_AT, CHAIN_AT, TARGET_AT = 13, 18, 23
 
 
-def make_item(rng: random.Random, item_id: str) -> DonorPair:
+def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     source_reg, mirror, mirror2, target, decoy = rng.sample(REGISTER_POOL, 5)
     own = (source_reg, mirror, mirror2, target, decoy)
     source = rng.randrange(8, 12)

@@ -22,7 +22,7 @@ MENU = ("ONLINE", "OFFLINE")
 ROOT_AT, NEUTRAL_AT, PERTURB_AT, EDGE_AT, DEPTH3_AT = 13, 15, 16, 18, 21
 
 
-def make_item(rng: random.Random, item_id: str) -> DonorPair:
+def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     source_reg, mirror, target, far, decoy = rng.sample(REGISTER_POOL, 5)
     own = (source_reg, mirror, target, far, decoy)
     source = rng.randrange(8, 12)

@@ -156,6 +156,7 @@ class PairEngine:
             }
         return {
             "item_id": pair.item_id,
+            "variant": pair.variant,
             "values": list(pair.values),
             "menu": list(pair.menu),
             "budget": layout.budget,
