@@ -30,7 +30,8 @@ FIELD_DOCS = {
     "values": "donor values of member A and member B (the gold answers)",
     "menu": "answer menu of the readouts (candidates of the probe)",
     "arms": "serving arms: name, served event indices (the header is always served), question, uses_source "
-            "(serves donor-dependent text), query_at_end (compact serving asks at L)",
+            "(serves donor-dependent text), query_at_end (compact serving asks at L), appended (events appended at "
+            "query time, e.g. a patch), expected (the answer the arm should give when it is not the donor value)",
     "leak_patterns": "regular expressions no served event may match",
     "registers": "the item's own register names (echoes of these are not answers)",
     "decoys": "events drawn independently of the donor (they may name a menu value)",

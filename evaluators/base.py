@@ -32,6 +32,7 @@ def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
     probe_counts = dict.fromkeys(OUTCOMES, 0)
     for r in records:
         probe_counts[outcome(tuple(r["arms"][arm]["probe_answers"]), tuple(r["values"]))] += 1
+    expected = _expected_metrics(records, arm)
     shifts = [r["arms"][arm]["shift"] for r in records]
     pos, neg = sum(s > 0 for s in shifts), sum(s < 0 for s in shifts)
     return {
@@ -54,6 +55,25 @@ def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
             "sign_p": stats.sign_test(pos, neg),
             "wilcoxon_p": stats.wilcoxon_p(shifts),
         },
+        **expected,
+    }
+
+
+def _expected_metrics(records: list[dict], arm: str) -> dict[str, Any]:
+    """For arms with an expected answer (a served patch): how often it wins, and how often a
+    member whose dropped donor value differs from it still answers the donor value (old-value leak)."""
+    entries = [(r["arms"][arm], r["values"]) for r in records if r["arms"][arm].get("expected") is not None]
+    if not entries:
+        return {}
+    wins = sum(a == e["expected"] for e, values in entries for a in e["answers"])
+    stale = [(a, v) for e, values in entries for a, v in zip(e["answers"], values) if v != e["expected"]]
+    leaks = sum(a == v for a, v in stale)
+    return {
+        "expected_win_rate": wins / (2 * len(entries)),
+        "expected_win_ci": stats.wilson(wins, 2 * len(entries)).as_list(),
+        "old_value_leaks": leaks,
+        "old_value_at_risk": len(stale),
+        "old_value_leak_ci": stats.wilson(leaks, len(stale)).as_list(),
     }
 
 

@@ -68,7 +68,9 @@ class PairEngine:
         return self._scorers[menu]
 
     def query_ids(self, pair: DonorPair, arm: Arm, readout: Readout) -> tuple[int, ...]:
-        text = self.renderer.query_text(arm.question, readout.suffix(pair.menu), readout.assistant_prefix)
+        # Events appended at query time (a served patch) continue the step numbering.
+        patch = "".join(event_text(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
+        text = patch + self.renderer.query_text(arm.question, readout.suffix(pair.menu), readout.assistant_prefix)
         ids = self.renderer.ids(text)
         # The query follows an event ending in "\n": assert no BPE merge across that boundary.
         last = event_text(0, pair.events[0])
@@ -147,6 +149,7 @@ class PairEngine:
         for k, arm in enumerate(pair.arms):
             a, b = 2 * k, 2 * k + 1
             arms[arm.name] = {
+                **({"expected": arm.expected} if arm.expected is not None else {}),
                 "answers": [answers[a], answers[b]],
                 "class": outcome((answers[a], answers[b]), pair.values),
                 "probe_answers": [probe_answers[a], probe_answers[b]],

@@ -30,7 +30,10 @@ class Arm:
     `served` are event indices; the header is always served. `uses_source` is True only for
     donor-visible arms, which serve the source or another donor-dependent event (comprehension,
     upper bounds) and therefore differ across members. `query_at_end` puts the query at L (after
-    the whole trajectory) in compact serving too: the fixed-query-position variant.
+    the whole trajectory) in compact serving too: the fixed-query-position variant. `appended`
+    are event bodies appended at query time, after the served rows and before the question (a
+    served patch); `expected` is the answer the arm should give in both members when that is not
+    the donor value (e.g. the patch's value).
     """
 
     name: str
@@ -38,6 +41,8 @@ class Arm:
     question: str
     uses_source: bool = False
     query_at_end: bool = False
+    appended: tuple[str, ...] = ()
+    expected: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,8 @@ class DonorPair:
             bad = [i for i in arm.served if not 0 <= i < len(self.events)]
             if bad:
                 raise MatbenchError(f"{where}, arm {arm.name}: served events {bad} do not exist")
+            if arm.expected is not None and arm.expected not in self.menu:
+                raise MatbenchError(f"{where}, arm {arm.name}: expected answer {arm.expected!r} is not in the menu")
             visible = bool(set(arm.served) & set(varying))
             if visible != arm.uses_source:
                 state = "serves" if visible else "does not serve"

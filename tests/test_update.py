@@ -1,0 +1,56 @@
+"""The update suite: patches appended at query time, expected answers, controls."""
+
+from __future__ import annotations
+
+from matbench.data_gen import SUITES
+from matbench.evaluators import EVALUATORS
+from matbench.evaluators.base import _expected_metrics
+from matbench.gates import run_gates
+from matbench.render import event_text
+from tests.conftest import engine_for
+
+
+def test_structure_and_independent_patch_values():
+    pairs = SUITES.get("update").generate(0, 200)
+    values = [p.arm("bare").expected for p in pairs]
+    assert set(values) == {"ONLINE", "OFFLINE"} and 70 < values.count("ONLINE") < 130
+    for p in pairs:
+        target = p.registers[1]
+        assert all(a.served == (0, 23) for a in p.arms if a.name not in ("txt", "control"))
+        assert p.arm("bare").appended == (f"register {target} set to state {p.arm('bare').expected}",)
+        assert p.arm("wrong_register").expected is None and target not in p.arm("wrong_register").appended[0]
+        assert p.arm("base").appended == ()
+
+
+def test_patch_is_rendered_before_the_question(tiny_llama):
+    pair = SUITES.get("update").generate(0, 1)[0]
+    engine = engine_for(tiny_llama)
+    ids = engine.query_ids(pair, pair.arm("structured"), engine.probe_readout)
+    text = engine.renderer.tokenizer.decode(list(ids))
+    assert text.startswith(event_text(24, pair.arm("structured").appended[0]) + "Question: What state is register")
+
+
+def test_expected_answer_metrics_count_wins_and_old_value_leaks():
+    records = [
+        {"values": ["ONLINE", "OFFLINE"], "arms": {"bare": {"expected": "ONLINE", "answers": ["ONLINE", "OFFLINE"]}}},
+        {"values": ["ONLINE", "OFFLINE"], "arms": {"bare": {"expected": "OFFLINE", "answers": ["OFFLINE", "OFFLINE"]}}},
+    ]
+    m = _expected_metrics(records, "bare")
+    # Wins: ONLINE, OFFLINE, OFFLINE = 3 of 4. At risk: member B of item 1 (donor OFFLINE != ONLINE),
+    # member A of item 2 (donor ONLINE != OFFLINE); the first leaks, the second does not.
+    assert m["expected_win_rate"] == 0.75 and (m["old_value_leaks"], m["old_value_at_risk"]) == (1, 2)
+
+
+def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
+    pairs = SUITES.get("update").generate(0, 3)
+    engine = engine_for(tiny_llama)
+    records = []
+    for pair in pairs:
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record))
+        records.append(record)
+    metrics = EVALUATORS.get("update")(suite="update").summarize(records)
+    assert set(metrics["headline"]["patch_win_rate"]) == {"bare", "versioned", "structured"}
+    assert 0 <= metrics["controls_unchanged"]["dummy"]["rate"] <= 1
+    assert metrics["headline"]["control_clean"] is True
