@@ -23,10 +23,14 @@ class Suite:
     version: str
     default_n: int
     make_item: Callable[[random.Random, str, int], DonorPair]  # (rng, item_id, index) -> pair
+    # Consecutive items of a group share every random draw and differ only in the condition their
+    # index selects (e.g. the carrier construction): paired comparisons across conditions.
+    group_size: int = 1
 
     def item_rng(self, seed: int, index: int) -> random.Random:
         # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.
-        return random.Random(f"{self.name}/{self.version}/{seed}/{index}")
+        group = index // self.group_size
+        return random.Random(f"{self.name}/{self.version}/{seed}/{group if self.group_size > 1 else index}")
 
     def generate(self, seed: int = 0, n: int | None = None) -> list[DonorPair]:
         n = self.default_n if n is None else n

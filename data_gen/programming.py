@@ -86,4 +86,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     )
 
 
-SUITE = SUITES.register("programming")(Suite("programming", VERSION, default_n=160, make_item=make_item))
+# Groups of ten share every draw: each base item appears with all five carrier kinds x two templates.
+SUITE = SUITES.register("programming")(
+    Suite("programming", VERSION, default_n=160, make_item=make_item, group_size=len(KINDS) * 2))

@@ -37,6 +37,7 @@ FIELD_DOCS = {
     "decoys": "events drawn independently of the donor (they may name a menu value)",
     "donor_events": "further donor-dependent events (index, body in A, body in B), served only by donor-visible arms",
     "variant": "sub-condition of the item within its suite (e.g. carrier kind and template)",
+    "slot_alternatives": "event slots whose position budget covers every listed alternative body (fixed later positions)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 

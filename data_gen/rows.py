@@ -17,7 +17,7 @@ from matbench.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
               "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
-              "content_hash")
+              "slot_alternatives", "content_hash")
 
 
 def features():
@@ -43,6 +43,7 @@ def features():
         "decoys": Sequence(Value("int32")),
         "donor_events": [{"index": Value("int32"), "bodies": Sequence(Value("string"), length=2)}],
         "variant": Value("string"),
+        "slot_alternatives": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
         "content_hash": Value("string"),
     })
 
@@ -73,6 +74,7 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "decoys": list(pair.decoys),
         "donor_events": [{"index": i, "bodies": [a, b]} for i, a, b in pair.donor_events],
         "variant": pair.variant,
+        "slot_alternatives": [{"index": i, "bodies": list(b)} for i, b in pair.slot_alternatives],
     }
     row["content_hash"] = content_hash({**row, "content_hash": ""})
     return row
@@ -105,6 +107,7 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             decoys=tuple(int(i) for i in row["decoys"]),
             donor_events=tuple((int(e["index"]), e["bodies"][0], e["bodies"][1]) for e in row["donor_events"]),
             variant=row["variant"],
+            slot_alternatives=tuple((int(e["index"]), tuple(e["bodies"])) for e in row["slot_alternatives"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None

@@ -69,6 +69,9 @@ class DonorPair:
     donor_events: tuple[tuple[int, str, str], ...] = ()
     # Sub-condition of the item within its suite (e.g. "nld/1": carrier kind and template).
     variant: str = ""
+    # (event index, alternative bodies): the slot's position budget covers the longest of them, so
+    # every alternative (e.g. each construction of a bank) leaves later positions unchanged.
+    slot_alternatives: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
     def varying(self) -> dict[int, tuple[str, str]]:
         """Every donor-dependent event: index -> (body in A, body in B); the source included."""
@@ -171,9 +174,13 @@ def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
     ids = [[renderer.ids(t) for t in member] for member in texts]
     for m in (0, 1):
         renderer.check_piecewise([renderer.head + HDR] + texts[m], [header] + ids[m])
-    # Each donor-dependent slot gets a position budget: the longer member's length.
+    # Each donor-dependent slot gets a position budget: the longer member's length; a slot with
+    # alternatives gets the longest alternative's length (positions are skipped, no pad tokens).
     budgets = {i: max(len(ids[0][i]), len(ids[1][i])) for i in pair.varying()}
-    layouts = []
+    for i, bodies in pair.slot_alternatives:
+        longest = max(len(renderer.ids(event_text(i, body))) for body in bodies)
+        budgets[i] = max(budgets.get(i, 0), longest, len(ids[0][i]), len(ids[1][i]))
+    layouts, ends = [], []
     for m in (0, 1):
         tokens = list(header)
         positions = list(range(len(header)))
@@ -186,8 +193,9 @@ def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
             spans.append((start, len(tokens)))
             pos += budgets.get(i, len(event_ids))
         layouts.append(MemberLayout(tuple(tokens), tuple(positions), (0, len(header)), tuple(spans)))
-    length = layouts[0].positions[-1] + 1
-    if layouts[1].positions[-1] + 1 != length:
+        ends.append(pos)  # a budgeted last slot reserves its whole budget
+    length = ends[0]
+    if ends[1] != length:
         raise MatbenchError(f"item {pair.item_id}: members end at different positions despite the budget")
     first = min(pair.varying())
     layout = PairLayout(pair, (layouts[0], layouts[1]), budgets[pair.source], length, layouts[0].event_spans[first][0])

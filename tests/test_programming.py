@@ -45,3 +45,11 @@ def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     assert metrics["headline"]["control_clean"] is True
     assert metrics["headline"]["nld_minus_pas_both"] == (
         metrics["headline"]["follow_rate"]["nld"]["both"] - metrics["headline"]["follow_rate"]["pas"]["both"])
+
+
+def test_groups_of_ten_share_every_draw():
+    pairs = SUITES.get("programming").generate(0, 20)
+    for group in (pairs[:10], pairs[10:]):
+        assert {p.source_bodies for p in group} == {group[0].source_bodies}
+        assert sorted(p.variant for p in group) == sorted(f"{k}/{t}" for k in KINDS for t in (1, 2))
+    assert pairs[0].source_bodies != pairs[10].source_bodies
