@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matbench import stats
-from matbench.engine import OUTCOMES
+from matbench.engine import OUTCOMES, outcome
 from matbench.registry import Registry
 
 
@@ -20,8 +20,6 @@ def _classes(records: list[dict], arm: str, key: str) -> dict[str, int]:
 def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
     """follow/anti/const/other with the exact sign test, donor-sensitive prevalence, menu accuracy
     and the method-of-moments recall share (Wilson 95% CIs), and the donor margin shift."""
-    from matbench.engine import outcome
-
     n = len(records)
     counts = _classes(records, arm, "class")
     chance = 1 / len(records[0]["menu"])
@@ -75,6 +73,13 @@ def _expected_metrics(records: list[dict], arm: str) -> dict[str, Any]:
         "old_value_at_risk": len(stale),
         "old_value_leak_ci": stats.wilson(leaks, len(stale)).as_list(),
     }
+
+
+def control_clean(control: dict[str, Any]) -> bool:
+    """The control gate over a whole run: serving only events before the source, no pair may be
+    donor-sensitive and every donor shift must be exactly 0."""
+    return (control["classes"]["follow"] + control["classes"]["anti"] == 0
+            and control["donor_shift"]["zero"] == control["n_pairs"])
 
 
 @dataclass(frozen=True)

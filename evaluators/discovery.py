@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator
+from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
 
 
 @EVALUATORS.register("discovery")
@@ -12,7 +12,6 @@ class DiscoveryEvaluator(Evaluator):
     def summarize(self, records: list[dict]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]
-        control = arms["control"]
         metrics["headline"] = {
             "root_follow_anti": [arms["root"]["classes"]["follow"], arms["root"]["classes"]["anti"]],
             "root_p": arms["root"]["follow_anti_p"],
@@ -21,8 +20,6 @@ class DiscoveryEvaluator(Evaluator):
             "comprehension": arms["txt"]["menu_accuracy"],
             "root_shift_pos_neg": [arms["root"]["donor_shift"]["positive"], arms["root"]["donor_shift"]["negative"]],
             "root_shift_p": arms["root"]["donor_shift"]["sign_p"],
-            # The control gate: nothing from the source can reach rows computed before it.
-            "control_clean": control["classes"]["follow"] + control["classes"]["anti"] == 0
-            and control["donor_shift"]["zero"] == control["n_pairs"],
+            "control_clean": control_clean(arms["control"]),
         }
         return metrics

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator
+from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
 
 
 def _fa(arm: dict) -> list[int]:
@@ -16,7 +16,6 @@ class LandingEvaluator(Evaluator):
     def summarize(self, records: list[dict]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]
-        control = arms["control"]
         metrics["headline"] = {
             # Does the edge carry the root's donor only when the root is served?
             "root_edge_follow_anti": _fa(arms["root_edge"]),
@@ -29,7 +28,6 @@ class LandingEvaluator(Evaluator):
             "root_edge_shift_pos_neg": [arms["root_edge"]["donor_shift"]["positive"], arms["root_edge"]["donor_shift"]["negative"]],
             "edge_only_shift_pos_neg": [arms["edge_only"]["donor_shift"]["positive"], arms["edge_only"]["donor_shift"]["negative"]],
             "comprehension": arms["txt"]["menu_accuracy"],
-            "control_clean": control["classes"]["follow"] + control["classes"]["anti"] == 0
-            and control["donor_shift"]["zero"] == control["n_pairs"],
+            "control_clean": control_clean(arms["control"]),
         }
         return metrics

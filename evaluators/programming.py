@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics
+from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, control_clean
 
 
 def _follow_rate(metrics: dict) -> float:
@@ -25,8 +25,6 @@ class ProgrammingEvaluator(Evaluator):
         metrics["headline"] = {
             "follow_rate": follow,
             "nld_minus_pas_both": (follow["nld"]["both"] - follow["pas"]["both"]) if {"nld", "pas"} <= set(follow) else None,
-            "control_clean": all(m["control"]["classes"]["follow"] + m["control"]["classes"]["anti"] == 0
-                                 and m["control"]["donor_shift"]["zero"] == m["control"]["n_pairs"]
-                                 for m in by_kind.values()),
+            "control_clean": control_clean(metrics["arms"]["control"]),
         }
         return metrics

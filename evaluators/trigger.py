@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics
+from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, control_clean
 
 
 @EVALUATORS.register("trigger")
@@ -27,13 +27,11 @@ class TriggerEvaluator(Evaluator):
                 "kv_classes": kv["classes"],
                 "kv_follow_anti_p": kv["follow_anti_p"],
                 "kv_donor_shift": kv["donor_shift"],
-                "control_clean": (lambda c: c["classes"]["follow"] + c["classes"]["anti"] == 0
-                                  and c["donor_shift"]["zero"] == c["n_pairs"])(arm_metrics(subset, "control")),
             }
         metrics["by_construction"] = by_construction
         metrics["headline"] = {
             "write_through": {v: m["write_through"] for v, m in by_construction.items()},
             "comprehension": {v: m["comprehension"] for v, m in by_construction.items()},
-            "control_clean": all(m["control_clean"] for m in by_construction.values()),
+            "control_clean": control_clean(metrics["arms"]["control"]),
         }
         return metrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from matbench import stats
-from matbench.evaluators.base import EVALUATORS, Evaluator
+from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
 
 PATCHED = ("bare", "versioned", "structured")
 CONTROLS = ("wrong_register", "dummy")
@@ -26,7 +26,6 @@ class UpdateEvaluator(Evaluator):
             "patch_win_rate": {p: arms[p]["expected_win_rate"] for p in PATCHED},
             "old_value_leaks": {p: [arms[p]["old_value_leaks"], arms[p]["old_value_at_risk"]] for p in PATCHED},
             "controls_unchanged": {c: v["rate"] for c, v in unchanged.items()},
-            "control_clean": arms["control"]["classes"]["follow"] + arms["control"]["classes"]["anti"] == 0
-            and arms["control"]["donor_shift"]["zero"] == arms["control"]["n_pairs"],
+            "control_clean": control_clean(arms["control"]),
         }
         return metrics
