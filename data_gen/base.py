@@ -11,6 +11,7 @@ from matbench.errors import MatbenchError
 from matbench.pairs import DonorPair
 from matbench.registry import Registry
 
+STATES = ("ONLINE", "OFFLINE")
 REGISTER_POOL = ("ALPHA", "BETA", "GAMMA", "DELTA", "OMEGA", "SIGMA", "KAPPA", "THETA", "LAMBDA", "EPSILON")
 N_EVENTS = 24
 
@@ -56,3 +57,25 @@ def filler_body(rng: random.Random, taken: tuple[str, ...], avoid: frozenset[int
     while number in avoid:
         number = rng.randint(100, 998)
     return f"register {name} refreshed to {number}"
+
+
+def ask_state(register: str) -> str:
+    return f"What state is register {register} in?"
+
+
+def register_source_pair(item_id: str, events: list[str], source: int, source_reg: str, arms,
+                         registers: tuple[str, ...]) -> DonorPair:
+    """A pair whose dropped source is "register S set to state v" (member A: ONLINE, B: OFFLINE)
+    and whose event 0 is the served decoy, a register state drawn independently of the donor."""
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=source,
+        source_bodies=tuple(f"register {source_reg} set to state {v}" for v in STATES),
+        values=STATES,
+        menu=STATES,
+        arms=tuple(arms),
+        leak_patterns=(rf"\bregister {source_reg} set to\b",),
+        registers=registers,
+        decoys=(0,),
+    )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
+from matbench.data_gen.base import (N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body,
+                                    register_source_pair)
 from matbench.pairs import Arm, DonorPair
 
 VERSION = "1"
-MENU = ("ONLINE", "OFFLINE")
+MENU = STATES
 ROOT_AT, CHAIN_AT, TARGET_AT = 13, 18, 23
 
 
@@ -29,25 +30,14 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     events[ROOT_AT] = f"register {mirror} mirrors register {source_reg}"
     events[CHAIN_AT] = f"register {mirror2} mirrors register {mirror}"
     events[TARGET_AT] = f"register {target} mirrors register {mirror2}"
-    ask = "What state is register {} in?".format
+    ask = ask_state
     arms = (
         Arm("root", (0, ROOT_AT), ask(mirror)),
         Arm("chain", (0, ROOT_AT, CHAIN_AT, TARGET_AT), ask(target)),
         Arm("txt", tuple(range(N_EVENTS)), ask(mirror), uses_source=True),
         Arm("control", tuple(range(source)), ask(mirror)),
     )
-    return DonorPair(
-        item_id=item_id,
-        events=tuple(events),
-        source=source,
-        source_bodies=tuple(f"register {source_reg} set to state {v}" for v in MENU),
-        values=MENU,
-        menu=MENU,
-        arms=arms,
-        leak_patterns=(rf"\bregister {source_reg} set to\b",),
-        registers=own,
-        decoys=(0,),
-    )
+    return register_source_pair(item_id, events, source, source_reg, arms, own)
 
 
 SUITE = SUITES.register("discovery")(Suite("discovery", VERSION, default_n=64, make_item=make_item))

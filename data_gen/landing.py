@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import random
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
+from matbench.data_gen.base import (N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body,
+                                    register_source_pair)
 from matbench.pairs import Arm, DonorPair
 
 VERSION = "1"
-MENU = ("ONLINE", "OFFLINE")
+MENU = STATES
 ROOT_AT, NEUTRAL_AT, PERTURB_AT, EDGE_AT, DEPTH3_AT = 13, 15, 16, 18, 21
 
 
@@ -33,7 +34,7 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     events[PERTURB_AT] = f"register {mirror} was inspected by the operator"
     events[EDGE_AT] = f"register {target} mirrors register {mirror}"
     events[DEPTH3_AT] = f"register {far} mirrors register {target}"
-    ask = "What state is register {} in?".format
+    ask = ask_state
     arms = (
         Arm("root_edge", (0, ROOT_AT, EDGE_AT), ask(target)),
         Arm("root_only", (0, ROOT_AT), ask(mirror)),
@@ -46,18 +47,7 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
         Arm("txt", tuple(range(N_EVENTS)), ask(target), uses_source=True),
         Arm("control", tuple(range(source)), ask(target)),
     )
-    return DonorPair(
-        item_id=item_id,
-        events=tuple(events),
-        source=source,
-        source_bodies=tuple(f"register {source_reg} set to state {v}" for v in MENU),
-        values=MENU,
-        menu=MENU,
-        arms=arms,
-        leak_patterns=(rf"\bregister {source_reg} set to\b",),
-        registers=own,
-        decoys=(0,),
-    )
+    return register_source_pair(item_id, events, source, source_reg, arms, own)
 
 
 SUITE = SUITES.register("landing")(Suite("landing", VERSION, default_n=64, make_item=make_item))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
+from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body
 from matbench.data_gen.programming import SENSOR_POOL
 from matbench.pairs import Arm, DonorPair
 
@@ -43,7 +43,7 @@ FLAG = {
     "update": "following the check, the alert flag for sensor {S} was updated accordingly",
 }
 CONSTRUCTIONS = tuple(("mirror", k) for k in MIRROR) + tuple(("flag", k) for k in FLAG)
-STATES, VERDICTS = ("ONLINE", "OFFLINE"), ("EXCEEDED", "NORMAL")
+VERDICTS = ("EXCEEDED", "NORMAL")
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -69,7 +69,7 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
         events[source] = "<donor>"
         bodies = mirror_bodies
         values, donor_events = STATES, ()
-        question = f"What state is register {target} in?"
+        question = ask_state(target)
         events[CARRIER_AT] = MIRROR[name].format(T=target, S=source_reg)
         leak = rf"\bregister {source_reg} set to\b"
     else:

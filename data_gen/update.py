@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import random
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
+from matbench.data_gen.base import (N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body,
+                                    register_source_pair)
 from matbench.pairs import Arm, DonorPair
 
 VERSION = "1"
-MENU = ("ONLINE", "OFFLINE")
+MENU = STATES
 CARRIER_AT = 23
 PATCHES = {
     "bare": "register {T} set to state {p}",
@@ -34,7 +35,7 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     events[0] = f"register {decoy} set to state {rng.choice(MENU)}"
     events[source] = f"register {source_reg} set to state <donor>"
     events[CARRIER_AT] = f"register {target} mirrors register {source_reg}"
-    question = f"What state is register {target} in?"
+    question = ask_state(target)
     served = (0, CARRIER_AT)
     arms = [Arm("base", served, question)]
     arms += [Arm(name, served, question, appended=(text.format(T=target, p=patch_value),), expected=patch_value)
@@ -45,18 +46,7 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
         Arm("txt", tuple(range(N_EVENTS)), question, uses_source=True),
         Arm("control", tuple(range(source)), question),
     ]
-    return DonorPair(
-        item_id=item_id,
-        events=tuple(events),
-        source=source,
-        source_bodies=tuple(f"register {source_reg} set to state {v}" for v in MENU),
-        values=MENU,
-        menu=MENU,
-        arms=tuple(arms),
-        leak_patterns=(rf"\bregister {source_reg} set to\b",),
-        registers=own,
-        decoys=(0,),
-    )
+    return register_source_pair(item_id, events, source, source_reg, arms, own)
 
 
 SUITE = SUITES.register("update")(Suite("update", VERSION, default_n=64, make_item=make_item))
