@@ -87,3 +87,18 @@ def gemma3() -> LoadedModel:
 
 def engine_for(loaded: LoadedModel, **kw) -> PairEngine:
     return PairEngine(loaded, **kw)
+
+
+def gated_records(loaded: LoadedModel, pairs, **kw) -> list[dict]:
+    """Score `pairs` on `loaded`, asserting every faithfulness gate on each; the per-item records."""
+    from matbench.gates import run_gates
+
+    engine = engine_for(loaded, **kw)
+    records = []
+    for pair in pairs:
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        results = run_gates(engine, pair, layout, caches, record)
+        assert all(g.passed for g in results), (pair.item_id, pair.variant, results)
+        records.append(record)
+    return records

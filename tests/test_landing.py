@@ -5,8 +5,7 @@ from __future__ import annotations
 from matbench.data_gen import SUITES
 from matbench.data_gen.landing import DEPTH3_AT, EDGE_AT, NEUTRAL_AT, PERTURB_AT, ROOT_AT
 from matbench.evaluators import EVALUATORS
-from matbench.gates import run_gates
-from tests.conftest import engine_for
+from tests.conftest import gated_records
 
 
 def test_landing_structure_and_determinism():
@@ -29,13 +28,7 @@ def test_landing_structure_and_determinism():
 
 def test_landing_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     pairs = SUITES.get("landing").generate(0, 3)
-    engine = engine_for(tiny_llama)
-    records = []
-    for pair in pairs:
-        layout, caches = engine.prepare(pair)
-        record = engine.score(pair, layout, caches)
-        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record))
-        records.append(record)
+    records = gated_records(tiny_llama, pairs)
     metrics = EVALUATORS.get("landing")(suite="landing").summarize(records)
     assert set(metrics["arms"]) == {a.name for a in pairs[0].arms}
     assert all(sum(m["classes"].values()) == 3 for m in metrics["arms"].values())

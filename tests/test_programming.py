@@ -8,8 +8,7 @@ import re
 from matbench.data_gen import SUITES
 from matbench.data_gen.programming import KINDS, REVIEW_AT
 from matbench.evaluators import EVALUATORS
-from matbench.gates import run_gates
-from tests.conftest import engine_for
+from tests.conftest import gated_records
 
 
 def test_structure_balance_and_operands():
@@ -32,13 +31,7 @@ def test_structure_balance_and_operands():
 
 def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     pairs = SUITES.get("programming").generate(0, 10)  # two of each kind
-    engine = engine_for(tiny_llama)
-    records = []
-    for pair in pairs:
-        layout, caches = engine.prepare(pair)
-        record = engine.score(pair, layout, caches)
-        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record)), pair.variant
-        records.append(record)
+    records = gated_records(tiny_llama, pairs)
     metrics = EVALUATORS.get("programming")(suite="programming").summarize(records)
     assert set(metrics["by_carrier"]) == set(KINDS)
     assert all(m["both"]["n_pairs"] == 2 for m in metrics["by_carrier"].values())

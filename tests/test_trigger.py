@@ -5,10 +5,9 @@ from __future__ import annotations
 from matbench.data_gen import SUITES
 from matbench.data_gen.trigger import CARRIER_AT, CONSTRUCTIONS
 from matbench.evaluators import EVALUATORS
-from matbench.gates import run_gates
 from matbench.pairs import layout_pair
 from matbench.render import Renderer
-from tests.conftest import engine_for
+from tests.conftest import gated_records
 
 
 def test_groups_share_draws_and_cover_the_bank():
@@ -34,13 +33,7 @@ def test_query_position_is_fixed_across_the_bank(tokenizer):
 def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     pairs = SUITES.get("trigger").generate(0, 16)
     pairs = [pairs[0], pairs[5], pairs[8], pairs[14]]  # two mirror, two flag constructions
-    engine = engine_for(tiny_llama)
-    records = []
-    for pair in pairs:
-        layout, caches = engine.prepare(pair)
-        record = engine.score(pair, layout, caches)
-        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record)), pair.variant
-        records.append(record)
+    records = gated_records(tiny_llama, pairs)
     metrics = EVALUATORS.get("trigger")(suite="trigger").summarize(records)
     assert set(metrics["by_construction"]) == {p.variant for p in pairs}
     assert all(m["n_pairs"] == 1 for m in metrics["by_construction"].values())

@@ -5,9 +5,8 @@ from __future__ import annotations
 from matbench.data_gen import SUITES
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import _expected_metrics
-from matbench.gates import run_gates
 from matbench.render import event_text
-from tests.conftest import engine_for
+from tests.conftest import engine_for, gated_records
 
 
 def test_structure_and_independent_patch_values():
@@ -43,13 +42,7 @@ def test_expected_answer_metrics_count_wins_and_old_value_leaks():
 
 def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     pairs = SUITES.get("update").generate(0, 3)
-    engine = engine_for(tiny_llama)
-    records = []
-    for pair in pairs:
-        layout, caches = engine.prepare(pair)
-        record = engine.score(pair, layout, caches)
-        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record))
-        records.append(record)
+    records = gated_records(tiny_llama, pairs)
     metrics = EVALUATORS.get("update")(suite="update").summarize(records)
     assert set(metrics["headline"]["patch_win_rate"]) == {"bare", "versioned", "structured"}
     assert 0 <= metrics["controls_unchanged"]["dummy"]["rate"] <= 1
