@@ -82,9 +82,12 @@ class PairEngine:
         return layout, prefill_pair(self.runner, layout, self.chunk_size)
 
     def requests(self, pair: DonorPair, caches, readout: Readout) -> list[ServeRequest]:
-        return [ServeRequest(caches[m], arm.served, self.query_ids(pair, arm, readout),
-                             caches[m].length if arm.query_at_end else None)
-                for arm in pair.arms for m in (0, 1)]
+        requests = []
+        for arm in pair.arms:
+            ids = self.query_ids(pair, arm, readout)  # identical for both members
+            requests += [ServeRequest(caches[m], arm.served, ids, caches[m].length if arm.query_at_end else None)
+                         for m in (0, 1)]
+        return requests
 
     def run_pair(self, pair: DonorPair) -> dict[str, Any]:
         layout, caches = self.prepare(pair)

@@ -8,6 +8,7 @@ an unreadable GGUF file.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -251,11 +252,19 @@ def resolve_dtype(dtype: str | None, device: str) -> str:
 
 def _gguf_cache_dir(source: ModelSource) -> Path:
     path = Path(source.location) / (source.gguf_file or "")
+    stat = path.stat()
+    return _cache_root() / "gguf" / _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)[:24]
+
+
+@functools.lru_cache(maxsize=8)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, computed once per (path, size, mtime): loading and describing a GGUF
+    model both need it, and a 250 MB file takes a second to hash."""
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    return _cache_root() / "gguf" / digest.hexdigest()[:24]
+    return digest.hexdigest()
 
 
 def _convert_gguf(source: ModelSource, trust_remote_code: bool) -> Path:
