@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from matbench.errors import MatbenchError
+from matbench.errors import MatbenchError, first_line
 from matbench.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
@@ -135,8 +135,7 @@ def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str
         try:
             ds = load_dataset(dataset, suite, split="test", revision=revision, cache_dir=cache_dir)
         except Exception as exc:  # datasets raises FileNotFoundError, ValueError, DatasetNotFoundError...
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise MatbenchError(f"could not load config {suite!r} of dataset {dataset!r}: {first[:200]}") from None
+            raise MatbenchError(f"could not load config {suite!r} of dataset {dataset!r}: {first_line(exc)}") from None
         all_rows = [dict(row) for row in ds]
         del ds
     rows = all_rows if limit is None else all_rows[:limit]

@@ -7,3 +7,9 @@ class MatbenchError(Exception):
 
 class GateFailure(MatbenchError):
     """A faithfulness gate (SPEC 2.4) failed: the numbers of this run cannot be trusted."""
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message (its type name when empty), for one-line errors."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:limit]

@@ -52,6 +52,7 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
         raise MatbenchError(f"--batch-pairs must be at least 1 (got {cfg.batch_pairs})")
     if cfg.chunk_size is not None and cfg.chunk_size < 1:
         raise MatbenchError(f"--chunk-size must be at least 1 (got {cfg.chunk_size})")
+    SUITES.get(cfg.suite)  # a misspelt suite is named as a suite, with a suggestion
     evaluator = EVALUATORS.get(cfg.suite)(suite=cfg.suite)
     for readout in cfg.readouts:
         READOUTS.get(readout)

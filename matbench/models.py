@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from matbench.errors import MatbenchError
+from matbench.errors import MatbenchError, first_line
 
 
 # --- offline aliases (SPEC 4): GGUF files shipped inside PyPI packages -----------------------
@@ -102,10 +102,10 @@ def resolve_source(name: str, revision: str | None = None) -> ModelSource:
 def _unknown_model_message(name: str, exc: Exception) -> str:
     close = difflib.get_close_matches(name, OFFLINE_ALIASES, n=1)
     hint = f" Did you mean the offline alias {close[0]!r}?" if close else ""
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    reason = first_line(exc, 160)
     return (
         f"unknown model {name!r}: not an offline alias ({', '.join(OFFLINE_ALIASES)}), not a local "
-        f"directory or .gguf file, and not loadable from the Hub ({reason[:160]}).{hint}"
+        f"directory or .gguf file, and not loadable from the Hub ({reason}).{hint}"
     )
 
 
@@ -134,16 +134,15 @@ def load_config(source: ModelSource, trust_remote_code: bool = False) -> Any:
         )
     except Exception as exc:  # transformers raises OSError/ValueError/struct errors alike
         if source.gguf_file:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise MatbenchError(
-                f"could not read GGUF file {source.gguf_file!r} (truncated or corrupt?): {first[:200]}"
+                f"could not read GGUF file {source.gguf_file!r} (truncated or corrupt?): {first_line(exc)}"
             ) from None
         if "trust_remote_code" in str(exc):
             raise MatbenchError(
                 f"model {source.name!r} ships custom code; pass --trust-remote-code if you trust it"
             ) from None
         if source.is_local:
-            raise MatbenchError(f"could not read the config of {source.name!r}: {str(exc).splitlines()[0]}") from None
+            raise MatbenchError(f"could not read the config of {source.name!r}: {first_line(exc)}") from None
         raise MatbenchError(_unknown_model_message(source.name, exc)) from None
 
 
@@ -288,8 +287,9 @@ def _convert_gguf(source: ModelSource, trust_remote_code: bool) -> Path:
         )
         tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MatbenchError(f"could not load GGUF file {source.gguf_file!r} (truncated or corrupt?): {first[:200]}") from None
+        raise MatbenchError(
+            f"could not load GGUF file {source.gguf_file!r} (truncated or corrupt?): {first_line(exc)}"
+        ) from None
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
@@ -338,7 +338,6 @@ def load_model(
         tokenizer = AutoTokenizer.from_pretrained(location, revision=source.revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)
     except (OSError, ValueError, ImportError) as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise MatbenchError(f"could not load model {name!r}: {first[:240]}") from None
+        raise MatbenchError(f"could not load model {name!r}: {first_line(exc, 240)}") from None
     model.to(device).eval()
     return LoadedModel(model, tokenizer, source, dtype, device)

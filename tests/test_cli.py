@@ -170,3 +170,10 @@ def test_eval_from_a_dataset_repository(capsys, tmp_path, tiny_dir):
     assert config["dataset"] == str(tmp_path / "suites") and config["seed"] == 3 and config["n_items"] == 2
     assert config["config_content_hash"] == summary.content_hash
     assert sum(results["metrics"]["arms"]["root"]["classes"].values()) == 2
+
+
+def test_first_line_of_an_empty_exception_is_its_type():
+    from matbench.errors import first_line
+
+    assert first_line(OSError()) == "OSError"
+    assert first_line(ValueError("bad\nmore detail")) == "bad"
