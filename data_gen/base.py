@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from matbench.data_gen.checks import check_pair
+from matbench.data_gen.checks import check_decoy_independence, check_pair
 from matbench.errors import MatbenchError
 from matbench.pairs import DonorPair
 from matbench.registry import Registry
@@ -43,6 +43,7 @@ class Suite:
             pair.validate()
             check_pair(pair)
             pairs.append(pair)
+        check_decoy_independence(pairs, self.name)
         return pairs
 
 

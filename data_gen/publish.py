@@ -31,7 +31,11 @@ FIELD_DOCS = {
     "menu": "answer menu of the readouts (candidates of the probe)",
     "arms": "serving arms: name, served event indices (the header is always served), question, uses_source "
             "(serves donor-dependent text), query_at_end (compact serving asks at L), appended (events appended at "
-            "query time, e.g. a patch), expected (the answer the arm should give when it is not the donor value)",
+            "query time, e.g. a patch), expected (the answer the arm should give when it is not the donor value), "
+            "encoding (joint: rows of the global prefill; isolated: each served event encoded alone after the header at "
+            "its original positions; text: header and served events re-prefilled as text), menu and values (this arm's "
+            "own menu and donor values when it asks another question of the same rows; empty = the row's), "
+            "open_question (the question carries its own answer instruction; no menu is appended)",
     "leak_patterns": "regular expressions no served event may match",
     "registers": "the item's own register names (echoes of these are not answers)",
     "decoys": "events drawn independently of the donor (they may name a menu value)",

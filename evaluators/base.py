@@ -17,19 +17,28 @@ def _classes(records: list[dict], arm: str, key: str) -> dict[str, int]:
     return counts
 
 
+def arm_menu(record: dict, arm: str) -> list[str]:
+    """The arm's own menu where it asks another question of the same rows, else the item's."""
+    return record["arms"][arm].get("menu", record["menu"])
+
+
+def arm_values(record: dict, arm: str) -> list[str]:
+    return record["arms"][arm].get("values", record["values"])
+
+
 def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
     """follow/anti/const/other with the exact sign test, donor-sensitive prevalence, menu accuracy
     and the method-of-moments recall share (Wilson 95% CIs), and the donor margin shift."""
     n = len(records)
     counts = _classes(records, arm, "class")
-    chance = 1 / len(records[0]["menu"])
-    correct = sum(a == v for r in records for a, v in zip(r["arms"][arm]["answers"], r["values"]))
+    chance = 1 / len(arm_menu(records[0], arm))
+    correct = sum(a == v for r in records for a, v in zip(r["arms"][arm]["answers"], arm_values(r, arm)))
     acc = correct / (2 * n)
     acc_ci = stats.wilson(correct, 2 * n)
     sensitive = counts["follow"] + counts["anti"]
     probe_counts = dict.fromkeys(OUTCOMES, 0)
     for r in records:
-        probe_counts[outcome(tuple(r["arms"][arm]["probe_answers"]), tuple(r["values"]))] += 1
+        probe_counts[outcome(tuple(r["arms"][arm]["probe_answers"]), tuple(arm_values(r, arm)))] += 1
     expected = _expected_metrics(records, arm)
     shifts = [r["arms"][arm]["shift"] for r in records]
     pos, neg = sum(s > 0 for s in shifts), sum(s < 0 for s in shifts)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from matbench.pairs import PairLayout
+from matbench.pairs import MemberLayout, PairLayout
 from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache
 
 
@@ -95,6 +95,10 @@ def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None
     prefix_pos = prefill(runner, shared, list(a.input_ids[:split]), list(a.positions[:split]),
                          torch.empty(0, dtype=torch.long), chunk_size)
     prefix_keys, prefix_values = cache_rows(shared)
+    if split == len(a.input_ids):  # identical members (an unpaired item): one prefill serves both
+        one = EventCache(tuple(prefix_keys), tuple(prefix_values), prefix_pos, a.header_span, a.event_spans,
+                         layout.length)
+        return one, one
     members = []
     for member in layout.members:
         cache = cache_from_rows(prefix_keys, prefix_values)
@@ -104,3 +108,53 @@ def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None
         members.append(EventCache(tuple(keys), tuple(values), positions, member.header_span,
                                   member.event_spans, layout.length))
     return members[0], members[1]
+
+
+def _header_cache(runner: ModelRunner, cache: EventCache):
+    """A fresh model cache holding only `cache`'s header rows, and their positions."""
+    lo, hi = cache.header_span
+    keys = [k[:, :, lo:hi] for k in cache.keys]
+    values = [v[:, :, lo:hi] for v in cache.values]
+    return cache_from_rows(keys, values), cache.positions[lo:hi]
+
+
+def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
+                   chunk_size: int | None = None) -> EventCache:
+    """A copy of `cache` whose rows of the `served` events are re-encoded one event at a time:
+    header + that event only, at the event's original positions (SPEC 3.4 `sel_ikv`, 3.6 `iso`).
+
+    The rows sit at the same slots and positions as the joint ones, so an isolated arm differs
+    from its joint arm only in what the rows could have absorbed from the rest of the trajectory.
+    """
+    keys = [k.clone() for k in cache.keys]
+    values = [v.clone() for v in cache.values]
+    for i in served:
+        lo, hi = member.event_spans[i]
+        fresh, header_pos = _header_cache(runner, cache)
+        prefill(runner, fresh, list(member.input_ids[lo:hi]), list(member.positions[lo:hi]), header_pos, chunk_size)
+        event_keys, event_values = cache_rows(fresh)
+        width = header_pos.shape[0]
+        for layer in range(len(keys)):
+            keys[layer][:, :, lo:hi] = event_keys[layer][:, :, width:]
+            values[layer][:, :, lo:hi] = event_values[layer][:, :, width:]
+    return replace(cache, keys=tuple(keys), values=tuple(values))
+
+
+def text_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
+               chunk_size: int | None = None) -> EventCache:
+    """The header and the `served` events re-prefilled as plain text, at contiguous positions
+    right after the header (SPEC 3.4 `sel_txt`): the cache a system that re-reads the kept text
+    would build. Unserved events own empty spans; L is the end of the re-prefilled text."""
+    fresh, header_pos = _header_cache(runner, cache)
+    ids: list[int] = []
+    spans = []
+    start = header_pos.shape[0]
+    for i, (lo, hi) in enumerate(member.event_spans):
+        at = start + len(ids)
+        if i in served:
+            ids.extend(member.input_ids[lo:hi])
+        spans.append((at, start + len(ids)))
+    first = int(header_pos[-1]) + 1 if header_pos.numel() else 0
+    positions = prefill(runner, fresh, ids, list(range(first, first + len(ids))), header_pos, chunk_size)
+    keys, values = cache_rows(fresh)
+    return EventCache(tuple(keys), tuple(values), positions, cache.header_span, tuple(spans), first + len(ids))

@@ -12,12 +12,12 @@ from typing import Any
 
 import torch
 
-from matbench.cache import EventCache, prefill_pair
+from matbench.cache import EventCache, isolated_cache, prefill_pair, text_cache
 from matbench.errors import MatbenchError
 from matbench.models import LoadedModel
 from matbench.pairs import Arm, DonorPair, PairLayout, layout_pair
 from matbench.readouts import READOUTS, ProbeScorer, Readout, donor_shift
-from matbench.render import Renderer, event_text
+from matbench.render import FRAMES, Renderer
 from matbench.runtime import ModelRunner
 from matbench.serving import SERVING, ServeRequest, greedy_decode
 
@@ -68,12 +68,14 @@ class PairEngine:
         return self._scorers[menu]
 
     def query_ids(self, pair: DonorPair, arm: Arm, readout: Readout) -> tuple[int, ...]:
+        render = FRAMES[pair.frame].render_event
         # Events appended at query time (a served patch) continue the step numbering.
-        patch = "".join(event_text(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
-        text = patch + self.renderer.query_text(arm.question, readout.suffix(pair.menu), readout.assistant_prefix)
+        patch = "".join(render(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
+        suffix = "" if arm.open_question else readout.suffix(pair.arm_menu(arm))
+        text = patch + self.renderer.query_text(arm.question, suffix, readout.assistant_prefix)
         ids = self.renderer.ids(text)
         # The query follows an event ending in "\n": assert no BPE merge across that boundary.
-        last = event_text(0, pair.events[0])
+        last = render(0, pair.events[0])
         self.renderer.check_piecewise([last, text], [self.renderer.ids(last), ids], from_start=False)
         return tuple(ids)
 
@@ -81,13 +83,35 @@ class PairEngine:
         layout = layout_pair(pair, self.renderer)
         return layout, prefill_pair(self.runner, layout, self.chunk_size)
 
-    def requests(self, pair: DonorPair, caches, readout: Readout) -> list[ServeRequest]:
+    def requests(self, pair: DonorPair, caches, readout: Readout, derived=None) -> list[ServeRequest]:
         requests = []
         for arm in pair.arms:
             ids = self.query_ids(pair, arm, readout)  # identical for both members
-            requests += [ServeRequest(caches[m], arm.served, ids, caches[m].length if arm.query_at_end else None)
+            arm_caches = (derived or {}).get(arm.name, caches)
+            requests += [ServeRequest(arm_caches[m], arm.served, ids,
+                                      arm_caches[m].length if arm.query_at_end else None)
                          for m in (0, 1)]
         return requests
+
+    def derived_caches(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[EventCache, EventCache]]:
+        """Per arm with a non-joint encoding, the caches its rows come from (isolated or text
+        re-encodings); arms with the same encoding and served set share them. An arm that does not
+        serve donor-dependent events gets one cache for both members (bit-identical rows)."""
+        build = {"isolated": isolated_cache, "text": text_cache}
+        out: dict[str, tuple[EventCache, EventCache]] = {}
+        made: dict[tuple, tuple[EventCache, EventCache]] = {}
+        for arm in pair.arms:
+            if arm.encoding == "joint":
+                continue
+            key = (arm.encoding, tuple(sorted(arm.served)))
+            if key not in made:
+                make = build[arm.encoding]
+                first = make(self.runner, caches[0], layout.members[0], arm.served, self.chunk_size)
+                second = (make(self.runner, caches[1], layout.members[1], arm.served, self.chunk_size)
+                          if arm.uses_source else first)
+                made[key] = (first, second)
+            out[arm.name] = made[key]
+        return out
 
     def run_pair(self, pair: DonorPair) -> dict[str, Any]:
         layout, caches = self.prepare(pair)
@@ -114,6 +138,7 @@ class PairEngine:
         """One record per item and (readout, serving), serving every arm x member of every item
         in one batch. The probe (and with it the donor shift) runs once per serving mode and is
         shared by every readout; greedy decoding advances all rows together."""
+        derived = [self.derived_caches(pair, layout, caches) for pair, layout, caches in items]
         spans, offset = [], 0
         for pair, _, _ in items:
             spans.append((offset, offset + 2 * len(pair.arms)))
@@ -123,15 +148,12 @@ class PairEngine:
         for readout_name, serving in combos:
             serve = SERVING[serving]
             if serving not in probes:
-                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout))
-                probes[serving] = []
-                for (pair, _, _), (lo, hi) in zip(items, spans):
-                    cand = self.scorer(pair.menu).log_probs(logits[lo:hi]).cpu()
-                    probes[serving].append((cand, self.scorer(pair.menu).answers(cand)))
+                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout, derived))
+                probes[serving] = [self._probe(pair, logits[lo:hi]) for (pair, _, _), (lo, hi) in zip(items, spans)]
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
             if readout.max_new_tokens:
-                batch, first = serve(self.runner, self._batch_requests(items, readout))
+                batch, first = serve(self.runner, self._batch_requests(items, readout, derived))
                 generated = greedy_decode(self.runner, batch, first, readout.max_new_tokens, self.stop_ids)
                 decoded = [self.renderer.decode(g) for g in generated]
                 texts = [decoded[lo:hi] for lo, hi in spans]
@@ -139,25 +161,39 @@ class PairEngine:
                 cand, probe_answers = probes[serving][k]
                 answers = probe_answers
                 if texts[k] is not None:
-                    answers = [readout.parse(t, pair.menu, pair.registers) for t in texts[k]]
+                    answers = [readout.parse(t, pair.arm_menu(pair.arms[j // 2]), pair.registers)
+                               for j, t in enumerate(texts[k])]
                 out[k][(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts[k])
         return out
 
-    def _batch_requests(self, items, readout: Readout) -> list[ServeRequest]:
-        return [r for pair, _, caches in items for r in self.requests(pair, caches, readout)]
+    def _batch_requests(self, items, readout: Readout, derived) -> list[ServeRequest]:
+        return [r for (pair, _, caches), d in zip(items, derived) for r in self.requests(pair, caches, readout, d)]
+
+    def _probe(self, pair: DonorPair, logits: torch.Tensor) -> tuple[list[list[float]], list[str]]:
+        """Per request row of `pair` (arm-major, member-minor): candidate log-probs over the arm's
+        menu, and the probe's answer."""
+        cands, answers = [], []
+        for k, arm in enumerate(pair.arms):
+            scorer = self.scorer(pair.arm_menu(arm))
+            cand = scorer.log_probs(logits[2 * k:2 * k + 2]).cpu()
+            cands += [cand[0], cand[1]]
+            answers += scorer.answers(cand)
+        return cands, answers
 
     @staticmethod
     def _record(pair, layout, answers, probe_answers, cand, texts) -> dict[str, Any]:
         arms = {}
         for k, arm in enumerate(pair.arms):
             a, b = 2 * k, 2 * k + 1
+            menu, values = pair.arm_menu(arm), pair.arm_values(arm)
             arms[arm.name] = {
                 **({"expected": arm.expected} if arm.expected is not None else {}),
+                **({"menu": list(menu), "values": list(values)} if arm.menu else {}),
                 "answers": [answers[a], answers[b]],
-                "class": outcome((answers[a], answers[b]), pair.values),
+                "class": outcome((answers[a], answers[b]), values),
                 "probe_answers": [probe_answers[a], probe_answers[b]],
                 "probe_logp": [cand[a].tolist(), cand[b].tolist()],
-                "shift": donor_shift(cand[a], cand[b], pair.menu, pair.values),
+                "shift": donor_shift(cand[a], cand[b], menu, values),
                 **({"texts": [texts[a], texts[b]]} if texts is not None else {}),
             }
         return {
@@ -174,7 +210,7 @@ class PairEngine:
 
 def probe_logits(engine: PairEngine, pair: DonorPair, caches, arm: Arm, members=(0, 1),
                  serving: str | None = None, **kw) -> torch.Tensor:
-    """Probe logits of `arm` for the given members (used by the gates)."""
+    """Probe logits of `arm` for the given members (used by the gates), from the joint prefill."""
     ids = engine.query_ids(pair, arm, engine.probe_readout)
     reqs = [ServeRequest(caches[m], arm.served, ids) for m in members]
     _, logits = SERVING[serving or engine.serving](engine.runner, reqs, **kw)

@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass
 
 from matbench.errors import MatbenchError
-from matbench.render import HDR, Renderer, event_text
+from matbench.render import FRAMES, Renderer
+
+ENCODINGS = ("joint", "isolated", "text")
 
 
 @dataclass(frozen=True)
@@ -18,9 +20,11 @@ class Trajectory:
     """One member's events e_1..e_n (observation bodies), rendered after the always-served header."""
 
     events: tuple[str, ...]
+    frame: str = "trajectory"
 
     def texts(self) -> tuple[str, ...]:
-        return tuple(event_text(i, body) for i, body in enumerate(self.events))
+        render = FRAMES[self.frame].render_event
+        return tuple(render(i, body) for i, body in enumerate(self.events))
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,14 @@ class Arm:
     are event bodies appended at query time, after the served rows and before the question (a
     served patch); `expected` is the answer the arm should give in both members when that is not
     the donor value (e.g. the patch's value).
+
+    `encoding` says where the served rows come from: "joint" (the global prefill: the only rows
+    that can carry materialized state), "isolated" (each served event encoded alone after the
+    header at its original positions: the isolation control) or "text" (the header and the
+    served events re-prefilled as plain text at contiguous positions: what a text-RAG system
+    would see). `menu` and `values` override the pair's menu and donor values for arms that ask
+    a different question of the same served cache (e.g. the first digit of a number);
+    `open_question` arms carry their own answer instruction, so no readout appends the menu.
     """
 
     name: str
@@ -43,6 +55,10 @@ class Arm:
     query_at_end: bool = False
     appended: tuple[str, ...] = ()
     expected: str | None = None
+    encoding: str = "joint"
+    menu: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    open_question: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,16 @@ class DonorPair:
     # (event index, alternative bodies): the slot's position budget covers the longest of them, so
     # every alternative (e.g. each construction of a bank) leaves later positions unchanged.
     slot_alternatives: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    # False for a single-condition item (both members identical, e.g. a natural dialog QA whose
+    # evidence turns are the "source"): accuracy only, no donor classes.
+    paired: bool = True
+    frame: str = "trajectory"  # rendering of the header and events (matbench.render.FRAMES)
+
+    def arm_menu(self, arm: Arm) -> tuple[str, ...]:
+        return arm.menu or self.menu
+
+    def arm_values(self, arm: Arm) -> tuple[str, str]:
+        return arm.values or self.values  # type: ignore[return-value]
 
     def varying(self) -> dict[int, tuple[str, str]]:
         """Every donor-dependent event: index -> (body in A, body in B); the source included."""
@@ -84,7 +110,7 @@ class DonorPair:
         events = list(self.events)
         for i, bodies in self.varying().items():
             events[i] = bodies[member]
-        return Trajectory(tuple(events))
+        return Trajectory(tuple(events), self.frame)
 
     def arm(self, name: str) -> Arm:
         for arm in self.arms:
@@ -97,8 +123,13 @@ class DonorPair:
         where = f"item {self.item_id}"
         if not 0 <= self.source < len(self.events):
             raise MatbenchError(f"{where}: source index {self.source} outside the {len(self.events)} events")
-        if self.values[0] == self.values[1]:
+        if self.frame not in FRAMES:
+            raise MatbenchError(f"{where}: unknown frame {self.frame!r}; choose from {sorted(FRAMES)}")
+        if self.paired and self.values[0] == self.values[1]:
             raise MatbenchError(f"{where}: both donor values are {self.values[0]!r}; a donor pair needs two")
+        if not self.paired and (self.values[0] != self.values[1] or self.source_bodies[0] != self.source_bodies[1]
+                                or any(a != b for _, a, b in self.donor_events)):
+            raise MatbenchError(f"{where}: an unpaired item must have identical members")
         if not set(self.values) <= set(self.menu):
             raise MatbenchError(f"{where}: donor values {self.values} are not all in the menu {self.menu}")
         varying = self.varying()
@@ -108,8 +139,15 @@ class DonorPair:
             bad = [i for i in arm.served if not 0 <= i < len(self.events)]
             if bad:
                 raise MatbenchError(f"{where}, arm {arm.name}: served events {bad} do not exist")
-            if arm.expected is not None and arm.expected not in self.menu:
+            menu, values = self.arm_menu(arm), self.arm_values(arm)
+            if arm.expected is not None and arm.expected not in menu:
                 raise MatbenchError(f"{where}, arm {arm.name}: expected answer {arm.expected!r} is not in the menu")
+            if arm.encoding not in ENCODINGS:
+                raise MatbenchError(f"{where}, arm {arm.name}: unknown encoding {arm.encoding!r}; choose from {ENCODINGS}")
+            if len(values) != 2 or not set(values) <= set(menu) or (self.paired and values[0] == values[1]):
+                raise MatbenchError(f"{where}, arm {arm.name}: donor values {values} must be two menu words of {menu}")
+            if len(set(menu)) != len(menu) or not menu:
+                raise MatbenchError(f"{where}, arm {arm.name}: the menu {menu} must be non-empty without repeats")
             visible = bool(set(arm.served) & set(varying))
             if visible != arm.uses_source:
                 state = "serves" if visible else "does not serve"
@@ -169,16 +207,17 @@ class PairLayout:
 
 
 def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
-    header = renderer.header_ids()
+    frame = FRAMES[pair.frame]
+    header = renderer.header_ids(frame.header)
     texts = [list(pair.member(m).texts()) for m in (0, 1)]
     ids = [[renderer.ids(t) for t in member] for member in texts]
     for m in (0, 1):
-        renderer.check_piecewise([renderer.head + HDR] + texts[m], [header] + ids[m])
+        renderer.check_piecewise([renderer.head + frame.header] + texts[m], [header] + ids[m])
     # Each donor-dependent slot gets a position budget: the longer member's length; a slot with
     # alternatives gets the longest alternative's length (positions are skipped, no pad tokens).
     budgets = {i: max(len(ids[0][i]), len(ids[1][i])) for i in pair.varying()}
     for i, bodies in pair.slot_alternatives:
-        longest = max(len(renderer.ids(event_text(i, body))) for body in bodies)
+        longest = max(len(renderer.ids(frame.render_event(i, body))) for body in bodies)
         budgets[i] = max(budgets.get(i, 0), longest, len(ids[0][i]), len(ids[1][i]))
     layouts, ends = [], []
     for m in (0, 1):
@@ -198,7 +237,9 @@ def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
     if ends[1] != length:
         raise MatbenchError(f"item {pair.item_id}: members end at different positions despite the budget")
     first = min(pair.varying())
-    layout = PairLayout(pair, (layouts[0], layouts[1]), budgets[pair.source], length, layouts[0].event_spans[first][0])
+    # Identical members (an unpaired item) share their whole prefill.
+    prefix = layouts[0].event_spans[first][0] if pair.paired else len(layouts[0].input_ids)
+    layout = PairLayout(pair, (layouts[0], layouts[1]), budgets[pair.source], length, prefix)
     layout.check_identity()
     return layout
 

@@ -57,14 +57,17 @@ READOUTS.register("trace")(Readout(
 def find_menu_words(text: str, menu: tuple[str, ...], registers: tuple[str, ...] = ()) -> list[str]:
     """Menu words in `text`, in order, matched as whole words (ABNORMAL is not NORMAL).
 
-    Multi-letter words match case-insensitively; an occurrence right after "register" or
+    Multi-letter words match case-insensitively, single letters exactly; an occurrence right after "register" or
     naming one of the item's `registers` in that role is an echoed register name, not an answer
     (ALPHA and DELTA are both register names and name8 menu words).
     """
-    by_upper = {w.upper(): w for w in menu}
-    words = sorted(by_upper, key=len, reverse=True)
-    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, words)) + r")(?![A-Za-z0-9_])",
-                         re.IGNORECASE)
+    # Single letters (option A/B) match case-sensitively: the article "a" is not option A.
+    letters = [w for w in menu if len(w) == 1]
+    by_upper = {w.upper(): w for w in menu if len(w) > 1}
+    alternatives = [f"(?i:{re.escape(w)})" for w in sorted(by_upper, key=len, reverse=True)]
+    alternatives += [re.escape(w) for w in letters]
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(alternatives) + r")(?![A-Za-z0-9_])")
+    lookup = {**by_upper, **{w: w for w in letters}}
     found = []
     for match in pattern.finditer(text):
         before = text[:match.start()].rstrip()
@@ -74,7 +77,8 @@ def find_menu_words(text: str, menu: tuple[str, ...], registers: tuple[str, ...]
             r"\s+(mirrors|is|was|copied|tracks|holds)\b", text[match.end():], re.IGNORECASE
         ):
             continue
-        found.append(by_upper[match.group(1).upper()])
+        word = match.group(1)
+        found.append(lookup[word] if word in lookup else lookup[word.upper()])
     return found
 
 
@@ -93,19 +97,25 @@ class ProbeScorer:
 
     @classmethod
     def for_menu(cls, menu: tuple[str, ...], encode) -> "ProbeScorer":
+        """Each candidate is scored on the first tokens of " W" and "W" that no other candidate
+        shares: a shared one says nothing about which candidate comes (digits after a space
+        start with a bare " " token in many tokenizers; bare words often start with a piece like
+        "s"). A candidate left with no token of its own cannot be probed."""
+        firsts = [{encode(" " + word)[0], encode(word)[0]} for word in menu]
+        owners: dict[int, list[str]] = {}
+        for word, ids in zip(menu, firsts):
+            for t in ids:
+                owners.setdefault(t, []).append(word)
         ids = []
-        for word in menu:
-            firsts = {encode(" " + word)[0], encode(word)[0]}
-            ids.append(tuple(sorted(firsts)))
-        seen: dict[int, str] = {}
-        for word, firsts in zip(menu, ids):
-            for t in firsts:
-                if t in seen:
-                    raise MatbenchError(
-                        f"probe readout: {seen[t]!r} and {word!r} start with the same token for this "
-                        "tokenizer, so their first-token probabilities cannot be told apart; use --readout short"
-                    )
-                seen[t] = word
+        for word, mine in zip(menu, firsts):
+            own = tuple(sorted(t for t in mine if len(owners[t]) == 1))
+            if not own:
+                other = next(w for t in mine for w in owners[t] if w != word)
+                raise MatbenchError(
+                    f"probe readout: {other!r} and {word!r} start with the same token for this "
+                    "tokenizer, so their first-token probabilities cannot be told apart; use --readout short"
+                )
+            ids.append(own)
         return cls(menu, tuple(ids))
 
     def log_probs(self, logits: torch.Tensor) -> torch.Tensor:

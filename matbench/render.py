@@ -7,7 +7,7 @@ header when the tokenizer would add one and the chat head does not already carry
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from matbench.errors import MatbenchError
 
@@ -19,9 +19,35 @@ _SENTINEL = "MATBENCHUSERCONTENTSENTINEL"
 BASE_ANSWER_PREFIX = "Answer:"
 
 
+DIALOG_HDR = (
+    "You are reading a long conversation between two people. Use it to answer the question precisely.\n\n"
+    "Conversation:\n"
+)
+
+
 def event_text(index: int, body: str) -> str:
     """Event `index` (0-based) as it appears in the trajectory."""
     return f"<step {index + 1}>\naction: reg_op()\nobservation: {body}\n"
+
+
+def turn_text(index: int, body: str) -> str:
+    """A dialog turn (SPEC 3.6): the body is already "[session n date] speaker: text"."""
+    return f"{body}\n"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """How a pair's events are rendered: the instruction after the chat head, and one event."""
+
+    name: str
+    header: str
+    render_event: Callable[[int, str], str]
+
+
+FRAMES = {
+    "trajectory": Frame("trajectory", HDR, event_text),  # synthetic agent trajectories (SPEC 2.1)
+    "dialog": Frame("dialog", DIALOG_HDR, turn_text),  # real multi-session dialogs (harvest)
+}
 
 
 def question_text(question: str, suffix: str = "") -> str:
@@ -71,8 +97,8 @@ class Renderer:
     def ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False).input_ids)
 
-    def header_ids(self) -> list[int]:
-        return self.bos_ids + self.ids(self.head + HDR)
+    def header_ids(self, header: str = HDR) -> list[int]:
+        return self.bos_ids + self.ids(self.head + header)
 
     def query_text(self, question: str, suffix: str, assistant_prefix: str = "") -> str:
         # A base model has no assistant turn to open: every readout starts its answer after

@@ -76,3 +76,38 @@ def test_register_names_that_are_menu_words_must_be_written_as_registers():
     bad = dataclasses.replace(clash, arms=(Arm("kv", (0, 2), "What state is ALPHA in?"),))
     with pytest.raises(MatbenchError, match="register ALPHA is also a menu word"):
         check_pair(bad)
+
+
+def test_decoys_are_independent_of_the_gold_on_a_large_sample():
+    from matbench.data_gen.checks import check_decoy_independence, decoy_gold_table
+
+    for name in ("discovery", "update", "access"):
+        pairs = SUITES.get(name).generate(7, 2000)
+        p = check_decoy_independence(pairs, name)
+        assert p is not None and p > 1e-3, (name, p)
+    bin2 = [q for q in SUITES.get("access").generate(7, 2000) if q.variant == "bin2"]
+    table = decoy_gold_table(bin2)
+    # Every (gold, decoy) cell is populated: the decoy equals member A's gold about half the time.
+    same = table[("ONLINE", "ONLINE")] + table[("OFFLINE", "OFFLINE")]
+    assert sum(table.values()) == len(bin2) == 400 and len(table) == 4 and 0.42 < same / 400 < 0.58
+
+
+def test_complement_decoys_are_refused():
+    import dataclasses
+
+    from matbench.data_gen.checks import check_decoy_independence
+
+    pairs = SUITES.get("access").generate(0, 200)
+    pairs = [p for p in pairs if p.variant == "bin2"]
+    planted = []
+    for p in pairs:
+        complement = "OFFLINE" if p.values[0] == "ONLINE" else "ONLINE"
+        events = list(p.events)
+        events[0] = events[0].rsplit(" ", 1)[0] + " " + complement
+        planted.append(dataclasses.replace(p, events=tuple(events)))
+    with pytest.raises(MatbenchError, match="decoy values depend on the gold"):
+        check_decoy_independence(planted, "discovery")
+    constant = [dataclasses.replace(p, events=(p.events[0].rsplit(" ", 1)[0] + " ONLINE",) + p.events[1:])
+                for p in pairs]
+    with pytest.raises(MatbenchError, match="not drawn uniformly"):
+        check_decoy_independence(constant, "discovery")

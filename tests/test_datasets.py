@@ -24,7 +24,7 @@ def repo(tmp_path_factory) -> Path:
 def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
     from datasets import load_dataset
 
-    assert SUITES.names() == ["discovery", "landing", "programming", "trigger", "update"]
+    assert SUITES.names() == ["access", "discovery", "landing", "programming", "trigger", "update"]
     for name in SUITES.names():
         ds = load_dataset(str(repo), name, split="test", cache_dir=str(tmp_path))
         assert ds.num_rows == 6 and ds.features == features() and list(ds.features) == list(ROW_FIELDS)

@@ -1,0 +1,54 @@
+"""Access evaluator (SPEC 3.4): recovery of the dropped value by payload size and encoding.
+
+Per variant (bin2, dir4, name8, digit3, phrase) and question, every arm's metrics; the headline
+puts harv_kv recovery beside its chance rate and beside sel_ikv (the isolation control: the same
+rows encoded without the rest of the trajectory), so materialization shows as harv_kv - sel_ikv.
+"Exact" three-digit recovery is only meaningful under a generating readout (short, trace): the
+probe can only choose between the two donor numbers' first tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from matbench.evaluators.base import (
+    EVALUATORS,
+    Evaluator,
+    arm_menu,
+    arm_metrics,
+    control_clean,
+)
+
+
+def _recovery(metrics: dict, chance: float) -> dict[str, Any]:
+    return {"accuracy": metrics["menu_accuracy"], "ci": metrics["menu_accuracy_ci"], "chance": chance,
+            "follow_anti": [metrics["classes"]["follow"], metrics["classes"]["anti"]],
+            "shift_mean": metrics["donor_shift"]["mean"]}
+
+
+@EVALUATORS.register("access")
+class AccessEvaluator(Evaluator):
+    def summarize(self, records: list[dict]) -> dict[str, Any]:
+        by_variant: dict[str, Any] = {}
+        headline: dict[str, Any] = {}
+        clean = True
+        for variant in sorted({r["variant"] for r in records}):
+            subset = [r for r in records if r["variant"] == variant]
+            arms = {arm: arm_metrics(subset, arm) for arm in subset[0]["arms"]}
+            by_variant[variant] = {"n_pairs": len(subset), "arms": arms}
+            clean &= control_clean(arms["control"])
+            for arm in arms:
+                if not arm.startswith("harv_kv"):
+                    continue
+                question = arm.partition("/")[2]
+                key = f"{variant}/{question}" if question else variant
+                chance = 1 / len(arm_menu(subset[0], arm))
+                isolated = arms[arm.replace("harv_kv", "sel_ikv", 1)]
+                headline[key] = {
+                    "harv_kv": _recovery(arms[arm], chance),
+                    "sel_ikv": _recovery(isolated, chance),
+                    "harv_minus_ikv": arms[arm]["menu_accuracy"] - isolated["menu_accuracy"],
+                    "full_txt": arms[arm.replace("harv_kv", "full_txt", 1)]["menu_accuracy"],
+                }
+        headline["control_clean"] = clean
+        return {"by_variant": by_variant, "headline": headline}
