@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from matbench.data_gen.checks import check_decoy_independence, check_pair
+
 from matbench.errors import MatbenchError
 from matbench.pairs import DonorPair
 from matbench.registry import Registry
@@ -33,7 +34,28 @@ class Suite:
         group = index // self.group_size
         return random.Random(f"{self.name}/{self.version}/{seed}/{group if self.group_size > 1 else index}")
 
-    def generate(self, seed: int = 0, n: int | None = None) -> list[DonorPair]:
+    def dataset_rows(self, seed: int, n: int | None, sources=None) -> list[dict[str, Any]]:
+        """The suite's dataset rows (one per donor pair; `sources` is for suites read from files)."""
+        from matbench.data_gen.rows import pair_to_row
+
+        return [pair_to_row(p, self.name, self.version, seed, i) for i, p in enumerate(self.generate(seed, n))]
+
+    def features(self):
+        from matbench.data_gen.rows import features
+
+        return features()
+
+    def field_docs(self) -> dict[str, str]:
+        from matbench.data_gen.rows import FIELD_DOCS
+
+        return FIELD_DOCS
+
+    def pairs_from_rows(self, rows: list[dict[str, Any]], sources=None) -> list[DonorPair]:
+        from matbench.data_gen.rows import row_to_pair
+
+        return [row_to_pair(row) for row in rows]
+
+    def generate(self, seed: int = 0, n: int | None = None, sources=None) -> list[DonorPair]:
         n = self.default_n if n is None else n
         if n < 1:
             raise MatbenchError(f"--limit must be at least 1 (got {n}): a suite needs at least one item")

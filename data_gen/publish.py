@@ -14,36 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from matbench.data_gen.base import SUITES, Suite
-from matbench.data_gen.rows import ROW_FIELDS, features, pair_to_row
 
 PARQUET = "data/{config}/test-00000-of-00001.parquet"
 
-FIELD_DOCS = {
-    "item_id": "unique id `<suite>-v<version>-s<seed>-<index>`",
-    "suite": "suite (= config) name",
-    "version": "generator version of the suite",
-    "seed": "suite seed the row was generated from",
-    "index": "item index within the seed",
-    "events": "observation bodies of the trajectory's events; the source slot holds a placeholder",
-    "source": "index of the dropped source event",
-    "source_bodies": "source body of member A and member B (the only difference between them)",
-    "values": "donor values of member A and member B (the gold answers)",
-    "menu": "answer menu of the readouts (candidates of the probe)",
-    "arms": "serving arms: name, served event indices (the header is always served), question, uses_source "
-            "(serves donor-dependent text), query_at_end (compact serving asks at L), appended (events appended at "
-            "query time, e.g. a patch), expected (the answer the arm should give when it is not the donor value), "
-            "encoding (joint: rows of the global prefill; isolated: each served event encoded alone after the header at "
-            "its original positions; text: header and served events re-prefilled as text), menu and values (this arm's "
-            "own menu and donor values when it asks another question of the same rows; empty = the row's), "
-            "open_question (the question carries its own answer instruction; no menu is appended)",
-    "leak_patterns": "regular expressions no served event may match",
-    "registers": "the item's own register names (echoes of these are not answers)",
-    "decoys": "events drawn independently of the donor (they may name a menu value)",
-    "donor_events": "further donor-dependent events (index, body in A, body in B), served only by donor-visible arms",
-    "variant": "sub-condition of the item within its suite (e.g. carrier kind and template)",
-    "slot_alternatives": "event slots whose position budget covers every listed alternative body (fixed later positions)",
-    "content_hash": "sha256 of the row's canonical JSON without this field",
-}
 
 
 @dataclass(frozen=True)
@@ -57,19 +30,14 @@ class ConfigSummary:
         return {"config": self.name, "version": self.version, "rows": self.rows, "content_hash": self.content_hash}
 
 
-def suite_rows(suite: Suite, seed: int, n: int | None) -> list[dict[str, Any]]:
-    pairs = suite.generate(seed, n)
-    return [pair_to_row(p, suite.name, suite.version, seed, i) for i, p in enumerate(pairs)]
-
-
-def write_config(out: Path, name: str, rows: list[dict[str, Any]]) -> Path:
+def write_config(out: Path, suite: Suite, rows: list[dict[str, Any]]) -> Path:
     import datasets
     from datasets import Dataset
 
     datasets.disable_progress_bars()
-    path = out / PARQUET.format(config=name)
+    path = out / PARQUET.format(config=suite.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(rows, features=features()).to_parquet(str(path))
+    Dataset.from_list(rows, features=suite.features()).to_parquet(str(path))
     return path
 
 
@@ -80,13 +48,15 @@ def config_hash(rows: list[dict[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-def write_repo(out: Path, suites: list[str], seed: int, n: int | None, revision: str | None) -> list[ConfigSummary]:
-    """Generate every named suite into `out` and write its dataset card."""
+def write_repo(out: Path, suites: list[str], seed: int, n: int | None, revision: str | None,
+               sources: Any = None) -> list[ConfigSummary]:
+    """Generate every named suite into `out` and write its dataset card (`sources`: the user's
+    dialog copies, for the harvest suite)."""
     summaries = []
     for name in suites:
         suite = SUITES.get(name)
-        rows = suite_rows(suite, seed, n)
-        write_config(out, name, rows)
+        rows = suite.dataset_rows(seed, n, sources)
+        write_config(out, suite, rows)
         summaries.append(ConfigSummary(name, suite.version, len(rows), config_hash(rows)))
     (out / "README.md").write_text(dataset_card(summaries, seed, revision))
     return summaries
@@ -104,7 +74,10 @@ def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None
                  for s in summaries],
     )
     table = "\n".join(f"| {s.name} | {s.version} | {s.rows} | `{s.content_hash}` |" for s in summaries)
-    fields = "\n".join(f"| `{k}` | {FIELD_DOCS[k]} |" for k in ROW_FIELDS)
+    donor_configs = [s.name for s in summaries if s.name != "harvest"]
+    docs = SUITES.get(donor_configs[0] if donor_configs else "discovery").field_docs()
+    fields = "\n".join(f"| `{k}` | {v} |" for k, v in docs.items())
+    harvest = _harvest_section() if any(s.name == "harvest" for s in summaries) else ""
     body = f"""
 # matbench donor-pair suites
 
@@ -129,12 +102,12 @@ Generated with seed {seed} by matbench generator revision `{revision or "unknown
 |---|---|---|---|
 {table}
 
-## Fields
+## Fields (donor-pair configs)
 
 | field | meaning |
 |---|---|
 {fields}
-
+{harvest}
 ## Protocol
 
 Each event renders as `<step i>\\naction: reg_op()\\nobservation: <body>\\n` after a header (chat
@@ -146,9 +119,27 @@ with an exact sign test and the donor margin shift.
 
 ## License
 
-MIT. The suites are synthetic (generated text only).
+MIT for the synthetic suites (generated text only). The `harvest` config holds references into
+LoCoMo (CC BY-NC 4.0) and REALTALK (no license declared; evaluation only) and none of their text:
+evaluating it needs your own copies (`matbench eval --suite harvest --dataset <this repository>
+--locomo PATH --realtalk DIR`), whose sha256 must match the rows'.
 """
     return str(DatasetCard.from_template(data, template_str="---\n{{ card_data }}\n---\n" + body))
+
+
+def _harvest_section() -> str:
+    fields = "\n".join(f"| `{k}` | {v} |" for k, v in SUITES.get("harvest").field_docs().items())
+    return f"""
+## Fields (harvest config: references only)
+
+Each row is one QA of a LoCoMo or REALTALK conversation. Turns render as `[session n date]
+speaker: text`; the recognition readout asks the question with the gold and a hard negative as
+options A and B.
+
+| field | meaning |
+|---|---|
+{fields}
+"""
 
 
 def push_to_hub(out: Path, repo_id: str, revision: str | None = None, api: Any = None) -> str:

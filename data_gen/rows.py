@@ -19,6 +19,33 @@ ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source"
               "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
               "slot_alternatives", "content_hash")
 
+FIELD_DOCS = {
+    "item_id": "unique id `<suite>-v<version>-s<seed>-<index>`",
+    "suite": "suite (= config) name",
+    "version": "generator version of the suite",
+    "seed": "suite seed the row was generated from",
+    "index": "item index within the seed",
+    "events": "observation bodies of the trajectory's events; the source slot holds a placeholder",
+    "source": "index of the dropped source event",
+    "source_bodies": "source body of member A and member B (the only difference between them)",
+    "values": "donor values of member A and member B (the gold answers)",
+    "menu": "answer menu of the readouts (candidates of the probe)",
+    "arms": "serving arms: name, served event indices (the header is always served), question, uses_source "
+            "(serves donor-dependent text), query_at_end (compact serving asks at L), appended (events appended at "
+            "query time, e.g. a patch), expected (the answer the arm should give when it is not the donor value), "
+            "encoding (joint: rows of the global prefill; isolated: each served event encoded alone after the header at "
+            "its original positions; text: header and served events re-prefilled as text), menu and values (this arm's "
+            "own menu and donor values when it asks another question of the same rows; empty = the row's), "
+            "open_question (the question carries its own answer instruction; no menu is appended)",
+    "leak_patterns": "regular expressions no served event may match",
+    "registers": "the item's own register names (echoes of these are not answers)",
+    "decoys": "events drawn independently of the donor (they may name a menu value)",
+    "donor_events": "further donor-dependent events (index, body in A, body in B), served only by donor-visible arms",
+    "variant": "sub-condition of the item within its suite (e.g. carrier kind and template)",
+    "slot_alternatives": "event slots whose position budget covers every listed alternative body (fixed later positions)",
+    "content_hash": "sha256 of the row's canonical JSON without this field",
+}
+
 
 def features():
     """The typed schema of every suite config (one row = one donor pair)."""
@@ -123,12 +150,14 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
 
 
 def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str | None = None,
-               cache_dir: str | None = None) -> tuple[list[DonorPair], dict[str, Any]]:
-    """Donor pairs of config `suite` from a dataset repository (Hub id or local directory)."""
+               cache_dir: str | None = None, sources: Any = None) -> tuple[list[DonorPair], dict[str, Any]]:
+    """Donor pairs of config `suite` from a dataset repository (Hub id or local directory);
+    `sources` are the user's dialog copies that the harvest config's references are read from."""
     import tempfile
 
     import datasets
     from datasets import load_dataset
+    from matbench.data_gen.base import SUITES
 
     datasets.disable_progress_bars()
     with tempfile.TemporaryDirectory(prefix="matbench-ds-") as scratch:
@@ -149,7 +178,7 @@ def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str
     digest = hashlib.sha256()
     for row in all_rows:
         digest.update(str(row.get("content_hash", "")).encode())
-    pairs = [row_to_pair(row) for row in rows]
+    pairs = SUITES.get(suite).pairs_from_rows(rows, sources)
     info = {"dataset": dataset, "dataset_revision": revision, "config_content_hash": digest.hexdigest(),
             "suite_version": rows[0]["version"], "seed": rows[0]["seed"]}
     return pairs, info

@@ -16,8 +16,17 @@ from __future__ import annotations
 
 import random
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body
+from matbench.data_gen.base import (
+    N_EVENTS,
+    REGISTER_POOL,
+    STATES,
+    SUITES,
+    Suite,
+    ask_state,
+    filler_body,
+)
 from matbench.data_gen.programming import SENSOR_POOL
+
 from matbench.pairs import Arm, DonorPair
 
 VERSION = "1"

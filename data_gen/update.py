@@ -12,8 +12,17 @@ from __future__ import annotations
 
 import random
 
-from matbench.data_gen.base import (N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body,
-                                    register_source_pair)
+from matbench.data_gen.base import (
+    N_EVENTS,
+    REGISTER_POOL,
+    STATES,
+    SUITES,
+    Suite,
+    ask_state,
+    filler_body,
+    register_source_pair,
+)
+
 from matbench.pairs import Arm, DonorPair
 
 VERSION = "1"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from matbench import stats
 from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
+
+from matbench import stats
 
 PATCHED = ("bare", "versioned", "structured")
 CONTROLS = ("wrong_register", "dummy")

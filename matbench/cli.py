@@ -56,8 +56,14 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_dialog_sources(p)
     p.add_argument("--output", required=True, help="output directory")
     p.set_defaults(func=_run_eval)
+
+
+def _add_dialog_sources(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--locomo", metavar="PATH", help="your copy of LoCoMo's locomo10.json (harvest suite)")
+    p.add_argument("--realtalk", metavar="DIR", help="your folder of REALTALK's Chat_*.json (harvest suite)")
 
 
 def _choices(what: str, allowed: tuple[str, ...]):
@@ -85,6 +91,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
+        locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress,
     )
     for payload in run_eval(cfg):
@@ -107,6 +114,7 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output directory (the dataset repository)")
     p.add_argument("--push-to-hub", metavar="REPO_ID", help="upload to this Hub dataset repository")
     p.add_argument("--revision", help="tag the Hub upload with this release name")
+    _add_dialog_sources(p)
     p.set_defaults(func=_run_generate)
 
 
@@ -119,9 +127,16 @@ def _run_generate(args: argparse.Namespace) -> int:
 
     if args.n_items is not None and args.n_items < 1:
         raise MatbenchError(f"--n-items must be at least 1 (got {args.n_items})")
+    from matbench.data_gen.dialogs import DialogSources
+
+    sources = DialogSources(args.locomo, args.realtalk)
     names = SUITES.names() if args.suite == "all" else [SUITES.get(args.suite).name]
+    if args.suite == "all" and not (args.locomo or args.realtalk):
+        names.remove("harvest")
+        print("note: harvest left out (it is built from your dialog copies: add --locomo PATH --realtalk DIR)",
+              file=sys.stderr)
     out = Path(args.out)
-    for summary in write_repo(out, names, args.seed, args.n_items, git_revision()):
+    for summary in write_repo(out, names, args.seed, args.n_items, git_revision(), sources):
         print(json.dumps(summary.as_dict()))
     if args.push_to_hub:
         print(push_to_hub(out, args.push_to_hub, args.revision))

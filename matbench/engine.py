@@ -49,6 +49,7 @@ class PairEngine:
     runner: ModelRunner = field(init=False)
     renderer: Renderer = field(init=False)
     _scorers: dict = field(init=False, default_factory=dict)
+    _last_prefill: tuple | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.runner = ModelRunner(self.loaded.model, self.loaded.text_config)
@@ -81,7 +82,11 @@ class PairEngine:
 
     def prepare(self, pair: DonorPair) -> tuple[PairLayout, tuple[EventCache, EventCache]]:
         layout = layout_pair(pair, self.renderer)
-        return layout, prefill_pair(self.runner, layout, self.chunk_size)
+        # Items over one long dialog (harvest) share their token layout: reuse the last prefill.
+        key = tuple((m.input_ids, m.positions) for m in layout.members)  # compared in full, not hashed
+        if self._last_prefill is None or self._last_prefill[0] != key:
+            self._last_prefill = (key, prefill_pair(self.runner, layout, self.chunk_size))
+        return layout, self._last_prefill[1]
 
     def requests(self, pair: DonorPair, caches, readout: Readout, derived=None) -> list[ServeRequest]:
         requests = []

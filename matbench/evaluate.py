@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
-from matbench.results import SCHEMA_VERSION, ItemLog, config_hash, environment, write_json
+from matbench.results import (
+    SCHEMA_VERSION,
+    ItemLog,
+    config_hash,
+    environment,
+    write_json,
+)
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,8 @@ class EvalConfig:
     attn_implementation: str | None = None
     chunk_size: int | None = None
     batch_pairs: int | None = None  # donor pairs served and decoded together (default: 8 GPU, 2 CPU)
+    locomo: str | None = None  # the user's LoCoMo copy (harvest suite)
+    realtalk: str | None = None  # the user's REALTALK folder (harvest suite)
     trust_remote_code: bool = False
     check: bool = False
     fresh: bool = False
@@ -56,13 +64,16 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
     evaluator = EVALUATORS.get(cfg.suite)(suite=cfg.suite)
     for readout in cfg.readouts:
         READOUTS.get(readout)
+    from matbench.data_gen.dialogs import DialogSources
+
+    sources = DialogSources(cfg.locomo, cfg.realtalk)
     if cfg.dataset:
         from matbench.data_gen.rows import load_pairs
 
-        pairs, source_info = load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision)
+        pairs, source_info = load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision, sources=sources)
     else:
         suite = SUITES.get(cfg.suite)
-        pairs = suite.generate(cfg.seed, cfg.limit)
+        pairs = suite.generate(cfg.seed, cfg.limit, sources)
         source_info = {"dataset": None, "suite_version": suite.version, "seed": cfg.seed}
 
     started = time.time()
@@ -90,6 +101,9 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
         runs[(readout, serving)] = (run_config, key, stem, ItemLog(out / f"{stem}.items.jsonl", key, fresh=cfg.fresh))
 
     todo = [p for p in pairs if any(p.item_id not in log for *_, log in runs.values())]
+    # Items of one variant (for harvest: one conversation) run together, so that consecutive
+    # items over the same long dialog reuse its prefill; logs are written back in suite order.
+    todo.sort(key=lambda p: p.variant)
     group = cfg.batch_pairs or (8 if loaded.device.startswith("cuda") else 2)
     progress = tqdm(total=len(pairs), initial=len(pairs) - len(todo), desc=f"{cfg.suite} ({loaded.source.name})",
                     unit="pair", disable=not cfg.progress)

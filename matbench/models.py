@@ -20,7 +20,6 @@ from typing import Any, Callable
 
 from matbench.errors import MatbenchError, first_line
 
-
 # --- offline aliases (SPEC 4): GGUF files shipped inside PyPI packages -----------------------
 
 

@@ -63,3 +63,28 @@ def wilcoxon_p(values) -> float:
     if np.count_nonzero(x) == 0:
         return 1.0
     return float(stats.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def cluster_bootstrap_mean_ci(values, clusters, n_boot: int = 10_000, seed: int = 0,
+                              confidence: float = 0.95) -> Interval:
+    """Percentile bootstrap interval of the mean resampling whole clusters (e.g. conversations)
+    with replacement: items of one conversation are not independent. Fixed seed."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return Interval(math.nan, math.nan)
+    labels = sorted(set(clusters))
+    index = {c: i for i, c in enumerate(labels)}
+    members = np.array([index[c] for c in clusters])
+    sums = np.bincount(members, weights=x, minlength=len(labels))
+    sizes = np.bincount(members, minlength=len(labels)).astype(float)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(labels), size=(n_boot, len(labels)))
+    means = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
+    alpha = (1 - confidence) / 2
+    return Interval(float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+def equivalent_by_ci(interval: Interval, bound: float) -> bool:
+    """TOST by the interval: two one-sided tests at level a reject both non-equivalence
+    hypotheses exactly when the (1 - 2a) interval lies inside (-bound, +bound)."""
+    return -bound < interval.low and interval.high < bound

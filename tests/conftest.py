@@ -6,6 +6,7 @@ No test touches the network: the Hub is switched off before transformers is impo
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -13,11 +14,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-
 from matbench.data_gen import SUITES  # noqa: E402
+
 from matbench.engine import PairEngine  # noqa: E402
 from matbench.models import LoadedModel, ModelSource, load_model, resolve_source  # noqa: E402
 
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data beside the clone
 VOCAB = 49152  # the SmolLM2 tokenizer's, used by every tiny model
 
 
@@ -66,6 +68,15 @@ def tiny_llama(tokenizer) -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory, tiny_llama) -> Path:
+    """The tiny Llama saved as a model directory (for the CLI)."""
+    path = tmp_path_factory.mktemp("tiny-llama")
+    tiny_llama.model.save_pretrained(path)
+    tiny_llama.tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
 def tiny_gemma(tokenizer) -> LoadedModel:
     return make_tiny("gemma3", tokenizer)
 
@@ -102,3 +113,9 @@ def gated_records(loaded: LoadedModel, pairs, **kw) -> list[dict]:
         assert all(g.passed for g in results), (pair.item_id, pair.variant, results)
         records.append(record)
     return records
+
+
+def dialog_sources():
+    from matbench.data_gen.dialogs import DialogSources
+
+    return DialogSources(str(SHARED_DATA / "locomo" / "locomo10.json"), str(SHARED_DATA / "realtalk"))

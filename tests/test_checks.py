@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from matbench.data_gen import SUITES
 from matbench.data_gen.checks import check_pair, donor_words
+
 from matbench.errors import MatbenchError
 from matbench.pairs import Arm, DonorPair
+from tests.conftest import dialog_sources
 
 
 def _discovery():
@@ -18,7 +19,7 @@ def _discovery():
 
 def test_generated_suites_pass():
     for name in SUITES.names():
-        for pair in SUITES.get(name).generate(0, 50):
+        for pair in SUITES.get(name).generate(0, 50, dialog_sources()):
             check_pair(pair)
 
 

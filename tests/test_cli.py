@@ -26,14 +26,6 @@ def one_line_error(err: str) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory, tiny_llama) -> Path:
-    path = tmp_path_factory.mktemp("tiny-llama")
-    tiny_llama.model.save_pretrained(path)
-    tiny_llama.tokenizer.save_pretrained(path)
-    return path
-
-
 def test_help_lists_eval():
     out = subprocess.run([sys.executable, "-m", "matbench.cli", "eval", "--help"], capture_output=True, text=True)
     assert out.returncode == 0

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from matbench.evaluators import EVALUATORS
 
 from matbench.evaluate import _gate_summary
-from matbench.evaluators import EVALUATORS
 from matbench.report import discovery_rows
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"

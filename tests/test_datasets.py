@@ -6,37 +6,49 @@ import json
 from pathlib import Path
 
 import pytest
+from matbench.data_gen import SUITES
+from matbench.data_gen.harvest import HARVEST_FIELDS
+from matbench.data_gen.publish import PARQUET, push_to_hub, write_repo
+from matbench.data_gen.rows import (
+    ROW_FIELDS,
+    load_pairs,
+    pair_to_row,
+    row_to_pair,
+)
 
 from matbench.cli import main
-from matbench.data_gen import SUITES
-from matbench.data_gen.publish import PARQUET, push_to_hub, write_repo
-from matbench.data_gen.rows import ROW_FIELDS, features, load_pairs, pair_to_row, row_to_pair
 from matbench.errors import MatbenchError
+from tests.conftest import dialog_sources
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("suites")
-    write_repo(out, SUITES.names(), seed=0, n=6, revision="test")
+    write_repo(out, SUITES.names(), seed=0, n=6, revision="test", sources=dialog_sources())
     return out
 
 
 def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
     from datasets import load_dataset
 
-    assert SUITES.names() == ["access", "discovery", "landing", "programming", "trigger", "update"]
+    assert SUITES.names() == ["access", "discovery", "harvest", "landing", "programming", "trigger", "update"]
     for name in SUITES.names():
+        suite = SUITES.get(name)
         ds = load_dataset(str(repo), name, split="test", cache_dir=str(tmp_path))
-        assert ds.num_rows == 6 and ds.features == features() and list(ds.features) == list(ROW_FIELDS)
-        assert [row_to_pair(r) for r in ds] == SUITES.get(name).generate(0, 6)
+        assert ds.num_rows == 6 and ds.features == suite.features()
+        assert list(ds.features) == list(HARVEST_FIELDS if name == "harvest" else ROW_FIELDS)
+        rows = [dict(r) for r in ds]
+        assert rows == suite.dataset_rows(0, 6, dialog_sources())
+        assert suite.pairs_from_rows(rows, dialog_sources()) == suite.generate(0, 6, dialog_sources())
 
 
 def test_card_documents_configs_fields_and_hashes(repo):
     card = (repo / "README.md").read_text()
     assert card.startswith("---\n") and "config_name: discovery" in card
     assert f"path: {PARQUET.format(config='discovery')}" in card
-    for field in ROW_FIELDS:
+    for field in ROW_FIELDS + HARVEST_FIELDS:
         assert f"| `{field}` |" in card
+    assert "config_name: harvest" in card and "| harvest | 1 | 6 |" in card
     pairs, info = load_pairs(str(repo), "discovery")
     assert f"`{info['config_content_hash']}`" in card and "| discovery | 1 | 6 |" in card
     assert "config_name: landing" in card and "| landing | 1 | 6 |" in card

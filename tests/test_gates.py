@@ -6,7 +6,14 @@ import pytest
 import torch
 
 import matbench.serving as serving
-from matbench.gates import FLOAT32_TOL, control_gate, gate_a, gate_b, mask_gate, run_gates
+from matbench.gates import (
+    FLOAT32_TOL,
+    control_gate,
+    gate_a,
+    gate_b,
+    mask_gate,
+    run_gates,
+)
 from matbench.runtime import ModelRunner
 from tests.conftest import engine_for
 

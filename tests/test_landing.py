@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from matbench.data_gen import SUITES
-from matbench.data_gen.landing import DEPTH3_AT, EDGE_AT, NEUTRAL_AT, PERTURB_AT, ROOT_AT
+from matbench.data_gen.landing import (
+    DEPTH3_AT,
+    EDGE_AT,
+    NEUTRAL_AT,
+    PERTURB_AT,
+    ROOT_AT,
+)
 from matbench.evaluators import EVALUATORS
+
 from tests.conftest import gated_records
 
 

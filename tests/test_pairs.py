@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from matbench.data_gen import SUITES
 from matbench.data_gen.discovery import MENU
+
 from matbench.errors import MatbenchError
 from matbench.pairs import layout_pair
 from matbench.render import HDR, Renderer, event_text

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from matbench.errors import MatbenchError
-from matbench.readouts import READOUTS, ProbeScorer, donor_margin, donor_shift, find_menu_words, parse_option
+from matbench.readouts import (
+    READOUTS,
+    ProbeScorer,
+    donor_margin,
+    donor_shift,
+    find_menu_words,
+    parse_option,
+)
 
 NAME8 = ("ALPHA", "BRAVO", "DELTA", "ECHO", "GOLF", "HOTEL", "KILO", "TANGO")
 

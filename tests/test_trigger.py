@@ -5,6 +5,7 @@ from __future__ import annotations
 from matbench.data_gen import SUITES
 from matbench.data_gen.trigger import CARRIER_AT, CONSTRUCTIONS
 from matbench.evaluators import EVALUATORS
+
 from matbench.pairs import layout_pair
 from matbench.render import Renderer
 from tests.conftest import gated_records

@@ -5,6 +5,7 @@ from __future__ import annotations
 from matbench.data_gen import SUITES
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import _expected_metrics
+
 from matbench.render import event_text
 from tests.conftest import engine_for, gated_records
 
