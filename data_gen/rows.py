@@ -36,7 +36,8 @@ FIELD_DOCS = {
             "encoding (joint: rows of the global prefill; isolated: each served event encoded alone after the header at "
             "its original positions; text: header and served events re-prefilled as text), menu and values (this arm's "
             "own menu and donor values when it asks another question of the same rows; empty = the row's), "
-            "open_question (the question carries its own answer instruction; no menu is appended)",
+            "open_question (the question carries its own answer instruction; no menu is appended), swapped (served "
+            "events whose rows each member takes from the other member's prefill: the root x downstream factorial)",
     "leak_patterns": "regular expressions no served event may match",
     "registers": "the item's own register names (echoes of these are not answers)",
     "decoys": "events drawn independently of the donor (they may name a menu value)",
@@ -66,7 +67,8 @@ def features():
                   "question": Value("string"), "uses_source": Value("bool"), "query_at_end": Value("bool"),
                   "appended": Sequence(Value("string")), "expected": Value("string"),
                   "encoding": Value("string"), "menu": Sequence(Value("string")),
-                  "values": Sequence(Value("string")), "open_question": Value("bool")}],
+                  "values": Sequence(Value("string")), "open_question": Value("bool"),
+                  "swapped": Sequence(Value("int32"))}],
         "leak_patterns": Sequence(Value("string")),
         "registers": Sequence(Value("string")),
         "decoys": Sequence(Value("int32")),
@@ -98,7 +100,7 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "arms": [{"name": a.name, "served": list(a.served), "question": a.question, "uses_source": a.uses_source,
                   "query_at_end": a.query_at_end, "appended": list(a.appended), "expected": a.expected,
                   "encoding": a.encoding, "menu": list(a.menu), "values": list(a.values),
-                  "open_question": a.open_question}
+                  "open_question": a.open_question, "swapped": list(a.swapped)}
                  for a in pair.arms],
         "leak_patterns": list(pair.leak_patterns),
         "registers": list(pair.registers),
@@ -133,7 +135,8 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             menu=tuple(row["menu"]),
             arms=tuple(Arm(a["name"], tuple(int(i) for i in a["served"]), a["question"], bool(a["uses_source"]),
                            bool(a["query_at_end"]), tuple(a["appended"]), a["expected"], a["encoding"],
-                           tuple(a["menu"]), tuple(a["values"]), bool(a["open_question"])) for a in row["arms"]),
+                           tuple(a["menu"]), tuple(a["values"]), bool(a["open_question"]),
+                           tuple(int(i) for i in a["swapped"])) for a in row["arms"]),
             leak_patterns=tuple(row["leak_patterns"]),
             registers=tuple(row["registers"]),
             decoys=tuple(int(i) for i in row["decoys"]),

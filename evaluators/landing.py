@@ -11,6 +11,17 @@ def _fa(arm: dict) -> list[int]:
     return [arm["classes"]["follow"], arm["classes"]["anti"]]
 
 
+def downstream_effect(records: list[dict], same: str, cross: str) -> dict[str, Any]:
+    """Does the downstream row's donor matter? P(answer = root donor) with the downstream rows of
+    the same member minus with those of the other member, and how often the answers agree."""
+    n = 2 * len(records)
+    def follow(arm):
+        return sum(a == v for r in records for a, v in zip(r["arms"][arm]["answers"], r["values"]))
+    agree = sum(a == b for r in records for a, b in zip(r["arms"][same]["answers"], r["arms"][cross]["answers"]))
+    return {"follow_root_same": follow(same) / n, "follow_root_cross": follow(cross) / n,
+            "difference": (follow(same) - follow(cross)) / n, "concordance": agree / n}
+
+
 @EVALUATORS.register("landing")
 class LandingEvaluator(Evaluator):
     def summarize(self, records: list[dict]) -> dict[str, Any]:
@@ -19,6 +30,10 @@ class LandingEvaluator(Evaluator):
         metrics["headline"] = {
             # Does the edge carry the root's donor only when the root is served?
             "root_edge_follow_anti": _fa(arms["root_edge"]),
+            # Root donor x downstream donor: follow = the root's donor, anti = the downstream row's.
+            "root_edge_cross_follow_anti": _fa(arms["root_edge_cross"]),
+            "perturb_cross_follow_anti": _fa(arms["perturb_cross"]),
+            "downstream_effect": downstream_effect(records, "root_edge", "root_edge_cross"),
             "edge_only_follow_anti": _fa(arms["edge_only"]),
             "root_only_follow_anti": _fa(arms["root_only"]),
             "depth3_root_follow_rate": arms["depth3_root"]["classes"]["follow"] / arms["depth3_root"]["n_pairs"],

@@ -158,3 +158,21 @@ def text_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, ser
     positions = prefill(runner, fresh, ids, list(range(first, first + len(ids))), header_pos, chunk_size)
     keys, values = cache_rows(fresh)
     return EventCache(tuple(keys), tuple(values), positions, cache.header_span, tuple(spans), first + len(ids))
+
+
+def spliced_cache(cache: EventCache, member: MemberLayout, other: EventCache, other_member: MemberLayout,
+                  events: tuple[int, ...]) -> EventCache:
+    """A copy of `cache` whose rows of `events` come from the other donor member's prefill.
+    The events' text and positions are the same in both members (only their slots may differ,
+    after a source of another length), so the rows drop in place."""
+    keys = [k.clone() for k in cache.keys]
+    values = [v.clone() for v in cache.values]
+    for i in events:
+        lo, hi = member.event_spans[i]
+        olo, ohi = other_member.event_spans[i]
+        if member.input_ids[lo:hi] != other_member.input_ids[olo:ohi] or member.positions[lo:hi] != other_member.positions[olo:ohi]:
+            raise ValueError(f"event {i} differs between the donor members; it cannot be swapped")
+        for layer in range(len(keys)):
+            keys[layer][:, :, lo:hi] = other.keys[layer][:, :, olo:ohi]
+            values[layer][:, :, lo:hi] = other.values[layer][:, :, olo:ohi]
+    return replace(cache, keys=tuple(keys), values=tuple(values))

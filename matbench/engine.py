@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from matbench.cache import EventCache, isolated_cache, prefill_pair, text_cache
+from matbench.cache import EventCache, isolated_cache, prefill_pair, spliced_cache, text_cache
 from matbench.errors import MatbenchError
 from matbench.models import LoadedModel
 from matbench.pairs import Arm, DonorPair, PairLayout, layout_pair
@@ -100,12 +100,17 @@ class PairEngine:
 
     def derived_caches(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[EventCache, EventCache]]:
         """Per arm with a non-joint encoding, the caches its rows come from (isolated or text
-        re-encodings); arms with the same encoding and served set share them. An arm that does not
+        re-encodings, or rows swapped across members); arms with the same encoding and served set
+        share them. An arm that does not
         serve donor-dependent events gets one cache for both members (bit-identical rows)."""
         build = {"isolated": isolated_cache, "text": text_cache}
         out: dict[str, tuple[EventCache, EventCache]] = {}
         made: dict[tuple, tuple[EventCache, EventCache]] = {}
         for arm in pair.arms:
+            if arm.swapped:
+                out[arm.name] = tuple(spliced_cache(caches[m], layout.members[m], caches[1 - m], layout.members[1 - m],
+                                                    arm.swapped) for m in (0, 1))  # type: ignore[assignment]
+                continue
             if arm.encoding == "joint":
                 continue
             key = (arm.encoding, tuple(sorted(arm.served)))

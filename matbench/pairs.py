@@ -46,6 +46,10 @@ class Arm:
     would see). `menu` and `values` override the pair's menu and donor values for arms that ask
     a different question of the same served cache (e.g. the first digit of a number);
     `open_question` arms carry their own answer instruction, so no readout appends the menu.
+    `swapped` are served events whose rows each member takes from the *other* member's prefill
+    (their text is the same in both): the root x downstream factorial serves member A's root
+    with member B's downstream rows, so an answer that follows the root donor there shows the
+    downstream rows are not what carries it.
     """
 
     name: str
@@ -59,6 +63,7 @@ class Arm:
     menu: tuple[str, ...] = ()
     values: tuple[str, ...] = ()
     open_question: bool = False
+    swapped: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,9 @@ class DonorPair:
                 raise MatbenchError(f"{where}, arm {arm.name}: unknown encoding {arm.encoding!r}; choose from {ENCODINGS}")
             if len(values) != 2 or not set(values) <= set(menu) or (self.paired and values[0] == values[1]):
                 raise MatbenchError(f"{where}, arm {arm.name}: donor values {values} must be two menu words of {menu}")
+            if not set(arm.swapped) <= set(arm.served) - set(varying) or (arm.swapped and arm.encoding != "joint"):
+                raise MatbenchError(f"{where}, arm {arm.name}: swapped events must be served, donor-independent "
+                                    "events of a joint arm")
             if len(set(menu)) != len(menu) or not menu:
                 raise MatbenchError(f"{where}, arm {arm.name}: the menu {menu} must be non-empty without repeats")
             visible = bool(set(arm.served) & set(varying))

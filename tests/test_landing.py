@@ -40,3 +40,31 @@ def test_landing_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     assert set(metrics["arms"]) == {a.name for a in pairs[0].arms}
     assert all(sum(m["classes"].values()) == 3 for m in metrics["arms"].values())
     assert metrics["headline"]["control_clean"] is True
+
+
+def test_swapping_every_donor_carrying_row_turns_one_member_into_the_other(tiny_llama):
+    import dataclasses
+
+    import pytest
+
+    from matbench.errors import MatbenchError
+    from matbench.pairs import Arm
+    from tests.conftest import engine_for
+
+    pair = SUITES.get("landing").generate(0, 1)[0]
+    question = pair.arm("root_edge").question
+    full_swap = Arm("full_swap", (0, ROOT_AT, EDGE_AT), question, swapped=(ROOT_AT, EDGE_AT))
+    pair = dataclasses.replace(pair, arms=pair.arms + (full_swap,))
+    pair.validate()
+    engine = engine_for(tiny_llama)
+    record = engine.score(pair, *engine.prepare(pair))
+    same, swapped, cross = (record["arms"][a]["probe_logp"] for a in ("root_edge", "full_swap", "root_edge_cross"))
+    # The decoy precedes the source (identical rows); with root and edge swapped, member A is served
+    # exactly member B's rows and vice versa.
+    assert swapped[0] == same[1] and swapped[1] == same[0]
+    assert record["arms"]["full_swap"]["shift"] == -record["arms"]["root_edge"]["shift"]
+    # Crossing only the edge gives neither member's rows.
+    assert cross[0] not in (same[0], same[1])
+    bad = dataclasses.replace(pair, arms=(Arm("x", (0, ROOT_AT), question, swapped=(EDGE_AT,)),))
+    with pytest.raises(MatbenchError, match="swapped events must be served"):
+        bad.validate()
