@@ -1,0 +1,34 @@
+"""The committed default release under suites/: loadable offline and equal to what the generator makes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from matbench.data_gen import SUITES
+from matbench.data_gen.publish import config_hash
+from tests.conftest import dialog_sources
+
+RELEASE = Path(__file__).resolve().parents[1] / "suites"
+
+
+def card_table() -> dict[str, tuple[str, int, str]]:
+    card = (RELEASE / "README.md").read_text()
+    rows = re.findall(r"^\| (\w+) \| (\w+) \| (\d+) \| `([0-9a-f]{64})` \|$", card, re.MULTILINE)
+    return {name: (version, int(n), digest) for name, version, n, digest in rows}
+
+
+def test_the_release_holds_every_suite_as_generated_now(tmp_path):
+    from datasets import load_dataset
+
+    table = card_table()
+    assert sorted(table) == SUITES.names()
+    assert "Generated with seed 0 " in (RELEASE / "README.md").read_text()
+    for name, (version, n, digest) in table.items():
+        suite = SUITES.get(name)
+        rows = suite.dataset_rows(0, None, dialog_sources())
+        assert (version, n, digest) == (suite.version, len(rows), config_hash(rows)), (
+            f"suites/ is stale for {name}: regenerate it with the command in README.md")
+        ds = load_dataset(str(RELEASE), name, split="test", cache_dir=str(tmp_path))
+        assert ds.num_rows == n and ds.features == suite.features()
+        assert [r["content_hash"] for r in ds] == [r["content_hash"] for r in rows]
