@@ -55,14 +55,15 @@ def test_card_documents_configs_fields_and_hashes(repo):
 
 
 def test_generation_is_byte_identical_and_seeded(tmp_path):
-    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
-    write_repo(a, ["discovery"], 0, 5, "r")
-    write_repo(b, ["discovery"], 0, 5, "r")
-    summary_c = write_repo(c, ["discovery"], 1, 5, "r")
-    for name in (PARQUET.format(config="discovery"), "README.md"):
-        assert (a / name).read_bytes() == (b / name).read_bytes()
-    assert (a / PARQUET.format(config="discovery")).read_bytes() != (c / PARQUET.format(config="discovery")).read_bytes()
-    assert summary_c[0].content_hash != write_repo(tmp_path / "d", ["discovery"], 0, 5, "r")[0].content_hash
+    names, sources = SUITES.names(), dialog_sources()
+    a, b, c = (write_repo(tmp_path / d, names, seed, 5, "r", sources) for d, seed in (("a", 0), ("b", 0), ("c", 1)))
+    for name in names:
+        path = PARQUET.format(config=name)
+        assert (tmp_path / "a" / path).read_bytes() == (tmp_path / "b" / path).read_bytes(), name
+        assert (tmp_path / "a" / path).read_bytes() != (tmp_path / "c" / path).read_bytes(), name
+    assert (tmp_path / "a" / "README.md").read_bytes() == (tmp_path / "b" / "README.md").read_bytes()
+    assert [s.content_hash for s in a] == [s.content_hash for s in b]
+    assert all(x.content_hash != y.content_hash for x, y in zip(a, c))
 
 
 def _row():

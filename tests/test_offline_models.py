@@ -77,3 +77,21 @@ def test_gguf_conversion_cache_is_lossless(smollm2):
         a = direct(input_ids=ids).logits
         b = smollm2.model(input_ids=ids).logits
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("model", ["smollm2", "gemma3"])
+def test_access_encodings_on_the_offline_models(model, request):
+    """Every access variant (one item each) passes the gates; the isolated and text re-encodings
+    serve bit-identical rows to both members, so their shifts are exactly 0."""
+    from matbench.data_gen import SUITES
+
+    loaded = request.getfixturevalue(model)
+    engine = PairEngine(loaded)
+    for pair in SUITES.get("access").generate(0, 5):
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record)), pair.variant
+        for name, arm in record["arms"].items():
+            if name.startswith(("sel_ikv", "sel_txt", "control")):
+                assert arm["shift"] == 0.0, (pair.variant, name)
+
