@@ -75,8 +75,7 @@ def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None
     )
     table = "\n".join(f"| {s.name} | {s.version} | {s.rows} | `{s.content_hash}` |" for s in summaries)
     donor_configs = [s.name for s in summaries if s.name != "harvest"]
-    docs = SUITES.get(donor_configs[0] if donor_configs else "discovery").field_docs()
-    fields = "\n".join(f"| `{k}` | {v} |" for k, v in docs.items())
+    fields = field_table(SUITES.get(donor_configs[0] if donor_configs else "discovery"))
     harvest = _harvest_section() if any(s.name == "harvest" for s in summaries) else ""
     body = f"""
 # matbench donor-pair suites
@@ -104,8 +103,8 @@ Generated with seed {seed} by matbench generator revision `{revision or "unknown
 
 ## Fields (donor-pair configs)
 
-| field | meaning |
-|---|---|
+| field | type | meaning |
+|---|---|---|
 {fields}
 {harvest}
 ## Protocol
@@ -127,8 +126,29 @@ evaluating it needs your own copies (`matbench eval --suite harvest --dataset <t
     return str(DatasetCard.from_template(data, template_str="---\n{{ card_data }}\n---\n" + body))
 
 
+def feature_type(feature: Any) -> str:
+    """A `datasets` feature as a short type name: string, int64, list<string>, list<struct{...}>."""
+    from datasets import Sequence, Value
+
+    if isinstance(feature, Value):
+        return feature.dtype
+    if isinstance(feature, Sequence):
+        inner = feature_type(feature.feature)
+        return f"list<{inner}>" if feature.length == -1 else f"list<{inner}>[{feature.length}]"
+    if isinstance(feature, list):
+        return f"list<{feature_type(feature[0])}>"
+    if isinstance(feature, dict):
+        return "struct{" + ", ".join(f"{k}: {feature_type(v)}" for k, v in feature.items()) + "}"
+    return type(feature).__name__
+
+
+def field_table(suite: Suite) -> str:
+    features = suite.features()
+    return "\n".join(f"| `{k}` | `{feature_type(features[k])}` | {doc} |" for k, doc in suite.field_docs().items())
+
+
 def _harvest_section() -> str:
-    fields = "\n".join(f"| `{k}` | {v} |" for k, v in SUITES.get("harvest").field_docs().items())
+    fields = field_table(SUITES.get("harvest"))
     return f"""
 ## Fields (harvest config: references only)
 
@@ -136,8 +156,8 @@ Each row is one QA of a LoCoMo or REALTALK conversation. Turns render as `[sessi
 speaker: text`; the recognition readout asks the question with the gold and a hard negative as
 options A and B.
 
-| field | meaning |
-|---|---|
+| field | type | meaning |
+|---|---|---|
 {fields}
 """
 

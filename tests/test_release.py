@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from matbench.data_gen import SUITES
-from matbench.data_gen.publish import config_hash
+from matbench.data_gen.publish import config_hash, feature_type
 from tests.conftest import dialog_sources
 
 RELEASE = Path(__file__).resolve().parents[1] / "suites"
@@ -32,3 +32,6 @@ def test_the_release_holds_every_suite_as_generated_now(tmp_path):
         ds = load_dataset(str(RELEASE), name, split="test", cache_dir=str(tmp_path))
         assert ds.num_rows == n and ds.features == suite.features()
         assert [r["content_hash"] for r in ds] == [r["content_hash"] for r in rows]
+        card = (RELEASE / "README.md").read_text()
+        for field, feature in ds.features.items():  # the card documents the type that loads
+            assert f"| `{field}` | `{feature_type(feature)}` |" in card, (name, field)
