@@ -88,3 +88,63 @@ def equivalent_by_ci(interval: Interval, bound: float) -> bool:
     """TOST by the interval: two one-sided tests at level a reject both non-equivalence
     hypotheses exactly when the (1 - 2a) interval lies inside (-bound, +bound)."""
     return -bound < interval.low and interval.high < bound
+
+
+@dataclass(frozen=True)
+class Tost:
+    """Two one-sided tests of |difference| < bound: equivalent when p (the larger one-sided p) < alpha."""
+
+    difference: float
+    bound: float
+    p_lower: float  # H0: difference <= -bound
+    p_upper: float  # H0: difference >= +bound
+    p: float
+    equivalent: bool
+
+    def as_dict(self) -> dict:
+        return {"difference": self.difference, "bound": self.bound, "p_lower": self.p_lower,
+                "p_upper": self.p_upper, "p": self.p, "equivalent": self.equivalent}
+
+
+def tost_two_proportions(x1: int, n1: int, x2: int, n2: int, bound: float, alpha: float = 0.05) -> Tost:
+    """TOST for p1 - p2 of two independent proportions within (-bound, bound), Wald z statistics
+    with the unpooled standard error (statsmodels `tost_proportions_2indep(method="wald")`)."""
+    p1, p2 = x1 / n1, x2 / n2
+    diff = p1 - p2
+    se = math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
+    if se == 0:
+        inside = -bound < diff < bound
+        p_lower = p_upper = 0.0 if inside else 1.0
+    else:
+        p_lower = float(stats.norm.sf((diff + bound) / se))
+        p_upper = float(stats.norm.cdf((diff - bound) / se))
+    p = max(p_lower, p_upper)
+    return Tost(diff, bound, p_lower, p_upper, p, p < alpha)
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """Exact two-sided McNemar test on the discordant pairs of a paired binary outcome (e.g. an
+    item right under one arm and wrong under the other): a binomial test of b vs c at 1/2."""
+    return sign_test(only_first, only_second)
+
+
+def benjamini_hochberg(pvalues) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values), in the input order; reject at FDR q when
+    adjusted <= q. Monotone step-up: q_(i) = min over j >= i of p_(j) * m / j, capped at 1."""
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    if m == 0:
+        return []
+    order = np.argsort(p)
+    scaled = p[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum.accumulate(scaled[::-1])[::-1].clip(max=1.0)
+    out = np.empty(m)
+    out[order] = adjusted
+    return out.tolist()
+
+
+def binomial_greater(successes: int, n: int, chance: float) -> float:
+    """One-sided exact binomial p of `successes` in `n` against `chance` (H1: above chance)."""
+    if n == 0:
+        return 1.0
+    return float(stats.binomtest(successes, n, chance, alternative="greater").pvalue)

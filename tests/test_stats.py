@@ -47,3 +47,61 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
 def test_wilcoxon_all_zero_is_one():
     assert stats.wilcoxon_p([0.0, 0.0, 0.0]) == 1.0
     assert stats.wilcoxon_p(np.arange(1, 21)) < 1e-3
+
+
+def test_tost_matches_statsmodels_and_is_not_one_sided():
+    from statsmodels.stats.proportion import tost_proportions_2indep
+
+    for x1, n1, x2, n2, bound in [(40, 100, 38, 100, 0.1), (30, 64, 20, 64, 0.05), (97, 192, 11, 192, 0.2)]:
+        ours = stats.tost_two_proportions(x1, n1, x2, n2, bound)
+        ref = tost_proportions_2indep(x1, n1, x2, n2, -bound, bound, method="wald", compare="diff")
+        assert ours.p == pytest.approx(ref.pvalue, rel=1e-9)
+        assert ours.p_lower == pytest.approx(ref.results_larger.pvalue, rel=1e-9)
+        assert ours.p_upper == pytest.approx(ref.results_smaller.pvalue, rel=1e-9)
+    # Equivalence needs both one-sided tests: a large difference is never equivalent.
+    assert not stats.tost_two_proportions(90, 100, 10, 100, 0.05).equivalent
+    assert stats.tost_two_proportions(500, 1000, 505, 1000, 0.05).equivalent
+
+
+def test_mcnemar_exact_matches_statsmodels():
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    for b, c in [(12, 3), (5, 5), (0, 9), (20, 31)]:
+        ref = mcnemar([[40, b], [c, 40]], exact=True).pvalue
+        assert stats.mcnemar_exact(b, c) == pytest.approx(ref, rel=1e-12)
+    # Two-sided: twice the one-sided tail (a one-sided p would be half of it).
+    assert stats.mcnemar_exact(0, 9) == pytest.approx(2 * 0.5 ** 9)
+
+
+def test_benjamini_hochberg_matches_scipy_and_statsmodels():
+    from scipy.stats import false_discovery_control
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(3)
+    p = np.concatenate([rng.uniform(0, 0.01, 5), rng.uniform(0, 1, 11)])
+    ours = stats.benjamini_hochberg(p)
+    assert np.allclose(ours, false_discovery_control(p, method="bh"), rtol=1e-12)
+    assert np.allclose(ours, multipletests(p, method="fdr_bh")[1], rtol=1e-12)
+    # Worked example (Benjamini & Hochberg 1995 style): 4 tests.
+    assert stats.benjamini_hochberg([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+
+
+def test_bootstrap_intervals_have_the_width_of_a_standard_error_not_se_over_sqrt_b():
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.0, 1.0, 400)
+    ci = stats.bootstrap_mean_ci(x, seed=1)
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    assert (ci.high - ci.low) == pytest.approx(2 * 1.96 * se, rel=0.1)
+    # Clustered: 20 clusters of 20 identical values carry 20 observations' worth of information.
+    clusters = np.repeat(np.arange(20), 20)
+    values = np.repeat(rng.normal(0, 1, 20), 20)
+    clustered = stats.cluster_bootstrap_mean_ci(values, clusters.tolist(), seed=1)
+    se_clusters = values[::20].std(ddof=1) / np.sqrt(20)
+    assert (clustered.high - clustered.low) == pytest.approx(2 * 1.96 * se_clusters, rel=0.15)
+    naive = stats.bootstrap_mean_ci(values, seed=1)
+    assert (naive.high - naive.low) < 0.5 * (clustered.high - clustered.low)
+
+
+def test_binomial_greater_is_one_sided():
+    assert stats.binomial_greater(9, 10, 0.5) == pytest.approx(11 / 1024)
+    assert stats.binomial_greater(1, 10, 0.5) > 0.99
