@@ -8,13 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
-from matbench.results import (
-    SCHEMA_VERSION,
-    ItemLog,
-    config_hash,
-    environment,
-    write_json,
-)
+from matbench.result_schema import SCHEMA_VERSION, validate_results
+from matbench.results import ItemLog, config_hash, environment, file_sha256, item_hash, write_json
 
 
 @dataclass(frozen=True)
@@ -100,6 +95,9 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
         stem = f"{cfg.suite}_{readout}_{serving}"
         runs[(readout, serving)] = (run_config, key, stem, ItemLog(out / f"{stem}.items.jsonl", key, fresh=cfg.fresh))
 
+    hashes = {p.item_id: item_hash(p) for p in pairs}
+    for *_, log in runs.values():
+        log.check_items(hashes)  # a logged item must be the same item, not just the same id
     todo = [p for p in pairs if any(p.item_id not in log for *_, log in runs.values())]
     # Items of one variant (for harvest: one conversation) run together, so that consecutive
     # items over the same long dialog reuse its prefill; logs are written back in suite order.
@@ -124,7 +122,7 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
                 record = records[combo]
                 if gates is not None:
                     record["gates"] = [g.as_dict() for g in gates]
-                runs[combo][3].append(record)
+                runs[combo][3].append({**record, "item_hash": hashes[pair.item_id]})
             progress.update(1)
     progress.close()
 
@@ -140,9 +138,11 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
             "environment": environment_info,
             "metrics": evaluator.summarize(records),
             "gates": _gate_summary(records),
-            "items_log": log.path.name,
+            "items": {"log": log.path.name, "sha256": file_sha256(log.path), "n_records": len(records),
+                      "n_from_log": log.n_loaded},
             "wall_seconds": round(time.time() - started, 2),
         }
+        validate_results(payload, f"results of {stem}")  # never write a file the schema refuses
         write_json(out / f"{stem}.json", payload)
         payloads.append(payload)
     return payloads

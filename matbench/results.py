@@ -3,8 +3,9 @@
 The per-item log (JSONL) is appended one finished item at a time (flushed and fsynced), so an
 interrupted run loses nothing it finished; re-running the same command skips logged items. Each
 line carries the hash of the run's config, and a log written under another config is refused.
-The results JSON is written atomically at the end. (The full typed schema is versioned in
-SCHEMA_VERSION; its validation grows with the evaluators.)
+Each record also carries the item's own hash, so a suite whose rows changed under the same ids
+is refused too. The results JSON is written atomically at the end; its typed schema is in
+`matbench.result_schema`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from typing import Any, Iterable
 
 from matbench.errors import MatbenchError
 
-SCHEMA_VERSION = "0.1"
+def item_hash(pair: Any) -> str:
+    """sha256 prefix of everything a donor pair is made of (events, arms, values, ...)."""
+    from dataclasses import asdict
+
+    return hashlib.sha256(json.dumps(asdict(pair), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -37,6 +46,7 @@ class ItemLog:
         self.records: dict[str, dict] = {}
         if path.exists():
             self._load()
+        self.n_loaded = len(self.records)
 
     def _load(self) -> None:
         raw = self.path.read_bytes()
@@ -60,6 +70,13 @@ class ItemLog:
                 )
             self.records[record["item_id"]] = record
 
+    def check_items(self, hashes: dict[str, str]) -> None:
+        """Refuse a log whose records were made from other items under the same ids."""
+        for item_id, record in self.records.items():
+            if item_id in hashes and record.get("item_hash") != hashes[item_id]:
+                raise MatbenchError(f"{self.path}: item {item_id} was logged from different rows than this run's; "
+                                    "pass --fresh to start afresh or choose another --output")
+
     def __contains__(self, item_id: str) -> bool:
         return item_id in self.records
 
@@ -77,6 +94,7 @@ class ItemLog:
 
 
 def environment() -> dict[str, Any]:
+    import datasets
     import torch
     import transformers
 
@@ -88,6 +106,7 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
+        "datasets": datasets.__version__,
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,

@@ -112,7 +112,7 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
     assert metrics["headline"]["control_clean"] is True
     assert results["gates"]["A"] == {"checked": 3, "passed": 3, "skipped": 0, "max_abs_diff": results["gates"]["A"]["max_abs_diff"]}
     assert results["gates"]["A"]["max_abs_diff"] <= 1e-3
-    assert results["items_log"] == "discovery_short_compact.items.jsonl"
+    assert results["items"]["log"] == "discovery_short_compact.items.jsonl" and results["items"]["n_from_log"] == 0
 
     # A rerun recomputes nothing: scoring would raise.
     import matbench.engine

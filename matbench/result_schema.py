@@ -1,0 +1,149 @@
+"""The results file: a typed, versioned contract between `matbench eval` and everything that reads
+its output (the leaderboard, `matbench submit`, the scorecard).
+
+One file per (suite, readout, serving): `<suite>_<readout>_<serving>.json`, next to its per-item
+log `<suite>_<readout>_<serving>.items.jsonl`. Every key is documented below; `validate_results`
+runs on write and on read and names the first field that is wrong. Unknown keys are refused, so
+a typo cannot pass as data. Bump SCHEMA_VERSION when a field changes meaning or type.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from matbench.errors import MatbenchError
+
+SCHEMA_VERSION = "1.0"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ModelInfo(_Strict):
+    """What was evaluated, precisely enough to load it again."""
+
+    model: str = Field(description="the --model argument: alias, Hub id, directory or .gguf path")
+    location: str | None = Field(description="where it was loaded from (Hub id or local path)")
+    gguf_file: str | None = Field(description="GGUF file name when loaded from GGUF, else null")
+    revision: str | None = Field(description="the --revision asked for (tag, branch or sha), else null")
+    commit_hash: str | None = Field(description="the Hub commit sha the weights came from, when known")
+    model_type: str = Field(description="transformers model_type of the text model")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(description="compute dtype")
+    device: str = Field(description="cpu, cuda, cuda:N")
+    attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa)")
+    n_parameters: int = Field(ge=0, description="parameter count")
+    tokenizer_sha256: str = Field(description="fingerprint of the tokenizer's vocabulary (GGUF tokenizers differ across transformers versions)")
+    gguf_sha256: str | None = Field(description="sha256 prefix of the GGUF file, when loaded from GGUF")
+
+
+class RunConfig(_Strict):
+    """Everything that determines the per-item records; its hash keys the per-item log."""
+
+    model: ModelInfo
+    suite: str = Field(description="suite (dataset config) name")
+    suite_version: str = Field(description="generator version of the suite's rows")
+    seed: int | None = Field(description="suite seed (rows of a dataset carry their own)")
+    dataset: str | None = Field(default=None, description="dataset repository or directory the rows came from; null = generated in memory")
+    dataset_revision: str | None = Field(default=None, description="dataset revision (tag or commit) asked for")
+    config_content_hash: str | None = Field(default=None, description="sha256 over the config's row hashes (dataset runs)")
+    n_items: int = Field(ge=1, description="items (donor pairs) evaluated")
+    readout: Literal["probe", "short", "trace"] = Field(description="how answers were read (SPEC 2.5)")
+    serving: Literal["compact", "native"] = Field(description="serving mode (SPEC 2.3)")
+    chunk_size: int | None = Field(description="prefill chunk size in tokens, null = one chunk")
+    check: bool = Field(description="whether the faithfulness gates ran on every item")
+
+
+class Environment(_Strict):
+    """Where it ran: package versions and hardware."""
+
+    matbench: str = Field(description="matbench version")
+    matbench_git: str | None = Field(description="git revision of the matbench checkout, when run from one")
+    python: str
+    torch: str
+    transformers: str
+    datasets: str | None = None
+    platform: str
+    cpu_count: int | None
+    gpu: str | None = Field(description="GPU name, null on CPU")
+
+
+class GateSummary(_Strict):
+    """One faithfulness gate (SPEC 2.4) over the run's items."""
+
+    checked: int = Field(ge=0, description="items on which the gate compared logits")
+    passed: int = Field(ge=0, description="items that passed (skipped ones included)")
+    skipped: int = Field(ge=0, description="items where the gate does not apply (e.g. B with sliding windows)")
+    max_abs_diff: float | None = Field(description="worst |dlogit| among the compared items")
+
+
+class ItemsInfo(_Strict):
+    """The per-item log behind the metrics (evidence for every number)."""
+
+    log: str = Field(description="per-item log file name, in the same directory")
+    sha256: str = Field(description="sha256 of the log file as it was when the results were written")
+    n_records: int = Field(ge=1, description="records in the log (= config.n_items)")
+    n_from_log: int = Field(ge=0, description="records found in the log when this run started (a resumed run)")
+
+
+class ResultsFile(_Strict):
+    """The top level of `<suite>_<readout>_<serving>.json`."""
+
+    schema_version: Literal["1.0"] = Field(description="version of this schema")
+    config: RunConfig
+    config_hash: str = Field(description="sha256 prefix of the config, without n_items and check")
+    invocation: dict[str, Any] = Field(description="the command's arguments, as given")
+    environment: Environment
+    metrics: dict[str, Any] = Field(description="the suite evaluator's metrics; `headline` holds its summary")
+    gates: dict[str, GateSummary] = Field(description="per faithfulness gate, over all items (empty without --check)")
+    items: ItemsInfo
+    wall_seconds: float = Field(ge=0, description="wall time of the run that wrote the file")
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "<top level>"
+    return f"field {where}: {err['msg']}"
+
+
+def validate_results(payload: Any, source: str = "results") -> ResultsFile:
+    """The payload as a `ResultsFile`, or one line naming the first bad field."""
+    if not isinstance(payload, dict):
+        raise MatbenchError(f"{source}: a results file must be a JSON object")
+    version = payload.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise MatbenchError(f"{source}: schema_version {version!r} is not {SCHEMA_VERSION!r}; re-run matbench eval "
+                            "to write a current results file")
+    try:
+        return ResultsFile.model_validate(json.loads(json.dumps(payload)))  # JSON types only, as on disk
+    except ValidationError as exc:
+        raise MatbenchError(f"{source} fails the results schema at {_first_error(exc)}") from None
+
+
+def read_results(path: str | Path) -> ResultsFile:
+    path = Path(path)
+    try:
+        payload = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise MatbenchError(f"results file {path} not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MatbenchError(f"results file {path} is not valid JSON ({exc})") from None
+    return validate_results(payload, f"results file {path}")
+
+
+def schema_markdown() -> str:
+    """The documentation of every key, generated from the models (docs/results-schema.md)."""
+    lines = [f"# Results file schema {SCHEMA_VERSION}", "", __doc__.strip(), ""]
+    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo):
+        lines += [f"## {model.__name__}", "", (model.__doc__ or "").strip(), "", "| key | type | meaning |", "|---|---|---|"]
+        for name, field in model.model_fields.items():
+            annotation = field.annotation
+            kind = (annotation.__name__ if isinstance(annotation, type) and not getattr(annotation, "__args__", None)
+                    else str(annotation).replace("typing.", "").replace(f"{__name__}.", ""))
+            lines.append(f"| `{name}` | `{kind}` | {field.description or ''} |".replace(" | None`", " \\| None`"))
+        lines.append("")
+    return "\n".join(lines)

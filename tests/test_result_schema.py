@@ -1,0 +1,123 @@
+"""The results file contract: validated on write and read, one line per bad field; resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from matbench.errors import MatbenchError
+from matbench.result_schema import read_results, schema_markdown, validate_results
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "results-schema.md"
+
+
+@pytest.fixture(scope="module")
+def run(tiny_dir, tmp_path_factory) -> Path:
+    from matbench.cli import main
+
+    out = tmp_path_factory.mktemp("run")
+    assert main(["eval", "--model", str(tiny_dir), "--limit", "2", "--no-progress", "--output", str(out)]) == 0
+    return out / "discovery_probe_compact.json"
+
+
+def test_a_written_results_file_validates(run):
+    results = read_results(run)
+    assert results.config.n_items == 2 and results.config.model.dtype == "float32"
+    assert results.items.log == "discovery_probe_compact.items.jsonl" and results.items.n_records == 2
+    assert results.environment.datasets and results.config.readout == "probe"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["config"].__setitem__("n_items", "2"), "field config.n_items: Input should be a valid integer"),
+    (lambda d: d["config"]["model"].__setitem__("dtype", "float8"), "field config.model.dtype: Input should be"),
+    (lambda d: d.__setitem__("surprise", 1), "field surprise: Extra inputs are not permitted"),
+    (lambda d: d["items"].pop("sha256"), "field items.sha256: Field required"),
+    (lambda d: d["gates"].__setitem__("A", {"checked": -1, "passed": 0, "skipped": 0, "max_abs_diff": None}),
+     "field gates.A.checked: Input should be greater than or equal to 0"),
+    (lambda d: d.__setitem__("schema_version", "0.1"), "schema_version '0.1' is not '1.0'"),
+])
+def test_a_bad_field_is_named_in_one_line(run, tmp_path, edit, message):
+    payload = json.loads(run.read_text())
+    edit(payload)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(payload))
+    with pytest.raises(MatbenchError) as info:
+        read_results(bad)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unreadable_results_files_are_one_line(tmp_path):
+    (tmp_path / "cut.json").write_text('{"schema_version": "1.0", "config": {')
+    with pytest.raises(MatbenchError, match="is not valid JSON"):
+        read_results(tmp_path / "cut.json")
+    with pytest.raises(MatbenchError, match="not found"):
+        read_results(tmp_path / "none.json")
+    with pytest.raises(MatbenchError, match="must be a JSON object"):
+        validate_results([1, 2])
+
+
+def test_the_schema_document_is_generated_from_the_models():
+    assert DOC.read_text() == schema_markdown() + "\n"
+
+
+def test_a_corrupt_log_is_refused_and_left_untouched(tiny_dir, tmp_path, capsys):
+    from matbench.cli import main
+
+    args = ["eval", "--model", str(tiny_dir), "--limit", "3", "--no-progress", "--output", str(tmp_path)]
+    assert main(args) == 0
+    log = tmp_path / "discovery_probe_compact.items.jsonl"
+    lines = log.read_text().splitlines()
+    corrupt = "\n".join([lines[0], lines[1][:30] + "#garbage", lines[2]]) + "\n"
+    log.write_text(corrupt)
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "line 2 is not valid JSON" in err
+    assert log.read_text() == corrupt  # nothing already written is lost
+
+
+def _eval(tiny_dir, out: Path, n: int):
+    script = Path(sys.executable).with_name("matbench")
+    cmd = [str(script), "eval", "--model", str(tiny_dir), "--limit", str(n), "--readout", "trace",
+           "--batch-pairs", "1", "--no-progress", "--output", str(out)]
+    return cmd, {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_results(tiny_dir, tmp_path):
+    n = 10
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    cmd, env = _eval(tiny_dir, killed, n)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = killed / "discovery_trace_compact.items.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and (not log.exists() or log.read_text().count("\n") < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = log.read_bytes()
+    done = before.count(b"\n")
+    assert 3 <= done < n, "the run finished before it could be killed; make the items slower"
+    assert not (killed / "discovery_trace_compact.json").exists()
+
+    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    after = log.read_bytes()
+    kept = before[:before.rfind(b"\n") + 1]
+    assert after.startswith(kept) and after.count(b"\n") == n  # finished items kept byte for byte
+    resumed = read_results(killed / "discovery_trace_compact.json")
+    assert resumed.items.n_from_log == done and resumed.items.n_records == n
+
+    cmd_clean, _ = _eval(tiny_dir, clean, n)
+    assert subprocess.run(cmd_clean, env=env, capture_output=True).returncode == 0
+    uninterrupted = read_results(clean / "discovery_trace_compact.json")
+    assert resumed.metrics == uninterrupted.metrics and resumed.gates == uninterrupted.gates
+    records = {json.loads(line)["item_id"]: json.loads(line) for line in after.decode().splitlines()}
+    reference = {json.loads(line)["item_id"]: json.loads(line)
+                 for line in (clean / "discovery_trace_compact.items.jsonl").read_text().splitlines()}
+    assert records == reference
