@@ -1,37 +1,69 @@
-"""Trigger evaluator (SPEC 3.2): comprehension (txt) and write-through (kv) per construction.
+"""Trigger evaluator (SPEC 3.2): which constructions write, per construction of the bank.
 
-The W / U / N classification with its tests and BH-FDR across the 16 constructions belongs to
-the statistics of the evaluators issue; this reports the per-construction evidence it rests on.
+Per construction: comprehension (txt menu accuracy; comprehended when its Wilson 95% lower bound
+is above chance .5) and write-through (kv: follow rate; tested one-sided, follow > anti, by an
+exact sign test), Benjamini-Hochberg across the 16 constructions. Classes: W = comprehended and
+write-through significant (BH q < .05), U = comprehended, write-through not significant, N = not
+comprehended (excluded from claims). The same classification from the donor shift
+(positive > negative, one-sided sign test, BH) is reported as `class_shift`: on small models
+it is the only signal there is.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from matbench import stats
 from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, control_clean
+
+FDR = 0.05
+CHANCE = 0.5
+
+
+def classify(comprehended: bool, q: float) -> str:
+    if not comprehended:
+        return "N"
+    return "W" if q < FDR else "U"
 
 
 @EVALUATORS.register("trigger")
 class TriggerEvaluator(Evaluator):
     def summarize(self, records: list[dict]) -> dict[str, Any]:
         metrics = super().summarize(records)
-        by_construction = {}
-        for variant in sorted({r["variant"] for r in records}):
+        constructions = sorted({r["variant"] for r in records})
+        rows = {}
+        for variant in constructions:
             subset = [r for r in records if r["variant"] == variant]
             kv, txt = arm_metrics(subset, "kv"), arm_metrics(subset, "txt")
-            by_construction[variant] = {
+            follow, anti = kv["classes"]["follow"], kv["classes"]["anti"]
+            shift = kv["donor_shift"]
+            rows[variant] = {
                 "n_pairs": len(subset),
                 "comprehension": txt["menu_accuracy"],
                 "comprehension_ci": txt["menu_accuracy_ci"],
-                "write_through": kv["classes"]["follow"] / len(subset),
+                "comprehended": txt["menu_accuracy_ci"][0] > CHANCE,
+                "write_through": follow / len(subset),
                 "kv_classes": kv["classes"],
-                "kv_follow_anti_p": kv["follow_anti_p"],
-                "kv_donor_shift": kv["donor_shift"],
+                "write_p": stats.binomial_greater(follow, follow + anti, 0.5),
+                "kv_donor_shift": shift,
+                "shift_p": stats.binomial_greater(shift["positive"], shift["positive"] + shift["negative"], 0.5),
             }
-        metrics["by_construction"] = by_construction
+        for key, q_key in (("write_p", "write_q"), ("shift_p", "shift_q")):
+            for variant, q in zip(constructions, stats.benjamini_hochberg([rows[v][key] for v in constructions])):
+                rows[variant][q_key] = q
+        for row in rows.values():
+            row["class"] = classify(row["comprehended"], row["write_q"])
+            row["class_shift"] = classify(row["comprehended"], row["shift_q"])
+        metrics["by_construction"] = rows
+
+        def counts(key: str) -> dict[str, int]:
+            return {c: sum(r[key] == c for r in rows.values()) for c in ("W", "U", "N")}
+
         metrics["headline"] = {
-            "write_through": {v: m["write_through"] for v, m in by_construction.items()},
-            "comprehension": {v: m["comprehension"] for v, m in by_construction.items()},
+            "classes": counts("class"),
+            "classes_shift": counts("class_shift"),
+            "write_through": {v: r["write_through"] for v, r in rows.items()},
+            "comprehension": {v: r["comprehension"] for v, r in rows.items()},
             "control_clean": control_clean(metrics["arms"]["control"]),
         }
         return metrics
