@@ -22,6 +22,7 @@ from matbench.evaluators.base import (
 
 def _recovery(metrics: dict, chance: float) -> dict[str, Any]:
     return {"accuracy": metrics["menu_accuracy"], "ci": metrics["menu_accuracy_ci"], "chance": chance,
+            "recall_share": metrics["recall_share"], "recall_share_ci": metrics["recall_share_ci"],
             "follow_anti": [metrics["classes"]["follow"], metrics["classes"]["anti"]],
             "shift_mean": metrics["donor_shift"]["mean"]}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from matbench import stats
 from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
 
 
@@ -11,15 +12,25 @@ def _fa(arm: dict) -> list[int]:
     return [arm["classes"]["follow"], arm["classes"]["anti"]]
 
 
+DOWNSTREAM_BOUND = 0.075  # the paper's pre-registered equivalence bound for the downstream marginal
+
+
 def downstream_effect(records: list[dict], same: str, cross: str) -> dict[str, Any]:
     """Does the downstream row's donor matter? P(answer = root donor) with the downstream rows of
-    the same member minus with those of the other member, and how often the answers agree."""
-    n = 2 * len(records)
-    def follow(arm):
-        return sum(a == v for r in records for a, v in zip(r["arms"][arm]["answers"], r["values"]))
+    the same member minus with those of the other member (paired per item, bootstrap CI, TOST at
+    +-0.075 through the 90% interval), and how often the answers agree."""
+    def follow(record: dict, arm: str) -> float:
+        return sum(a == v for a, v in zip(record["arms"][arm]["answers"], record["values"])) / 2
+
+    diffs = [follow(r, same) - follow(r, cross) for r in records]
     agree = sum(a == b for r in records for a, b in zip(r["arms"][same]["answers"], r["arms"][cross]["answers"]))
-    return {"follow_root_same": follow(same) / n, "follow_root_cross": follow(cross) / n,
-            "difference": (follow(same) - follow(cross)) / n, "concordance": agree / n}
+    ci90 = stats.bootstrap_mean_ci(diffs, seed=0, confidence=0.90)
+    return {"follow_root_same": sum(follow(r, same) for r in records) / len(records),
+            "follow_root_cross": sum(follow(r, cross) for r in records) / len(records),
+            "difference": sum(diffs) / len(diffs), "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list(),
+            "ci90": ci90.as_list(), "tost_bound": DOWNSTREAM_BOUND,
+            "equivalent": stats.equivalent_by_ci(ci90, DOWNSTREAM_BOUND),
+            "concordance": agree / (2 * len(records))}
 
 
 @EVALUATORS.register("landing")

@@ -35,7 +35,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True,
                    help="offline alias (smollm2-135m, gemma3-270m), Hub id, local directory, or .gguf file")
     p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
-    p.add_argument("--suite", default="discovery", help="suite name (default: discovery)")
+    p.add_argument("--suite", default="discovery", help="suite name, or all for the whole memory contract and its scorecard (default: discovery)")
     p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
                    "`matbench generate`) instead of generating it in memory")
     p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
@@ -94,6 +94,12 @@ def _run_eval(args: argparse.Namespace) -> int:
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress,
     )
+    if args.suite == "all":
+        from matbench.evaluate import run_contract
+
+        _, card = run_contract(cfg)
+        print(json.dumps(card["contract"], indent=1))
+        return 0
     for payload in run_eval(cfg):
         c = payload["config"]
         print(json.dumps({"readout": c["readout"], "serving": c["serving"],

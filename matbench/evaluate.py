@@ -37,9 +37,34 @@ class EvalConfig:
     progress: bool = True
 
 
-def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
+def run_contract(cfg: EvalConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """`--suite all`: every suite through one loaded model (harvest only with the dialog copies),
+    then the memory-contract scorecard of the run, written as DIR/scorecard.json."""
+    import sys
+    from dataclasses import replace
+
+    from matbench.data_gen import SUITES
+    from matbench.models import load_model
+    from matbench.scorecard import build_scorecard
+
+    loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
+                        attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
+    names = SUITES.names()
+    if not (cfg.locomo or cfg.realtalk):
+        names.remove("harvest")
+        print("note: harvest left out (it reads your dialog copies: add --locomo PATH --realtalk DIR)", file=sys.stderr)
+    payloads = []
+    for name in names:
+        payloads += run_eval(replace(cfg, suite=name), loaded=loaded)
+    card = build_scorecard(Path(cfg.output))
+    write_json(Path(cfg.output) / "scorecard.json", card)
+    return payloads, card
+
+
+def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
     """Evaluate every (readout, serving) combination from one global prefill per pair; one
-    results file and one per-item log per combination. Returns the results payloads."""
+    results file and one per-item log per combination. Returns the results payloads.
+    `loaded`: a model already loaded (several suites in one run)."""
     from tqdm import tqdm
 
     from matbench.data_gen import SUITES
@@ -72,8 +97,9 @@ def run_eval(cfg: EvalConfig) -> list[dict[str, Any]]:
         source_info = {"dataset": None, "suite_version": suite.version, "seed": cfg.seed}
 
     started = time.time()
-    loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
-                        attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
+    if loaded is None:
+        loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
+                            attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
     engine = PairEngine(loaded, chunk_size=cfg.chunk_size)
     servings = list(dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings))
     combos = [(r, s) for s in servings for r in dict.fromkeys(cfg.readouts)]

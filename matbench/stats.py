@@ -38,7 +38,7 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(max(0.0, centre - half), min(1.0, centre + half))
+    return Interval(float(max(0.0, centre - half)), float(min(1.0, centre + half)))
 
 
 def recall_share(accuracy: float, chance: float) -> float:

@@ -169,3 +169,27 @@ def test_first_line_of_an_empty_exception_is_its_type():
 
     assert first_line(OSError()) == "OSError"
     assert first_line(ValueError("bad\nmore detail")) == "bad"
+
+
+def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_dir):
+    from matbench.data_gen import SUITES
+    from matbench.result_schema import read_results
+    from tests.conftest import SHARED_DATA
+
+    out = tmp_path / "contract"
+    code, stdout, err = run_cli(["eval", "--model", str(tiny_dir), "--suite", "all", "--limit", "5", "--chunk-size", "4096",
+                                 "--locomo", str(SHARED_DATA / "locomo"), "--realtalk", str(SHARED_DATA / "realtalk"),
+                                 "--no-progress", "--output", str(out)], capsys)
+    assert code == 0, err
+    for name in SUITES.names():
+        assert read_results(out / f"{name}_probe_compact.json").config.n_items == 5
+    card = json.loads((out / "scorecard.json").read_text())
+    assert card["suites"] == SUITES.names() and set(card["contract"]) == set(SUITES.names())
+    trigger = card["contract"]["trigger"]
+    assert sum(trigger["classes"].values()) == 5  # 5 items = 5 constructions, each W, U or N
+    assert trigger["evidence"] == {"results": "trigger_probe_compact.json", "items": "trigger_probe_compact.items.jsonl",
+                                   "keys": {"classes": "metrics.headline.classes",
+                                            "classes_shift": "metrics.headline.classes_shift",
+                                            "control_clean": "metrics.headline.control_clean"}, "n_items": 5}
+    assert card["contract"]["access"]["bin2"]["chance"] == 0.5
+    assert json.loads(stdout)["update"]["control_clean"] is True

@@ -1,0 +1,84 @@
+"""The memory-contract scorecard: one object per model summarising every part of the contract.
+
+Built from the validated results files of one output directory (one model), for one readout and
+serving mode (default: the probe, which works for every model, under the serving mode the runs
+used). Every entry names its evidence: the results file and the metric key it was read from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from matbench.errors import MatbenchError
+from matbench.result_schema import read_results
+
+
+def _get(metrics: dict, path: str) -> Any:
+    value: Any = metrics
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _entry(results: dict, suite: str, fields: dict[str, str]) -> dict[str, Any] | None:
+    """{name: metric at path} from `suite`'s results, with the evidence it came from."""
+    if suite not in results:
+        return None
+    path, parsed = results[suite]
+    out = {name: _get(parsed.metrics, key) for name, key in fields.items()}
+    out["evidence"] = {"results": path.name, "items": parsed.items.log,
+                       "keys": {name: f"metrics.{key}" for name, key in fields.items()},
+                       "n_items": parsed.config.n_items}
+    return out
+
+
+def build_scorecard(directory: Path, readout: str = "probe", serving: str | None = None) -> dict[str, Any]:
+    files = sorted(Path(directory).glob(f"*_{readout}_*.json"))
+    results: dict[str, tuple[Path, Any]] = {}
+    for path in files:
+        parsed = read_results(path)
+        if serving is None or parsed.config.serving == serving:
+            results.setdefault(parsed.config.suite, (path, parsed))
+    if not results:
+        raise MatbenchError(f"no {readout} results files in {directory}; run matbench eval --suite all first")
+    first = next(iter(results.values()))[1]
+    models = {p.config.model.model for _, p in results.values()}
+    if len(models) > 1:
+        raise MatbenchError(f"{directory} holds results of several models {sorted(models)}; a scorecard is per model")
+    access_pools = {}
+    for pool in ("bin2", "dir4", "name8", "digit3/exact", "digit3/above500", "digit3/first_digit",
+                 "phrase/verbatim", "phrase/polarity"):
+        access_pools[pool.replace("/", "_")] = f"headline.{pool}.harv_kv"
+    contract = {
+        "discovery": _entry(results, "discovery", {
+            "root_classes": "arms.root.classes", "root_follow_anti_p": "arms.root.follow_anti_p",
+            "root_shift": "arms.root.donor_shift", "comprehension": "arms.txt.menu_accuracy",
+            "control_clean": "headline.control_clean"}),
+        "trigger": _entry(results, "trigger", {
+            "classes": "headline.classes", "classes_shift": "headline.classes_shift",
+            "control_clean": "headline.control_clean"}),
+        "landing": _entry(results, "landing", {
+            "root_edge_follow_anti": "headline.root_edge_follow_anti",
+            "edge_only_follow_anti": "headline.edge_only_follow_anti",
+            "downstream_effect": "headline.downstream_effect",
+            "depth3_root_follow_rate": "headline.depth3_root_follow_rate",
+            "depth3_noroot_follow_rate": "headline.depth3_noroot_follow_rate",
+            "control_clean": "headline.control_clean"}),
+        "access": _entry(results, "access", {**access_pools, "control_clean": "headline.control_clean"}),
+        "programming": _entry(results, "programming", {
+            "nld_minus_pas": "nld_minus_pas.both", "control_clean": "headline.control_clean"}),
+        "harvest": _entry(results, "harvest", {
+            "locomo": "natural.locomo.harv_minus_iso", "realtalk": "natural.realtalk.harv_minus_iso",
+            "injected_follow_anti": "headline.injected_follow_anti"}),
+        "update": _entry(results, "update", {
+            "patch_win_rate": "headline.patch_win_rate", "old_value_leaks": "headline.old_value_leaks",
+            "controls_unchanged": "headline.controls_unchanged", "control_clean": "headline.control_clean"}),
+    }
+    return {
+        "model": first.config.model.model_dump(),
+        "readout": readout,
+        "serving": sorted({p.config.serving for _, p in results.values()}),
+        "suites": sorted(results),
+        "contract": {k: v for k, v in contract.items() if v is not None},
+    }
