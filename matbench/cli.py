@@ -107,6 +107,27 @@ def _run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_scorecard(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("scorecard", help="the memory-contract scorecard of one model's results directory",
+                       description="Read every results file of DIR (validated against the schema) and write "
+                       "DIR/scorecard.json: the memory contract with the evidence of each entry.")
+    p.add_argument("directory", help="a matbench eval output directory (one model)")
+    p.add_argument("--readout", default="probe", choices=["probe", "short", "trace"], help="default: probe")
+    p.set_defaults(func=_run_scorecard)
+
+
+def _run_scorecard(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from matbench.results import write_json
+    from matbench.scorecard import build_scorecard
+
+    card = build_scorecard(Path(args.directory), args.readout)
+    write_json(Path(args.directory) / "scorecard.json", card)
+    print(json.dumps(card["contract"], indent=1))
+    return 0
+
+
 def _add_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "generate",
@@ -157,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_eval(sub)
     _add_generate(sub)
+    _add_scorecard(sub)
     return parser
 
 

@@ -94,11 +94,17 @@ class ItemLog:
 
 
 def environment() -> dict[str, Any]:
-    import datasets
     import torch
     import transformers
 
     import matbench
+
+    try:
+        import datasets  # only suites read from a dataset repository need it
+
+        datasets_version = datasets.__version__
+    except ImportError:
+        datasets_version = None
 
     env = {
         "matbench": matbench.__version__,
@@ -106,7 +112,7 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
-        "datasets": datasets.__version__,
+        "datasets": datasets_version,
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,

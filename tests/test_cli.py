@@ -193,3 +193,8 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
                                             "control_clean": "metrics.headline.control_clean"}, "n_items": 5}
     assert card["contract"]["access"]["bin2"]["chance"] == 0.5
     assert json.loads(stdout)["update"]["control_clean"] is True
+    (out / "scorecard.json").unlink()
+    code, stdout, err = run_cli(["scorecard", str(out)], capsys)
+    assert code == 0 and json.loads((out / "scorecard.json").read_text()) == card
+    code, _, err = run_cli(["scorecard", str(tmp_path)], capsys)
+    assert code == 2 and "no probe results files" in one_line_error(err)
