@@ -86,7 +86,7 @@ class ItemsInfo(_Strict):
 
     log: str = Field(description="per-item log file name, in the same directory")
     sha256: str = Field(description="sha256 of the log file as it was when the results were written")
-    n_records: int = Field(ge=1, description="records in the log (= config.n_items)")
+    n_records: int = Field(ge=1, description="records behind these metrics (= config.n_items); the log may hold more, from a larger earlier run under the same config")
     n_from_log: int = Field(ge=0, description="records found in the log when this run started (a resumed run)")
 
 

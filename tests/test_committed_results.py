@@ -48,3 +48,34 @@ def test_results_readme_table_is_generated_from_the_files():
     readme = (RESULTS / "README.md").read_text()
     for row in discovery_rows(FILES):
         assert row in readme
+
+
+CONTRACT = sorted((RESULTS / "contract").glob("*/*_probe_*.json"))
+
+
+def test_the_contract_runs_are_committed_for_both_models():
+    assert {p.parent.name for p in CONTRACT} == {"smollm2-135m", "gemma3-270m"}
+    assert len(CONTRACT) == 12  # 6 suites x 2 models (harvest not run: see results/README.md)
+
+
+@pytest.mark.parametrize("path", CONTRACT, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_contract_results_validate_and_recompute_from_their_logs(path):
+    from matbench.result_schema import read_results
+    from matbench.results import file_sha256
+
+    results = read_results(path)
+    log = path.parent / results.items.log
+    assert file_sha256(log) == results.items.sha256  # the evidence is the log the run wrote
+    records = sorted((json.loads(line) for line in log.read_text().splitlines()), key=lambda r: r["item_id"])
+    records = records[:results.config.n_items]  # a larger earlier run may have logged more items
+    evaluator = EVALUATORS.get(results.config.suite)(suite=results.config.suite)
+    _close(evaluator.summarize(records), results.metrics)
+
+
+@pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
+def test_contract_scorecards_rebuild_from_the_results(model):
+    from matbench.scorecard import build_scorecard
+
+    directory = RESULTS / "contract" / model
+    committed = json.loads((directory / "scorecard.json").read_text())
+    _close(json.loads(json.dumps(build_scorecard(directory))), committed)
