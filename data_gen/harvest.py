@@ -178,8 +178,11 @@ def hydrate(row: dict[str, Any], conversations: dict[tuple[str, str], Conversati
         )
     known = conv.index_of()
     missing = [d for d in row["evidence"] + row["carriers"] if d not in known]
-    if missing or not 0 <= row["qa_index"] < len(conv.qa) or not 0 <= row["negative_qa_index"] < len(conv.qa):
-        raise MatbenchError(f"malformed harvest row {item}: turn {missing[:1]} or a QA index is not in {conv.source_file}")
+    if missing:
+        raise MatbenchError(f"malformed harvest row {item}: turn {missing[0]} is not in {conv.source_file}")
+    bad = [k for k in ("qa_index", "negative_qa_index") if not 0 <= row[k] < len(conv.qa)]
+    if bad:
+        raise MatbenchError(f"malformed harvest row {item}: {bad[0]} {row[bad[0]]} is not a QA of {conv.source_file}")
     qa = conv.qa[row["qa_index"]]
     question, gold = " ".join(str(qa.get("question", "")).split()), gold_answer(qa)
     negative = gold_answer(conv.qa[row["negative_qa_index"]])

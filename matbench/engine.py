@@ -153,7 +153,7 @@ class PairEngine:
         for pair, _, _ in items:
             spans.append((offset, offset + 2 * len(pair.arms)))
             offset += 2 * len(pair.arms)
-        probes: dict[str, list[tuple[torch.Tensor, list[str]]]] = {}
+        probes: dict[str, list[tuple[list[torch.Tensor], list[str]]]] = {}
         out: list[dict] = [{} for _ in items]
         for readout_name, serving in combos:
             serve = SERVING[serving]
@@ -179,7 +179,7 @@ class PairEngine:
     def _batch_requests(self, items, readout: Readout, derived) -> list[ServeRequest]:
         return [r for (pair, _, caches), d in zip(items, derived) for r in self.requests(pair, caches, readout, d)]
 
-    def _probe(self, pair: DonorPair, logits: torch.Tensor) -> tuple[list[list[float]], list[str]]:
+    def _probe(self, pair: DonorPair, logits: torch.Tensor) -> tuple[list[torch.Tensor], list[str]]:
         """Per request row of `pair` (arm-major, member-minor): candidate log-probs over the arm's
         menu, and the probe's answer."""
         cands, answers = [], []

@@ -109,6 +109,12 @@ def test_a_changed_or_missing_source_copy_is_refused(rows, tmp_path):
         suite.pairs_from_rows(realtalk_rows, DialogSources(realtalk=str(tmp_path)))
     with pytest.raises(MatbenchError, match="content_hash does not match"):
         suite.pairs_from_rows([{**realtalk_rows[0], "qa_index": 0}], dialog_sources())
+    from matbench.data_gen.harvest import row_hash
+
+    far = {**realtalk_rows[0], "qa_index": 9999}
+    far["content_hash"] = row_hash(far)
+    with pytest.raises(MatbenchError, match="qa_index 9999 is not a QA of Chat_"):
+        suite.pairs_from_rows([far], dialog_sources())
     with pytest.raises(MatbenchError, match="pass --locomo PATH"):
         suite.dataset_rows(0, 5, None)
 
