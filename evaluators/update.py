@@ -1,15 +1,65 @@
-"""Update evaluator (SPEC 3.7): patch win rate, old-value leak, controls that must not move."""
+"""Update evaluator (SPEC 3.7): patch win rate, old-value leak, donor-follow despite the patch,
+the patch's margin gain, and controls that must not move."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
+from matbench.evaluators.base import EVALUATORS, Evaluator, arm_menu, control_clean
 
 from matbench import stats
 
 PATCHED = ("bare", "versioned", "structured")
 CONTROLS = ("wrong_register", "dummy")
+
+
+def _expected_margin(record: dict, arm: str, expected: str) -> float:
+    """Mean over members of log p(expected) minus the best other menu word (probe readout)."""
+    menu = arm_menu(record, arm)
+    k = menu.index(expected)
+    margins = [lp[k] - max(x for j, x in enumerate(lp) if j != k) for lp in record["arms"][arm]["probe_logp"]]
+    return sum(margins) / len(margins)
+
+
+def despite_patch(records: list[dict], arm: str) -> dict[str, Any]:
+    """Whether the dropped donor still steers an arm that was served a patch.
+
+    Both members receive the same patch, so a model that reads it answers the same word in both
+    (const). An old-value leak in a const pair is the patch losing to a one-word habit that meets
+    the donor by chance (half the stale members of a two-word menu); a leak in a follow pair is
+    the materialized donor beating the patch. `margin_gain` is how far the patch moves the probe
+    margin of its value over the unpatched `base` arm: the signal when argmax never moves.
+    """
+    follow = anti = leaks_follow = leaks_other = 0
+    gains = []
+    for r in records:
+        entry = r["arms"][arm]
+        expected = entry["expected"]
+        cls = entry["class"]
+        follow += cls == "follow"
+        anti += cls == "anti"
+        for answer, value in zip(entry["answers"], r["values"]):
+            if value != expected and answer == value:
+                if cls == "follow":
+                    leaks_follow += 1
+                else:
+                    leaks_other += 1
+        gains.append(_expected_margin(r, arm, expected) - _expected_margin(r, "base", expected))
+    pos, neg = sum(g > 0 for g in gains), sum(g < 0 for g in gains)
+    return {
+        "follow": follow,
+        "anti": anti,
+        "follow_anti_p": stats.sign_test(follow, anti),
+        "leaks_in_follow_pairs": leaks_follow,
+        "leaks_in_other_pairs": leaks_other,
+        "margin_gain": {
+            "mean": sum(gains) / len(gains),
+            "ci": stats.bootstrap_mean_ci(gains, seed=0).as_list(),
+            "positive": pos,
+            "negative": neg,
+            "sign_p": stats.sign_test(pos, neg),
+        },
+    }
 
 
 @EVALUATORS.register("update")
@@ -23,9 +73,13 @@ class UpdateEvaluator(Evaluator):
                        for a, b in zip(r["arms"][control]["answers"], r["arms"]["base"]["answers"]))
             unchanged[control] = {"rate": same / (2 * len(records)), "ci": stats.wilson(same, 2 * len(records)).as_list()}
         metrics["controls_unchanged"] = unchanged
+        metrics["despite_patch"] = {p: despite_patch(records, p) for p in PATCHED}
         metrics["headline"] = {
             "patch_win_rate": {p: arms[p]["expected_win_rate"] for p in PATCHED},
             "old_value_leaks": {p: [arms[p]["old_value_leaks"], arms[p]["old_value_at_risk"]] for p in PATCHED},
+            "donor_follow_despite_patch": {p: [d["follow"], d["anti"]] for p, d in metrics["despite_patch"].items()},
+            "donor_shift_despite_patch": {p: arms[p]["donor_shift"]["mean"] for p in PATCHED},
+            "patch_margin_gain": {p: d["margin_gain"]["mean"] for p, d in metrics["despite_patch"].items()},
             "controls_unchanged": {c: v["rate"] for c, v in unchanged.items()},
             "control_clean": control_clean(arms["control"]),
         }

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matbench.errors import MatbenchError
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+READABLE_VERSIONS = ("1.0", "1.1")  # 1.1 added the optional `rescored`; a 1.0 file is a valid 1.1 file
 
 
 class _Strict(BaseModel):
@@ -90,10 +91,19 @@ class ItemsInfo(_Strict):
     n_from_log: int = Field(ge=0, description="records found in the log when this run started (a resumed run)")
 
 
+class Rescored(_Strict):
+    """Present when `matbench rescore` recomputed the metrics from the unchanged per-item log
+    with a later evaluator (the records, config and environment are those of the original run)."""
+
+    matbench: str = Field(description="matbench version that recomputed the metrics")
+    matbench_git: str | None = Field(description="its git revision, when run from a checkout")
+    from_schema_version: str = Field(description="schema_version of the file before rescoring")
+
+
 class ResultsFile(_Strict):
     """The top level of `<suite>_<readout>_<serving>.json`."""
 
-    schema_version: Literal["1.0"] = Field(description="version of this schema")
+    schema_version: Literal["1.0", "1.1"] = Field(description="version of this schema")
     config: RunConfig
     config_hash: str = Field(description="sha256 prefix of the config, without n_items and check")
     invocation: dict[str, Any] = Field(description="the command's arguments, as given")
@@ -102,6 +112,7 @@ class ResultsFile(_Strict):
     gates: dict[str, GateSummary] = Field(description="per faithfulness gate, over all items (empty without --check)")
     items: ItemsInfo
     wall_seconds: float = Field(ge=0, description="wall time of the run that wrote the file")
+    rescored: Rescored | None = Field(default=None, description="set when the metrics were recomputed from the log by a later matbench (schema 1.1); absent otherwise")
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -115,9 +126,9 @@ def validate_results(payload: Any, source: str = "results") -> ResultsFile:
     if not isinstance(payload, dict):
         raise MatbenchError(f"{source}: a results file must be a JSON object")
     version = payload.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise MatbenchError(f"{source}: schema_version {version!r} is not {SCHEMA_VERSION!r}; re-run matbench eval "
-                            "to write a current results file")
+    if version not in READABLE_VERSIONS:
+        raise MatbenchError(f"{source}: schema_version {version!r} is not one of {', '.join(READABLE_VERSIONS)}; "
+                            "re-run matbench eval to write a current results file")
     try:
         return ResultsFile.model_validate(json.loads(json.dumps(payload)))  # JSON types only, as on disk
     except ValidationError as exc:
@@ -138,7 +149,7 @@ def read_results(path: str | Path) -> ResultsFile:
 def schema_markdown() -> str:
     """The documentation of every key, generated from the models (docs/results-schema.md)."""
     lines = [f"# Results file schema {SCHEMA_VERSION}", "", __doc__.strip(), ""]
-    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo):
+    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo, Rescored):
         lines += [f"## {model.__name__}", "", (model.__doc__ or "").strip(), "", "| key | type | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             annotation = field.annotation

@@ -73,6 +73,8 @@ def build_scorecard(directory: Path, readout: str = "probe", serving: str | None
             "injected_follow_anti": "headline.injected_follow_anti"}),
         "update": _entry(results, "update", {
             "patch_win_rate": "headline.patch_win_rate", "old_value_leaks": "headline.old_value_leaks",
+            "donor_follow_despite_patch": "headline.donor_follow_despite_patch",
+            "patch_margin_gain": "headline.patch_margin_gain",
             "controls_unchanged": "headline.controls_unchanged", "control_clean": "headline.control_clean"}),
     }
     return {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from matbench.data_gen import SUITES
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import _expected_metrics
@@ -48,3 +50,40 @@ def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     assert set(metrics["headline"]["patch_win_rate"]) == {"bare", "versioned", "structured"}
     assert 0 <= metrics["controls_unchanged"]["dummy"]["rate"] <= 1
     assert metrics["headline"]["control_clean"] is True
+
+
+def _arm(expected, answers, values, logp):
+    from matbench.engine import outcome
+
+    return {"expected": expected, "answers": answers, "class": outcome(tuple(answers), tuple(values)),
+            "probe_logp": logp}
+
+
+def test_despite_patch_separates_donor_following_leaks_from_one_word_habits():
+    from matbench.evaluators.update import despite_patch
+
+    menu = ["ONLINE", "OFFLINE"]
+    # Item 1: patch ONLINE; member B's donor OFFLINE and it answers OFFLINE while A answers ONLINE:
+    # the pair follows the donor, so B's leak is the donor beating the patch.
+    # Item 2: patch OFFLINE; both answer OFFLINE (const): member A's donor ONLINE does not leak.
+    # Item 3: patch ONLINE; both answer OFFLINE (const): member B's donor OFFLINE "leaks" by habit.
+    values = ["ONLINE", "OFFLINE"]
+    records = [
+        {"menu": menu, "values": values, "arms": {
+            "bare": _arm("ONLINE", ["ONLINE", "OFFLINE"], values, [[-0.1, -2.0], [-1.0, -0.5]]),
+            "base": {"probe_logp": [[-0.5, -1.0], [-0.5, -1.0]]}}},
+        {"menu": menu, "values": values, "arms": {
+            "bare": _arm("OFFLINE", ["OFFLINE", "OFFLINE"], values, [[-2.0, -0.2], [-2.0, -0.2]]),
+            "base": {"probe_logp": [[-1.0, -1.0], [-1.0, -1.0]]}}},
+        {"menu": menu, "values": values, "arms": {
+            "bare": _arm("ONLINE", ["OFFLINE", "OFFLINE"], values, [[-1.0, -0.5], [-1.0, -0.5]]),
+            "base": {"probe_logp": [[-0.8, -0.6], [-0.8, -0.6]]}}},
+    ]
+    d = despite_patch(records, "bare")
+    assert (d["follow"], d["anti"]) == (1, 0)
+    assert (d["leaks_in_follow_pairs"], d["leaks_in_other_pairs"]) == (1, 1)
+    # Margin of the patch value over the other word, patched minus base, averaged over members:
+    # item 1: ((1.9) + (-0.5))/2 - 0.5 = 0.2; item 2: 1.8 - 0 = 1.8; item 3: -0.5 - (-0.2) = -0.3.
+    gains = [0.2, 1.8, -0.3]
+    assert d["margin_gain"]["mean"] == pytest.approx(sum(gains) / 3)
+    assert (d["margin_gain"]["positive"], d["margin_gain"]["negative"]) == (2, 1)
