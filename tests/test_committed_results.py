@@ -56,7 +56,7 @@ CONTRACT = sorted(RESULTS.glob("contract*/*/*_probe_*.json"))
 def test_the_contract_runs_are_committed_for_both_models():
     gpu = [p for p in CONTRACT if p.parent.parent.name == "contract"]
     assert {p.parent.name for p in gpu} == {"smollm2-135m", "gemma3-270m"}
-    assert len(gpu) == 12  # 6 suites x 2 models (harvest not run: see results/README.md)
+    assert len(gpu) == 14  # 7 suites x 2 models
 
 
 @pytest.mark.parametrize("path", CONTRACT, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.stem}")
