@@ -220,6 +220,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("matbench: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _is_out_of_memory(exc):
+            raise
+        print(f"matbench: error: out of memory on the accelerator ({str(exc).splitlines()[0][:120]}); finished "
+              "items are kept: run again with a smaller --batch-pairs (or --chunk-size for long prefills) to resume",
+              file=sys.stderr)
+        return 3
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")  # only a run that imported torch can have run out of its memory
+    return torch is not None and isinstance(exc, torch.OutOfMemoryError)
 
 
 if __name__ == "__main__":

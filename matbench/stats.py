@@ -38,7 +38,10 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+    # The bounds are exactly 0 and 1 at k = 0 and k = n; the formula leaves rounding dust there.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(float(low), float(high))
 
 
 def recall_share(accuracy: float, chance: float) -> float:

@@ -198,3 +198,18 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
     assert code == 0 and json.loads((out / "scorecard.json").read_text()) == card
     code, _, err = run_cli(["scorecard", str(tmp_path)], capsys)
     assert code == 2 and "no probe results files" in one_line_error(err)
+
+
+def test_out_of_memory_is_one_line_and_says_what_to_lower(capsys, monkeypatch, tmp_path):
+    import torch
+
+    import matbench.evaluate
+
+    def exhausted(cfg, loaded=None):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.16 GiB.\nmore detail")
+
+    monkeypatch.setattr(matbench.evaluate, "run_eval", exhausted)
+    code = main(["eval", "--model", "smollm2-135m", "--output", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1
+    assert "Tried to allocate 2.16 GiB" in err and "--batch-pairs" in err and "more detail" not in err

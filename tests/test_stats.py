@@ -26,6 +26,7 @@ def test_wilson_matches_textbook_values():
     assert stats.wilson(0, 10).as_list() == pytest.approx([0.0, 0.27753], abs=1e-5)
     assert stats.wilson(5, 10).as_list() == pytest.approx([0.23659, 0.76341], abs=1e-5)
     assert stats.wilson(0, 0).as_list() == [0.0, 1.0]
+    assert stats.wilson(0, 7).low == 0.0 and stats.wilson(7, 7).high == 1.0  # exact, not 5.6e-17
 
 
 def test_recall_share_method_of_moments():
