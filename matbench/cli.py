@@ -108,11 +108,14 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _add_scorecard(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("scorecard", help="the memory-contract scorecard of one model's results directory",
-                       description="Read every results file of DIR (validated against the schema) and write "
-                       "DIR/scorecard.json: the memory contract with the evidence of each entry.")
-    p.add_argument("directory", help="a matbench eval output directory (one model)")
+    p = sub.add_parser("scorecard", help="the memory-contract scorecard of one model's results directories",
+                       description="Read every results file of the directories (validated against the schema) and "
+                       "write the memory contract with the evidence of each entry, by default to "
+                       "FIRST_DIR/scorecard.json. Where several directories hold a suite, the run with the most "
+                       "items counts.")
+    p.add_argument("directories", nargs="+", metavar="DIR", help="matbench eval output directories of one model")
     p.add_argument("--readout", default="probe", choices=["probe", "short", "trace"], help="default: probe")
+    p.add_argument("--output", help="scorecard file to write (default: FIRST_DIR/scorecard.json)")
     p.set_defaults(func=_run_scorecard)
 
 
@@ -122,8 +125,10 @@ def _run_scorecard(args: argparse.Namespace) -> int:
     from matbench.results import write_json
     from matbench.scorecard import build_scorecard
 
-    card = build_scorecard(Path(args.directory), args.readout)
-    write_json(Path(args.directory) / "scorecard.json", card)
+    target = Path(args.output) if args.output else Path(args.directories[0]) / "scorecard.json"
+    card = build_scorecard([Path(d) for d in args.directories], args.readout, home=target.parent)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_json(target, card)
     print(json.dumps(card["contract"], indent=1))
     return 0
 

@@ -79,3 +79,18 @@ def test_contract_scorecards_rebuild_from_the_results(directory):
 
     committed = json.loads((directory / "scorecard.json").read_text())
     _close(json.loads(json.dumps(build_scorecard(directory))), committed)
+
+
+@pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
+def test_each_model_has_one_scorecard_over_its_largest_runs(model):
+    from matbench.result_schema import read_results
+    from matbench.scorecard import build_scorecard
+
+    dirs = [RESULTS / "contract" / model, RESULTS / "contract-cpu" / model]
+    card = json.loads((RESULTS / "scorecards" / f"{model}.json").read_text())
+    _close(json.loads(json.dumps(build_scorecard(dirs, home=RESULTS / "scorecards"))), card)
+    assert set(card["contract"]) == {"discovery", "trigger", "landing", "access", "programming", "harvest", "update"}
+    for suite, entry in card["contract"].items():
+        runs = [read_results(p) for d in dirs for p in d.glob(f"{suite}_probe_*.json")]
+        assert entry["evidence"]["n_items"] == max(r.config.n_items for r in runs)  # the largest run counts
+        assert (RESULTS / "scorecards" / entry["evidence"]["results"]).exists()
