@@ -64,6 +64,10 @@ class TriggerEvaluator(Evaluator):
             "classes_shift": counts("class_shift"),
             "write_through": {v: r["write_through"] for v, r in rows.items()},
             "comprehension": {v: r["comprehension"] for v, r in rows.items()},
+            # The shift evidence on its own, before comprehension gates a class: on small models
+            # whose full-text arm answers at chance it is the only signal there is (SPEC 2.7).
+            "kv_shift_toward_donor": sum(r["shift_q"] < FDR for r in rows.values()),
+            "kv_shift_mean": metrics["arms"]["kv"]["donor_shift"]["mean"],
             "control_clean": control_clean(metrics["arms"]["control"]),
         }
         return metrics

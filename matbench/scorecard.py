@@ -76,6 +76,7 @@ def build_scorecard(directories: Path | Sequence[Path], readout: str = "probe", 
             "control_clean": "headline.control_clean"}),
         "trigger": entry("trigger", {
             "classes": "headline.classes", "classes_shift": "headline.classes_shift",
+            "kv_shift_toward_donor": "headline.kv_shift_toward_donor", "kv_shift_mean": "headline.kv_shift_mean",
             "control_clean": "headline.control_clean"}),
         "landing": entry("landing", {
             "root_edge_follow_anti": "headline.root_edge_follow_anti",

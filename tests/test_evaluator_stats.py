@@ -35,6 +35,10 @@ def test_trigger_classes_follow_comprehension_and_bh():
     # Shift-based: silent shifts positive in 20 of 20 pairs, so it writes by the shift.
     assert rows["mirror/silent"]["class_shift"] == "W"
     assert m["headline"]["classes"] == {"W": 1, "U": 1, "N": 1}
+    # The shift evidence before comprehension gates it: writes and silent shift in 20 of 20 pairs,
+    # lost in none (its shifts are 0), whatever its comprehension.
+    assert m["headline"]["kv_shift_toward_donor"] == 2
+    assert m["headline"]["kv_shift_mean"] == pytest.approx((0.2 + 0.1 + 0.0) / 3)
 
 
 def test_programming_nld_minus_pas_is_paired_by_group():
