@@ -160,6 +160,58 @@ def _run_rescore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("leaderboard", help="build the static leaderboard site",
+                       description="Build the static leaderboard from validated results files.")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
+    b = verbs.add_parser("build", help="render the site from results directories",
+                         description="Validate every results file under the directories (schema, per-item log sha256) "
+                         "and write a static site (index, a page per suite and per model, plots, evidence copies) "
+                         "that works from file://.")
+    b.add_argument("--results", action="append", required=True, metavar="DIR",
+                   help="a directory of results files, searched recursively (repeatable)")
+    b.add_argument("--out", required=True, help="output folder of the site")
+    b.add_argument("--reported", help="paper figures file (default: the committed leaderboard/reported.json)")
+    b.set_defaults(func=_run_leaderboard_build)
+
+
+def _run_leaderboard_build(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from matbench.leaderboard.reported import load_reported
+    from matbench.leaderboard.site import build_site
+
+    summary = build_site([Path(d) for d in args.results], Path(args.out),
+                         load_reported(Path(args.reported)) if args.reported else None)
+    print(f"{summary.out / 'index.html'}: {summary.n_models} models, {summary.n_runs} results files, {summary.pages} pages")
+    return 0
+
+
+def _add_submit(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("submit", help="check a results file against its log and add it to the leaderboard",
+                       description="Validate a results file (schema, size, per-item log sha256, metrics recomputed "
+                       "from the log) and store it under a content-addressed name, or open a pull request on a "
+                       "Hub dataset repository.")
+    p.add_argument("results", help="a results file written by matbench eval (its .items.jsonl beside it)")
+    p.add_argument("--to-hub", metavar="REPO_ID", help="open a pull request on this Hub dataset repository instead")
+    p.add_argument("--submissions", help="submissions folder (default: leaderboard/submissions of this checkout)")
+    p.set_defaults(func=_run_submit)
+
+
+def _run_submit(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from matbench.leaderboard.submit import SUBMISSIONS, open_hub_pull_request, store_submission, verify_submission
+
+    run = verify_submission(Path(args.results))
+    if args.to_hub:
+        print(open_hub_pull_request(run, args.to_hub))
+        return 0
+    stored = store_submission(run, Path(args.submissions) if args.submissions else SUBMISSIONS)
+    print(f"stored as {stored.address}: " + ", ".join(str(f) for f in stored.files))
+    return 0
+
+
 def _add_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "generate",
@@ -212,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate(sub)
     _add_scorecard(sub)
     _add_rescore(sub)
+    _add_leaderboard(sub)
+    _add_submit(sub)
     return parser
 
 

@@ -85,7 +85,8 @@ class GateSummary(_Strict):
 class ItemsInfo(_Strict):
     """The per-item log behind the metrics (evidence for every number)."""
 
-    log: str = Field(description="per-item log file name, in the same directory")
+    log: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$",
+                     description="per-item log file name, in the same directory (a bare name: no folders)")
     sha256: str = Field(description="sha256 of the log file as it was when the results were written")
     n_records: int = Field(ge=1, description="records behind these metrics (= config.n_items); the log may hold more, from a larger earlier run under the same config")
     n_from_log: int = Field(ge=0, description="records found in the log when this run started (a resumed run)")

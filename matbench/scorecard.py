@@ -44,24 +44,38 @@ def build_scorecard(directories: Path | Sequence[Path], readout: str = "probe", 
     (default: the first directory, where `matbench scorecard` writes it)."""
     directories = [Path(directories)] if isinstance(directories, (str, Path)) else [Path(d) for d in directories]
     home = Path(home) if home is not None else directories[0]
-    results: dict[str, tuple[Path, Any]] = {}
+    runs = []
     for directory in directories:
         if not directory.is_dir():
             raise MatbenchError(f"{directory} is not a directory; pass matbench eval output directories")
-        for path in sorted(directory.glob(f"*_{readout}_*.json")):
-            parsed = read_results(path)
-            if serving is not None and parsed.config.serving != serving:
-                continue
-            held = results.get(parsed.config.suite)
-            if held is None or parsed.config.n_items > held[1].config.n_items:
-                results[parsed.config.suite] = (path, parsed)
-    where = ", ".join(map(str, directories))
+        runs += [(path, read_results(path)) for path in sorted(directory.glob(f"*_{readout}_*.json"))]
+    return scorecard_of_runs(runs, readout, serving, home, ", ".join(map(str, directories)))
+
+
+def largest_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe",
+                 serving: str | None = None) -> dict[str, tuple[Path, Any]]:
+    """Per suite, the run of `readout` (and `serving`, when given) with the most items."""
+    results: dict[str, tuple[Path, Any]] = {}
+    for path, parsed in runs:
+        if parsed.config.readout != readout or (serving is not None and parsed.config.serving != serving):
+            continue
+        held = results.get(parsed.config.suite)
+        if held is None or parsed.config.n_items > held[1].config.n_items:
+            results[parsed.config.suite] = (path, parsed)
+    return results
+
+
+def scorecard_of_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe", serving: str | None = None,
+                      home: Path = Path("."), where: str = "the given runs") -> dict[str, Any]:
+    """The scorecard of already validated runs ((path, ResultsFile) pairs) of one model."""
+    results = largest_runs(runs, readout, serving)
     if not results:
         raise MatbenchError(f"no {readout} results files in {where}; run matbench eval --suite all first")
     first = next(iter(results.values()))[1]
     models = {p.config.model.model for _, p in results.values()}
     if len(models) > 1:
         raise MatbenchError(f"{where} holds results of several models {sorted(models)}; a scorecard is per model")
+
     def entry(suite: str, fields: dict[str, str]) -> dict[str, Any] | None:
         return _entry(results, suite, fields, home)
 
