@@ -3,7 +3,6 @@ templates only lay out and escape."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
