@@ -212,6 +212,32 @@ def _run_submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_bench(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run a performance benchmark and keep its record",
+                       description="Performance measurements (kept in benchmarks/ with the command that made them).")
+    p.add_argument("name", help="benchmark name (leaderboard)")
+    p.add_argument("--n", type=int, default=1000, help="leaderboard: synthetic results files (default: 1000)")
+    p.add_argument("--output", help="write the record (JSON) to this file")
+    p.set_defaults(func=_run_bench)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from matbench.bench import BENCHMARKS
+    from matbench.results import write_json
+
+    if args.n < 1:
+        raise MatbenchError(f"--n must be at least 1 (got {args.n})")
+    record = BENCHMARKS.get(args.name)(n=args.n)
+    record["command"] = " ".join(["matbench", "bench", args.name, "--n", str(args.n)]
+                                 + (["--output", args.output] if args.output else []))
+    if args.output:
+        write_json(Path(args.output), record)
+    print(json.dumps(record, indent=1))
+    return 0
+
+
 def _add_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "generate",
@@ -266,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rescore(sub)
     _add_leaderboard(sub)
     _add_submit(sub)
+    _add_bench(sub)
     return parser
 
 

@@ -1,0 +1,37 @@
+"""Synthetic leaderboard inputs: real runs copied under other model names (benchmarks, tests).
+
+Only the results file changes (model name, revision), so every copy still passes the schema and
+its log check, exactly like a real submission would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+
+def copy_run(results: Path, dest: Path, model: str | None = None, revision: str | None = None) -> Path:
+    """Copy a results file and its log into `dest`, optionally under another model name/revision."""
+    dest.mkdir(parents=True, exist_ok=True)
+    payload = json.loads(results.read_text())
+    shutil.copyfile(results.parent / payload["items"]["log"], dest / payload["items"]["log"])
+    if model is not None:
+        payload["config"]["model"]["model"] = model
+    if revision is not None:
+        payload["config"]["model"]["commit_hash"] = revision
+    target = dest / results.name
+    target.write_text(json.dumps(payload, indent=1))
+    return target
+
+
+def synthetic_runs(sources: list[Path], root: Path, n: int) -> list[Path]:
+    """`n` results files: `sources` (one model's runs) repeated under new model names, one folder each."""
+    out = []
+    for i in range(n):
+        source = sources[i % len(sources)]
+        model = f"org-{i // len(sources):04d}/model"
+        folder = root / hashlib.sha256(model.encode()).hexdigest()[:12]
+        out.append(copy_run(source, folder, model, revision=f"{i // len(sources):040x}"))
+    return out

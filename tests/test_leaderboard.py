@@ -1,0 +1,172 @@
+"""The static leaderboard and submissions: every number from a validated run, nothing executable."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from matbench.cli import main
+from matbench.errors import MatbenchError
+from matbench.leaderboard.collect import find_runs
+from matbench.leaderboard.reported import load_reported
+from matbench.leaderboard.site import build_site
+from matbench.leaderboard.submit import open_hub_pull_request, store_submission, verify_submission
+
+from tests.leaderboard_fixtures import HOSTILE, SUBMISSIONS, committed_runs, copy_run, synthetic_runs
+
+UPDATE = next(p for p in committed_runs() if p.name == "update_probe_compact.json")
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.tags, self.rows = [], [], {}
+        self._table = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append(tag)
+        if tag == "a":
+            self.hrefs.append(attrs["href"])
+        if tag == "table":
+            self._table = attrs.get("id")
+            self.rows[self._table] = []
+        if tag == "tr" and self._table and attrs.get("class"):
+            self.rows[self._table].append(attrs["class"])
+
+
+def _parse(path: Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text())
+    return parser
+
+
+def test_every_committed_submission_verifies_and_is_stored_under_its_address():
+    runs = committed_runs()
+    assert len(runs) == 14  # the two offline models' scorecard runs, 7 suites each
+    for path in runs:
+        run = verify_submission(path)
+        assert path.parent.name == run.sha256[:16]  # content-addressed
+
+
+def test_site_from_the_committed_submissions(tmp_path):
+    summary = build_site([SUBMISSIONS], tmp_path / "site")
+    site = summary.out
+    assert (summary.n_runs, summary.n_models, summary.pages) == (14, 2, 1 + 7 + 2)
+    index = _parse(site / "index.html")
+    reported = load_reported()
+    assert index.rows["overview"] == ["measured"] * 2 + ["reported"] * len(reported.models)
+    assert index.rows["runs"] == ["measured"] * 14  # one row per results file
+    assert index.tags.count("svg") == 5  # access, trigger x2, programming, harvest
+    for page in site.glob("*.html"):  # every link resolves inside the site: evidence works offline
+        for href in _parse(page).hrefs:
+            assert (site / href).resolve().is_file(), (page.name, href)
+            assert (site / href).resolve().is_relative_to(site.resolve())
+    evidence = [h for h in index.hrefs if h.startswith("evidence/")]
+    assert len({h for h in evidence if h.endswith(".items.jsonl")}) == 14
+
+
+def test_tie_groups_share_a_rank_when_intervals_overlap(tmp_path):
+    # Both offline models have root follow 0-1 of 64: overlapping Wilson intervals, one rank.
+    site = build_site([SUBMISSIONS], tmp_path / "site").out
+    ranks = re.findall(r'<tr class="measured"><td data-sort="(\d+)"', (site / "index.html").read_text())
+    assert ranks == ["1", "1"]
+
+
+def test_a_hostile_model_name_stays_text_and_cannot_pick_a_path(tmp_path):
+    copy_run(UPDATE, tmp_path / "runs" / "evil", model=HOSTILE)
+    site = build_site([tmp_path / "runs"], tmp_path / "site").out
+    html = "".join(p.read_text() for p in site.glob("*.html"))
+    assert "<script>window" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
+    written = [p.resolve() for p in (tmp_path / "site").rglob("*")]
+    assert all(p.is_relative_to(site.resolve()) for p in written)
+    assert not (tmp_path / "etc").exists()
+
+
+def _tamper(tmp_path: Path, edit) -> Path:
+    path = copy_run(UPDATE, tmp_path / "sub")
+    payload = json.loads(path.read_text())
+    edit(payload)
+    path.write_text(json.dumps(payload))
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["metrics"]["arms"]["bare"]["classes"].__setitem__("follow", 9), "metrics.arms.bare.classes.follow does not match"),
+    (lambda d: d["metrics"]["headline"].__setitem__("patch_win_rate", {"bare": 1.0, "structured": 1.0, "versioned": 1.0}),
+     "metrics.headline.patch_win_rate.bare does not match"),
+    (lambda d: d["items"].__setitem__("log", "../../outside.items.jsonl"), "field items.log"),
+    (lambda d: d["items"].__setitem__("sha256", "0" * 64), "not the one the run wrote"),
+    (lambda d: d.__setitem__("script", "<script>"), "field script"),
+])
+def test_a_doctored_submission_is_refused_in_one_line(tmp_path, capsys, edit, message):
+    path = _tamper(tmp_path, edit)
+    assert main(["submit", str(path), "--submissions", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not (tmp_path / "store").exists()  # nothing written
+
+
+def test_oversized_and_missing_submissions_are_refused(tmp_path):
+    path = copy_run(UPDATE, tmp_path / "big")
+    path.write_text(path.read_text() + " " * (5 * 2**20))
+    with pytest.raises(MatbenchError, match="over the 5242880 byte limit"):
+        verify_submission(path)
+    with pytest.raises(MatbenchError, match="not found"):
+        verify_submission(tmp_path / "nope.json")
+    lost = copy_run(UPDATE, tmp_path / "lost")
+    (lost.parent / "update_probe_compact.items.jsonl").unlink()
+    with pytest.raises(MatbenchError, match="per-item log update_probe_compact.items.jsonl is missing"):
+        verify_submission(lost)
+
+
+def test_store_is_content_addressed_and_idempotent(tmp_path):
+    run = verify_submission(copy_run(UPDATE, tmp_path / "sub"))
+    first = store_submission(run, tmp_path / "store")
+    second = store_submission(run, tmp_path / "store")
+    assert first == second and first.address == run.sha256[:16]
+    assert sorted(p.name for p in (tmp_path / "store" / first.address).iterdir()) == [
+        "update_probe_compact.items.jsonl", "update_probe_compact.json"]
+    assert verify_submission(tmp_path / "store" / first.address / "update_probe_compact.json").sha256 == run.sha256
+
+
+def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
+    class FakeApi:
+        def create_commit(self, **kw):
+            self.kw = kw
+
+            class Info:
+                pr_url = "https://huggingface.co/datasets/x/y/discussions/1"
+            return Info()
+
+    api = FakeApi()
+    run = verify_submission(copy_run(UPDATE, tmp_path / "sub"))
+    assert open_hub_pull_request(run, "org/matbench-submissions", api=api).endswith("/discussions/1")
+    assert api.kw["create_pr"] is True and api.kw["repo_type"] == "dataset"
+    assert [op.path_in_repo for op in api.kw["operations"]] == [
+        f"submissions/{run.sha256[:16]}/update_probe_compact.json",
+        f"submissions/{run.sha256[:16]}/update_probe_compact.items.jsonl"]
+
+
+def test_build_cli_and_its_errors(tmp_path, capsys):
+    assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "s")]) == 0
+    assert "2 models, 14 results files, 10 pages" in capsys.readouterr().out
+    assert main(["leaderboard", "build", "--results", str(tmp_path / "none"), "--out", str(tmp_path / "t")]) == 2
+    assert "is not a directory of results files" in capsys.readouterr().err
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x_probe_compact.json").write_text('{"schema_version": "1.1", "config": 3}')
+    assert main(["leaderboard", "build", "--results", str(bad), "--out", str(tmp_path / "u")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fails the results schema" in err
+
+
+def test_synthetic_runs_group_into_models(tmp_path):
+    paths = synthetic_runs(tmp_path / "runs", 21)  # 3 models x 7 suites
+    assert len(find_runs([tmp_path / "runs"])) == 21
+    summary = build_site([tmp_path / "runs"], tmp_path / "site")
+    assert (summary.n_runs, summary.n_models) == (21, 3) and len(paths) == 21
