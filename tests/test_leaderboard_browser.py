@@ -15,7 +15,7 @@ import pytest
 from matbench.leaderboard.reported import load_reported
 from matbench.leaderboard.site import build_site
 
-from tests.leaderboard_fixtures import HOSTILE, SUBMISSIONS, committed_runs, copy_run
+from tests.leaderboard_fixtures import HOSTILE, committed_runs, copy_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUIRED = os.environ.get("MATBENCH_REQUIRE_BROWSER") == "1"
