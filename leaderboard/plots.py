@@ -46,7 +46,7 @@ def _legend(series: Sequence[Series], x: float, y: float) -> list[str]:
 def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, reference: dict[str, float] | None = None,
                reference_label: str = "chance", y_label: str = "accuracy") -> Markup:
     """Values in [0, 1] per x category, with CI whiskers; `reference` drawn dashed grey (chance)."""
-    w, h, left, top, plot_w, plot_h = 560, 260 + 14 * len(series), 50, 20, 300, 200
+    w, h, left, top, plot_w, plot_h = 640, 260 + 14 * len(series), 50, 20, 300, 200
     step = plot_w / max(len(xs) - 1, 1)
     xpos = {x: left + i * step for i, x in enumerate(xs)}
 
