@@ -19,8 +19,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from matbench.leaderboard import plots
 from matbench.leaderboard.collect import ModelEntry, Run, find_runs, group_models
 from matbench.leaderboard.reported import SUITES, Reported, load_reported
-from matbench.leaderboard.tables import (OVERVIEW_HEADER, RUNS_HEADER, Cell, overview_rows, reported_rows, runs_rows,
-                                         suite_rows, tie_ranks)
+from matbench.leaderboard.tables import (OVERVIEW_HEADER, RUNS_HEADER, Cell, metrics_of, overview_rows, reported_rows,
+                                         runs_rows, suite_rows, tie_ranks)
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,14 @@ def build_site(roots: list[Path], out: Path, reported: Reported | None = None) -
     for name in ("style.css", "sort.js"):
         (static / name).write_text(resources.files("matbench.leaderboard").joinpath("static", name).read_text())
 
+    for entry in entries:  # every reader on each model alone first: a bad file is named, not a traceback
+        with metrics_of(entry):
+            tie_ranks([entry])
+            overview_rows([entry], {}, links, out)
+            _figures([entry], reported)
+            _contract_cells(entry, links, out)
+            for suite in SUITES:
+                suite_rows(suite, [entry], reported, links, out)
     ranks = tie_ranks(entries)
     figures = _figures(entries, reported)
     pages = 0

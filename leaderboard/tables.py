@@ -3,11 +3,14 @@ templates only lay out and escape."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from matbench import stats
+from matbench.errors import MatbenchError
 from matbench.leaderboard.collect import ModelEntry
 from matbench.leaderboard.reported import Reported
 
@@ -32,6 +35,18 @@ OVERVIEW_HEADER = ["rank", "model", "revision", "discovery root f:a", "root dono
 RUNS_HEADER = ["model", "revision", "suite", "readout", "serving", "items", "device", "dtype", "gates", "matbench",
                "results", "items log"]
 EMPTY = Cell("—")
+
+
+@contextmanager
+def metrics_of(entry: ModelEntry) -> Iterator[None]:
+    """A results file can pass the schema (metrics is an open mapping) and still lack the metrics
+    this matbench reads: name its files in one line instead of failing deep inside a page."""
+    try:
+        yield
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+        files = ", ".join(str(r.path) for r in entry.runs)
+        raise MatbenchError(f"results of {entry.name!r} ({files}) lack the metrics this matbench reads "
+                            f"({type(exc).__name__}: {exc}); run matbench rescore on them, or submit again") from None
 
 
 def fmt(value: Any) -> str:
@@ -82,40 +97,44 @@ def _contract(entry: ModelEntry) -> dict[str, Any]:
 def overview_rows(entries: list[ModelEntry], ranks: dict[str, int], links, out: Path) -> list[Row]:
     rows = []
     for e in entries:
-        c = _contract(e)
-
-        def cell(suite: str, text_sort) -> Cell:
-            entry = c.get(suite)
-            if not entry:
-                return EMPTY
-            text, sort = text_sort(entry)
-            return Cell(text, sort, evidence_link(entry["evidence"], links, out))
-
-        rank = ranks.get(e.slug)
-        follow = root_follow(e)
-        access = {p: (lambda a, p=p: (_ci(a[p]["accuracy"], a[p]["ci"]), a[p]["accuracy"])) for p in ("bin2", "dir4", "name8")}
-        rows.append(Row("measured", [
-            Cell(f"{rank}" if rank else "—", rank if rank else None,
-                 title=f"root follow rate {_ci(*follow[:1], list(follow[1:]))}" if follow else None),
-            Cell(e.name, e.name, f"model-{e.slug}.html"),
-            Cell(e.revision[:16], e.revision),
-            cell("discovery", lambda d: (f"{fmt(d['root_classes']['follow'])}:{d['root_classes']['anti']} (p {d['root_follow_anti_p']:.2g})",
-                                         follow[0] if follow else None)),
-            cell("discovery", lambda d: (fmt(d["root_shift"]), d["root_shift"]["mean"])),
-            cell("trigger", lambda t: (f"{t['classes']['W']}/{t['classes']['U']}/{t['classes']['N']}", t["classes"]["W"])),
-            cell("trigger", lambda t: (f"{t.get('kv_shift_toward_donor', '—')} of {sum(t['classes'].values())}",
-                                       t.get("kv_shift_toward_donor"))),
-            cell("landing", lambda x: (fmt(x["root_edge_follow_anti"]), x["root_edge_follow_anti"][0])),
-            cell("access", access["bin2"]), cell("access", access["dir4"]), cell("access", access["name8"]),
-            cell("programming", lambda p: (_ci(p["nld_minus_pas"]["follow_difference"], p["nld_minus_pas"]["follow_difference_ci"]),
-                                           p["nld_minus_pas"]["follow_difference"])),
-            cell("harvest", lambda h: (fmt(h["locomo"]) + (" ≈0" if h["locomo"]["equivalent"] else ""), h["locomo"]["mean"])
-                 if h.get("locomo") else ("—", None)),
-            cell("update", lambda u: (f"{u['patch_win_rate']['bare']:.3f}", u["patch_win_rate"]["bare"])),
-            cell("update", lambda u: (fmt(u["donor_follow_despite_patch"]["bare"]) if "donor_follow_despite_patch" in u else "—",
-                                      u.get("donor_follow_despite_patch", {}).get("bare", [None])[0])),
-        ]))
+        rows.append(_overview_row(e, ranks, links, out))
     return sorted(rows, key=lambda r: (r.cells[0].sort is None, r.cells[0].sort or 0, r.cells[1].text))
+
+
+def _overview_row(e: ModelEntry, ranks: dict[str, int], links, out: Path) -> Row:
+    c = _contract(e)
+
+    def cell(suite: str, text_sort) -> Cell:
+        entry = c.get(suite)
+        if not entry:
+            return EMPTY
+        text, sort = text_sort(entry)
+        return Cell(text, sort, evidence_link(entry["evidence"], links, out))
+
+    rank = ranks.get(e.slug)
+    follow = root_follow(e)
+    access = {p: (lambda a, p=p: (_ci(a[p]["accuracy"], a[p]["ci"]), a[p]["accuracy"])) for p in ("bin2", "dir4", "name8")}
+    return Row("measured", [
+        Cell(f"{rank}" if rank else "—", rank if rank else None,
+             title=f"root follow rate {_ci(*follow[:1], list(follow[1:]))}" if follow else None),
+        Cell(e.name, e.name, f"model-{e.slug}.html"),
+        Cell(e.revision[:16], e.revision),
+        cell("discovery", lambda d: (f"{fmt(d['root_classes']['follow'])}:{d['root_classes']['anti']} (p {d['root_follow_anti_p']:.2g})",
+                                     follow[0] if follow else None)),
+        cell("discovery", lambda d: (fmt(d["root_shift"]), d["root_shift"]["mean"])),
+        cell("trigger", lambda t: (f"{t['classes']['W']}/{t['classes']['U']}/{t['classes']['N']}", t["classes"]["W"])),
+        cell("trigger", lambda t: (f"{t.get('kv_shift_toward_donor', '—')} of {sum(t['classes'].values())}",
+                                   t.get("kv_shift_toward_donor"))),
+        cell("landing", lambda x: (fmt(x["root_edge_follow_anti"]), x["root_edge_follow_anti"][0])),
+        cell("access", access["bin2"]), cell("access", access["dir4"]), cell("access", access["name8"]),
+        cell("programming", lambda p: (_ci(p["nld_minus_pas"]["follow_difference"], p["nld_minus_pas"]["follow_difference_ci"]),
+                                       p["nld_minus_pas"]["follow_difference"])),
+        cell("harvest", lambda h: (fmt(h["locomo"]) + (" ≈0" if h["locomo"]["equivalent"] else ""), h["locomo"]["mean"])
+             if h.get("locomo") else ("—", None)),
+        cell("update", lambda u: (f"{u['patch_win_rate']['bare']:.3f}", u["patch_win_rate"]["bare"])),
+        cell("update", lambda u: (fmt(u["donor_follow_despite_patch"]["bare"]) if "donor_follow_despite_patch" in u else "—",
+                                  u.get("donor_follow_despite_patch", {}).get("bare", [None])[0])),
+    ])
 
 
 def reported_rows(reported: Reported) -> list[Row]:

@@ -170,3 +170,15 @@ def test_synthetic_runs_group_into_models(tmp_path):
     assert len(find_runs([tmp_path / "runs"])) == 21
     summary = build_site([tmp_path / "runs"], tmp_path / "site")
     assert (summary.n_runs, summary.n_models) == (21, 3) and len(paths) == 21
+
+
+def test_a_file_with_foreign_metrics_is_named_in_one_line(tmp_path, capsys):
+    # The schema leaves `metrics` open (each suite has its own); a file whose metrics are not what
+    # this matbench reads must be named, not crash a page with a traceback.
+    path = copy_run(UPDATE, tmp_path / "runs" / "odd", model="odd-model")
+    payload = json.loads(path.read_text())
+    payload["metrics"]["headline"]["patch_win_rate"] = "everything"
+    path.write_text(json.dumps(payload))
+    assert main(["leaderboard", "build", "--results", str(tmp_path / "runs"), "--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results of 'odd-model'" in err and "update_probe_compact.json" in err
