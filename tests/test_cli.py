@@ -190,6 +190,8 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
     assert trigger["evidence"] == {"results": "trigger_probe_compact.json", "items": "trigger_probe_compact.items.jsonl",
                                    "keys": {"classes": "metrics.headline.classes",
                                             "classes_shift": "metrics.headline.classes_shift",
+                                            "kv_shift_toward_donor": "metrics.headline.kv_shift_toward_donor",
+                                            "kv_shift_mean": "metrics.headline.kv_shift_mean",
                                             "control_clean": "metrics.headline.control_clean"}, "n_items": 5, "device": "cpu"}
     assert card["contract"]["access"]["bin2"]["chance"] == 0.5
     assert json.loads(stdout)["update"]["control_clean"] is True
