@@ -130,7 +130,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     for start in range(0, n, group):
         chunk = pairs[start:start + group]
         t0 = time.perf_counter()
-        items = [(p, *engine.prepare(p)) for p in chunk]
+        items = engine.prepare_many(chunk)
         _sync(device)
         t1 = time.perf_counter()
         engine_records += engine.score_many(items, combos)

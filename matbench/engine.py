@@ -50,8 +50,13 @@ class PairEngine:
     renderer: Renderer = field(init=False)
     _scorers: dict = field(init=False, default_factory=dict)
     _last_prefill: tuple | None = field(init=False, default=None)
+    # Tokens (pairs x longest member) per batched prefill forward: bounds activation memory
+    # (long dialogs prefill alone); None = 65,536 on a GPU, 8,192 on the CPU.
+    prefill_batch_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        if self.prefill_batch_tokens is None:
+            self.prefill_batch_tokens = 65536 if self.loaded.device.startswith("cuda") else 8192
         self.runner = ModelRunner(self.loaded.model, self.loaded.text_config)
         self.renderer = Renderer(self.loaded.tokenizer)
         self.serving = self.resolve_serving(self.serving)
@@ -87,6 +92,38 @@ class PairEngine:
         if self._last_prefill is None or self._last_prefill[0] != key:
             self._last_prefill = (key, prefill_pair(self.runner, layout, self.chunk_size))
         return layout, self._last_prefill[1]
+
+    def prepare_many(self, pairs: list[DonorPair]) -> list[tuple[DonorPair, PairLayout, tuple[EventCache, EventCache]]]:
+        """`prepare` for several pairs with one batched prefill of the distinct token layouts
+        (`matbench.batched_prefill`); pairs over the same layout (one long dialog) share it."""
+        from matbench.batched_prefill import prefill_pairs
+
+        layouts = [layout_pair(p, self.renderer) for p in pairs]
+        keys = [tuple((m.input_ids, m.positions) for m in lay.members) for lay in layouts]
+        cached = {self._last_prefill[0]: self._last_prefill[1]} if self._last_prefill else {}
+        todo = {}
+        for key, lay in zip(keys, layouts):
+            if key not in cached and key not in todo:
+                todo[key] = lay
+        for group in self._prefill_groups(list(todo.items())):
+            cached.update(zip([k for k, _ in group], prefill_pairs(self.runner, [g for _, g in group], self.chunk_size)))
+        if keys:
+            self._last_prefill = (keys[-1], cached[keys[-1]])
+        return [(p, lay, cached[key]) for p, lay, key in zip(pairs, layouts, keys)]
+
+    def _prefill_groups(self, items: list[tuple[Any, PairLayout]]) -> list[list[tuple[Any, PairLayout]]]:
+        """Consecutive layouts batched while pairs x longest member stays within the budget."""
+        groups: list[list[tuple[Any, PairLayout]]] = []
+        width = 0
+        for item in items:
+            longest = max(len(m.input_ids) for m in item[1].members)
+            if groups and (len(groups[-1]) + 1) * max(width, longest) <= self.prefill_batch_tokens:
+                groups[-1].append(item)
+                width = max(width, longest)
+            else:
+                groups.append([item])
+                width = longest
+        return groups
 
     def requests(self, pair: DonorPair, caches, readout: Readout, derived=None) -> list[ServeRequest]:
         requests = []

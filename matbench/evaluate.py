@@ -135,7 +135,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
         chunk = todo[start:start + group]
         # Recompute only what is missing; a pair missing in some logs is redone for those only.
         missing = [c for c in combos if any(p.item_id not in runs[c][3] for p in chunk)]
-        items = [(p, *engine.prepare(p)) for p in chunk]
+        items = engine.prepare_many(chunk)
         scored = engine.score_many(items, missing)
         for (pair, layout, caches), records in zip(items, scored):
             gates = None

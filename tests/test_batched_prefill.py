@@ -1,0 +1,57 @@
+"""Batched global prefill equals the one-pair-at-a-time prefill: same rows, same positions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from matbench.batched_prefill import prefill_pairs
+from matbench.cache import prefill_pair
+from matbench.data_gen import SUITES
+from matbench.pairs import layout_pair
+from tests.conftest import engine_for
+
+
+def _mixed_pairs():
+    # Different prefix and suffix lengths in one batch (padding), and an item whose members are
+    # identical (an unpaired update-style control would do; discovery's control arm is per arm).
+    return SUITES.get("discovery").generate(0, 2) + SUITES.get("trigger").generate(0, 2) + SUITES.get("landing").generate(0, 1)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 64])
+def test_batched_prefill_matches_per_pair_prefill(tiny, chunk_size):
+    engine = engine_for(tiny)
+    pairs = _mixed_pairs()
+    layouts = [layout_pair(p, engine.renderer) for p in pairs]
+    batched = prefill_pairs(engine.runner, layouts, chunk_size)
+    for layout, got in zip(layouts, batched):
+        ref = prefill_pair(engine.runner, layout, chunk_size)
+        for m in (0, 1):
+            assert torch.equal(got[m].positions, ref[m].positions)
+            assert got[m].length == ref[m].length and got[m].event_spans == ref[m].event_spans
+            for gk, rk in zip(got[m].keys + got[m].values, ref[m].keys + ref[m].values):
+                assert gk.shape == rk.shape
+                assert torch.allclose(gk, rk, atol=1e-5, rtol=1e-5)  # float32: batching only reorders sums
+
+
+def test_identical_members_share_one_prefill(tiny_llama):
+    engine = engine_for(tiny_llama)
+    pair = SUITES.get("discovery").generate(0, 1)[0]
+    layout = layout_pair(pair, engine.renderer)
+    same = type(layout)(layout.pair, (layout.members[0], layout.members[0]), layout.budget, layout.length,
+                        len(layout.members[0].input_ids))
+    (a, b), = prefill_pairs(engine.runner, [same])
+    assert a is b or all(torch.equal(x, y) for x, y in zip(a.keys, b.keys))
+
+
+def test_engine_records_do_not_depend_on_batched_prefill(tiny):
+    pairs = _mixed_pairs()
+    one = engine_for(tiny)
+    many = engine_for(tiny)
+    ref = one.score_many([(p, *one.prepare(p)) for p in pairs], [("probe", one.serving)])
+    got = many.score_many(many.prepare_many(pairs), [("probe", many.serving)])
+    for r, g in zip(ref, got):
+        for arm, entry in r[("probe", one.serving)]["arms"].items():
+            other = g[("probe", many.serving)]["arms"][arm]
+            assert (entry["class"], entry["probe_answers"]) == (other["class"], other["probe_answers"])
+            assert entry["shift"] == pytest.approx(other["shift"], abs=1e-4)
