@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from matbench.errors import MatbenchError
+from matbench.errors import MatbenchError, is_out_of_memory
 
 EVAL_EPILOG = """examples:
   matbench eval --model smollm2-135m --output out/smollm2
@@ -325,17 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         print("matbench: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not _is_out_of_memory(exc):
+        if not is_out_of_memory(exc):
             raise
         print(f"matbench: error: out of memory on the accelerator ({str(exc).splitlines()[0][:120]}); finished "
               "items are kept: run again with a smaller --batch-pairs (or --chunk-size for long prefills) to resume",
               file=sys.stderr)
         return 3
-
-
-def _is_out_of_memory(exc: BaseException) -> bool:
-    torch = sys.modules.get("torch")  # only a run that imported torch can have run out of its memory
-    return torch is not None and isinstance(exc, torch.OutOfMemoryError)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,12 @@ class PairEngine:
             self._last_prefill = (keys[-1], cached[keys[-1]])
         return [(p, lay, cached[key]) for p, lay, key in zip(pairs, layouts, keys)]
 
+    def release_memory(self) -> None:
+        """Drop the remembered prefill and return cached accelerator memory (after an OOM)."""
+        self._last_prefill = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
     def _prefill_groups(self, items: list[tuple[Any, PairLayout]]) -> list[list[tuple[Any, PairLayout]]]:
         """Consecutive layouts batched while pairs x longest member stays within the budget."""
         groups: list[list[tuple[Any, PairLayout]]] = []

@@ -13,3 +13,11 @@ def first_line(exc: BaseException, limit: int = 200) -> str:
     """The first line of an exception's message (its type name when empty), for one-line errors."""
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:limit]
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is torch running out of accelerator memory (only a run that imported torch can)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(exc, torch.OutOfMemoryError)

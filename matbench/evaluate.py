@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from matbench.errors import MatbenchError
+from matbench.errors import MatbenchError, is_out_of_memory
 from matbench.result_schema import SCHEMA_VERSION, validate_results
 from matbench.results import ItemLog, config_hash, environment, file_sha256, item_hash, write_json
 
@@ -131,12 +131,24 @@ def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
     group = cfg.batch_pairs or (8 if loaded.device.startswith("cuda") else 2)
     progress = tqdm(total=len(pairs), initial=len(pairs) - len(todo), desc=f"{cfg.suite} ({loaded.source.name})",
                     unit="pair", disable=not cfg.progress)
-    for start in range(0, len(todo), group):
+    start = 0
+    while start < len(todo):
         chunk = todo[start:start + group]
         # Recompute only what is missing; a pair missing in some logs is redone for those only.
         missing = [c for c in combos if any(p.item_id not in runs[c][3] for p in chunk)]
-        items = engine.prepare_many(chunk)
-        scored = engine.score_many(items, missing)
+        try:
+            items = engine.prepare_many(chunk)
+            scored = engine.score_many(items, missing)
+        except Exception as exc:
+            if not is_out_of_memory(exc) or len(chunk) == 1:
+                raise
+            # Back off: finished pairs are already in the logs and this chunk wrote nothing, so
+            # it is simply redone in halves. The records do not depend on the batch size.
+            group = max(1, len(chunk) // 2)
+            engine.release_memory()
+            progress.write(f"out of memory serving {len(chunk)} pairs together; continuing with {group}")
+            continue
+        start += len(chunk)
         for (pair, layout, caches), records in zip(items, scored):
             gates = None
             if cfg.check:

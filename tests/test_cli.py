@@ -215,3 +215,27 @@ def test_out_of_memory_is_one_line_and_says_what_to_lower(capsys, monkeypatch, t
     err = capsys.readouterr().err
     assert code == 3 and err.count("\n") == 1
     assert "Tried to allocate 2.16 GiB" in err and "--batch-pairs" in err and "more detail" not in err
+
+
+def test_out_of_memory_backs_off_without_losing_or_changing_items(capsys, tmp_path, tiny_dir, monkeypatch):
+    import torch
+
+    import matbench.engine
+
+    base = ["eval", "--model", str(tiny_dir), "--limit", "5", "--no-progress"]
+    assert main([*base, "--batch-pairs", "1", "--output", str(tmp_path / "one")]) == 0
+    real = matbench.engine.PairEngine.score_many
+    sizes = []
+
+    def tight(self, items, combos):
+        sizes.append(len(items))
+        if len(items) > 1:  # a device that fits one pair at a time
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB.")
+        return real(self, items, combos)
+
+    monkeypatch.setattr(matbench.engine.PairEngine, "score_many", tight)
+    assert main([*base, "--batch-pairs", "4", "--output", str(tmp_path / "tight")]) == 0
+    assert sizes == [4, 2, 1, 1, 1, 1, 1]  # halved twice, then every pair once
+    name = "discovery_probe_compact.items.jsonl"
+    assert (tmp_path / "tight" / name).read_text() == (tmp_path / "one" / name).read_text()
+    capsys.readouterr()
