@@ -1,0 +1,86 @@
+"""`matbench eval`: run a suite (or the whole contract) through a model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from matbench.commands.common import add_dialog_sources, choices
+from matbench.errors import MatbenchError
+
+EVAL_EPILOG = """examples:
+  matbench eval --model smollm2-135m --output out/smollm2
+  matbench eval --model gemma3-270m --readout all --serving compact,native --limit 16 --output out/g
+  matbench eval --model Qwen/Qwen3-8B --revision <sha> --device cuda --dtype bfloat16 --check --output out/q
+
+outputs, one pair per readout x serving combination (all share one prefill per donor pair):
+OUTPUT/<suite>_<readout>_<serving>.json (config, environment, metrics) and
+OUTPUT/<suite>_<readout>_<serving>.items.jsonl (one line per donor pair, written as it finishes;
+re-running the same command resumes and skips finished pairs)."""
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="run a donor-pair suite through a model and score it",
+        description="Run a suite's donor pairs through one global prefill and sparse serving, and "
+        "report outcome classes (follow/anti/const/other), the exact sign test, prevalence, "
+        "comprehension and the donor margin shift.",
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", required=True,
+                   help="offline alias (smollm2-135m, gemma3-270m), Hub id, local directory, or .gguf file")
+    p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
+    p.add_argument("--suite", default="discovery", help="suite name, or all for the whole memory contract and its scorecard (default: discovery)")
+    p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
+                   "`matbench generate`) instead of generating it in memory")
+    p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
+    p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
+    p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
+    p.add_argument("--readout", default="probe", type=choices("readout", ("probe", "short", "trace")),
+                   help="probe, short, trace, a comma list, or all (default: probe; the donor shift "
+                   "always comes from the probe). Several share one prefill per pair.")
+    p.add_argument("--serving", default="auto", type=choices("serving", ("auto", "compact", "native")),
+                   help="compact, native, compact,native, or auto (default: native for models with "
+                   "sliding-window layers, else compact)")
+    p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
+    p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
+    p.add_argument("--attn-implementation", choices=["sdpa", "eager"], help="attention kernel (default: the model's on CPU, eager on GPU; see README)")
+    p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
+    p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: 8 on GPU, 2 on CPU)")
+    p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
+    p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_dialog_sources(p)
+    p.add_argument("--output", required=True, help="output directory")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from matbench.evaluate import EvalConfig, run_eval
+
+    if args.dataset and args.seed is not None:
+        raise MatbenchError("--seed applies to generated suites; the rows of --dataset carry their own seed")
+    cfg = EvalConfig(
+        model=args.model, suite=args.suite, output=args.output, dataset=args.dataset,
+        dataset_revision=args.dataset_revision, limit=args.limit, seed=0 if args.seed is None else args.seed,
+        readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
+        servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
+        dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
+        trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
+        locomo=args.locomo, realtalk=args.realtalk,
+        progress=not args.no_progress,
+    )
+    if args.suite == "all":
+        from matbench.evaluate import run_contract
+
+        _, card = run_contract(cfg)
+        print(json.dumps(card["contract"], indent=1))
+        return 0
+    for payload in run_eval(cfg):
+        c = payload["config"]
+        print(json.dumps({"readout": c["readout"], "serving": c["serving"],
+                          **payload["metrics"].get("headline", {})}))
+    return 0

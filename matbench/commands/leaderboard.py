@@ -1,0 +1,32 @@
+"""`matbench leaderboard build`: the static site."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("leaderboard", help="build the static leaderboard site",
+                       description="Build the static leaderboard from validated results files.")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
+    b = verbs.add_parser("build", help="render the site from results directories",
+                         description="Validate every results file under the directories (schema, per-item log sha256) "
+                         "and write a static site (index, a page per suite and per model, plots, evidence copies) "
+                         "that works from file://.")
+    b.add_argument("--results", action="append", required=True, metavar="DIR",
+                   help="a directory of results files, searched recursively (repeatable)")
+    b.add_argument("--out", required=True, help="output folder of the site")
+    b.add_argument("--reported", help="paper figures file (default: the committed leaderboard/reported.json)")
+    b.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from matbench.leaderboard.reported import load_reported
+    from matbench.leaderboard.site import build_site
+
+    summary = build_site([Path(d) for d in args.results], Path(args.out),
+                         load_reported(Path(args.reported)) if args.reported else None)
+    print(f"{summary.out / 'index.html'}: {summary.n_models} models, {summary.n_runs} results files, {summary.pages} pages")
+    return 0
