@@ -78,6 +78,11 @@ def prefill_pairs(runner: ModelRunner, layouts: list[PairLayout],
                   chunk_size: int | None = None) -> list[tuple[EventCache, EventCache]]:
     """`cache.prefill_pair` for several pairs at once: one batched forward for the shared
     prefixes, one for every member's suffix (identical members, an unpaired item, share theirs)."""
+    for lay in layouts:
+        a, b = lay.members
+        split = lay.prefix_tokens
+        if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:
+            raise AssertionError("donor members differ before the source")  # guarded by layout_pair
     prefixes = prefill_rows(runner, [(lay.members[0].input_ids[:lay.prefix_tokens],
                                       lay.members[0].positions[:lay.prefix_tokens]) for lay in layouts],
                             chunk_size=chunk_size)

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from matbench.cache import EventCache, isolated_cache, prefill_pair, spliced_cache, text_cache
+from matbench.cache import EventCache, isolated_cache, spliced_cache, text_cache
 from matbench.errors import MatbenchError
 from matbench.models import LoadedModel
 from matbench.pairs import Arm, DonorPair, PairLayout, layout_pair
@@ -86,16 +86,13 @@ class PairEngine:
         return tuple(ids)
 
     def prepare(self, pair: DonorPair) -> tuple[PairLayout, tuple[EventCache, EventCache]]:
-        layout = layout_pair(pair, self.renderer)
-        # Items over one long dialog (harvest) share their token layout: reuse the last prefill.
-        key = tuple((m.input_ids, m.positions) for m in layout.members)  # compared in full, not hashed
-        if self._last_prefill is None or self._last_prefill[0] != key:
-            self._last_prefill = (key, prefill_pair(self.runner, layout, self.chunk_size))
-        return layout, self._last_prefill[1]
+        _, layout, caches = self.prepare_many([pair])[0]
+        return layout, caches
 
     def prepare_many(self, pairs: list[DonorPair]) -> list[tuple[DonorPair, PairLayout, tuple[EventCache, EventCache]]]:
-        """`prepare` for several pairs with one batched prefill of the distinct token layouts
-        (`matbench.batched_prefill`); pairs over the same layout (one long dialog) share it."""
+        """Layouts and global prefills of `pairs`: one batched prefill of the distinct token
+        layouts (`matbench.batched_prefill`). Items over one long dialog (harvest) share their
+        layout, within the group and with the last prefill of the previous group."""
         from matbench.batched_prefill import prefill_pairs
 
         layouts = [layout_pair(p, self.renderer) for p in pairs]

@@ -122,18 +122,18 @@ def test_control_gate_catches_a_span_that_runs_into_the_source(tiny_llama, pairs
 def test_control_gate_catches_a_non_causal_prefill_without_prefix_sharing(tiny_llama, pairs, monkeypatch):
     import dataclasses
 
-    import matbench.cache as cache_mod
+    import matbench.batched_prefill as prefill_mod
 
-    original_mask, original_prefill = ModelRunner.build_masks, cache_mod.prefill_pair
+    original_mask, original_prefill = ModelRunner.build_masks, prefill_mod.prefill_pairs
 
     def sees_the_future(self, query_coords, key_coords, key_valid):
         return original_mask(self, torch.full_like(query_coords, 10**6), key_coords, key_valid)
 
-    def unshared(runner, layout, chunk_size=None):
-        return original_prefill(runner, dataclasses.replace(layout, prefix_tokens=0), chunk_size)
+    def unshared(runner, layouts, chunk_size=None):  # members share only their first token
+        return original_prefill(runner, [dataclasses.replace(lay, prefix_tokens=1) for lay in layouts], chunk_size)
 
     monkeypatch.setattr(ModelRunner, "build_masks", sees_the_future)
-    monkeypatch.setattr("matbench.engine.prefill_pair", unshared)
+    monkeypatch.setattr(prefill_mod, "prefill_pairs", unshared)
     *_, record = _gates(tiny_llama, pairs[0])
     assert not control_gate(record).passed
 
