@@ -19,8 +19,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from matbench.leaderboard import plots
 from matbench.leaderboard.collect import ModelEntry, Run, find_runs, group_models
 from matbench.leaderboard.reported import SUITES, Reported, load_reported
-from matbench.leaderboard.tables import (OVERVIEW_HEADER, RUNS_HEADER, Cell, metrics_of, overview_rows, reported_rows,
-                                         runs_rows, suite_rows, tie_ranks)
+from matbench.leaderboard.tables import (OVERVIEW_HEADER, RUNS_HEADER, Cell, evidence_link, fmt, metrics_of,
+                                         overview_rows, reported_rows, runs_rows, suite_rows, tie_ranks)
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,6 @@ def _write(path: Path, text: str) -> None:
 
 def _contract_cells(entry: ModelEntry, links, out: Path) -> list[tuple[str, list[tuple[str, Cell]]]]:
     """Per suite of the model's scorecard: (metric name, value cell linked to the results file)."""
-    from matbench.leaderboard.tables import evidence_link, fmt
-
     rows = []
     for suite, values in (entry.scorecard or {}).get("contract", {}).items():
         href = evidence_link(values["evidence"], links, out)

@@ -20,7 +20,7 @@ from typing import Any
 from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS
 from matbench.leaderboard.collect import Run, check_run
-from matbench.rescore import log_records
+from matbench.rescore import read_records
 
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
@@ -52,7 +52,7 @@ def verify_submission(path: Path) -> Run:
     if not path.is_file():
         raise MatbenchError(f"{path} not found: pass a results file written by matbench eval")
     run = check_run(path)
-    records = log_records(path, run.results.items.log, run.results.items.sha256, run.results.items.n_records)
+    records = read_records(run.log, run.results.items.n_records)  # check_run verified the log's sha256
     if len(records) != run.results.items.n_records or run.results.items.n_records != run.results.config.n_items:
         raise MatbenchError(f"{path}: the log holds {len(records)} usable records, the file claims "
                             f"{run.results.items.n_records} of {run.results.config.n_items} items")

@@ -28,6 +28,11 @@ def log_records(path: Path, log_name: str, sha256: str, n_records: int) -> list[
     if file_sha256(log) != sha256:
         raise MatbenchError(f"{path}: per-item log {log_name} changed since the run wrote it (sha256 differs); "
                             "rescore only the log a run wrote")
+    return read_records(log, n_records)
+
+
+def read_records(log: Path, n_records: int) -> list[dict[str, Any]]:
+    """The first `n_records` records of a log already checked, in item order."""
     records = sorted((json.loads(line) for line in log.read_text().splitlines() if line.strip()),
                      key=lambda r: r["item_id"])
     return records[:n_records]  # a larger earlier run under the same config may have logged more
