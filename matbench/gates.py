@@ -85,17 +85,32 @@ def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
 
 
 def mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
-    """Native serving is unchanged when the dropped rows hold noise: the mask hides them."""
+    """Native serving in its literal layout (all L positions, dropped rows masked) is unchanged
+    when the dropped rows hold noise: the mask hides them."""
     worst = 0.0
-    for arm in pair.arms:
-        if arm.uses_source:
-            continue
+    for arm in _arms_without_source(pair):
         dropped = tuple(i for i in range(len(pair.events)) if i not in arm.served)
         noisy = tuple(c.with_noise(dropped, seed=7) for c in caches)
-        clean = probe_logits(engine, pair, caches, arm, serving="native")
-        dirty = probe_logits(engine, pair, noisy, arm, serving="native")
+        clean = probe_logits(engine, pair, caches, arm, serving="native", full_layout=True)
+        dirty = probe_logits(engine, pair, noisy, arm, serving="native", full_layout=True)
         worst = max(worst, float((clean - dirty).abs().max()))
     return GateResult("mask", worst <= 1e-5, worst, f"max |dlogit| {worst:.2e} with noise in dropped rows")
+
+
+def layout_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
+    """The native serving the engine runs (kept rows only, at their position coordinates) equals
+    the literal layout of the mask gate: what makes dropping the masked rows a pure saving."""
+    diffs = []
+    for arm in _arms_without_source(pair):
+        literal = probe_logits(engine, pair, caches, arm, serving="native", full_layout=True)
+        gathered = probe_logits(engine, pair, caches, arm, serving="native")
+        diffs.append(compare_logits("layout", gathered.cpu(), literal.cpu(), _exact(engine)))
+    worst = max(diffs, key=lambda r: r.max_abs_diff)
+    return GateResult("layout", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
+
+
+def _arms_without_source(pair: DonorPair) -> list[Arm]:
+    return [arm for arm in pair.arms if not arm.uses_source]
 
 
 def control_gate(record: dict, arm: str = "control") -> GateResult:
@@ -108,7 +123,7 @@ def control_gate(record: dict, arm: str = "control") -> GateResult:
 def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
               record: dict | None = None) -> list[GateResult]:
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
-               mask_gate(engine, pair, layout, caches)]
+               mask_gate(engine, pair, layout, caches), layout_gate(engine, pair, layout, caches)]
     if record is not None and "control" in record["arms"]:
         results.append(control_gate(record))
     return results

@@ -145,10 +145,13 @@ class ModelRunner:
             raise ValueError(f"key_coords {tuple(key_coords.shape)} must be {(batch, past + length)}")
         if position_ids.shape != input_ids.shape or query_coords.shape != input_ids.shape:
             raise ValueError("position_ids and query_coords must have the shape of input_ids")
+        device = self.device
+        # Masks are built on the device: [B, 1, T, K] can be hundreds of MB for a batched prefill.
+        masks = self.build_masks(query_coords.to(device), key_coords.to(device), key_valid.to(device))
         kwargs: dict[str, Any] = {
-            "input_ids": input_ids.to(self.device),
-            "position_ids": position_ids.to(self.device),
-            "attention_mask": self._to_device(self.build_masks(query_coords, key_coords, key_valid)),
+            "input_ids": input_ids.to(device),
+            "position_ids": position_ids.to(device),
+            "attention_mask": masks,
             self._cache_kw: cache,
             "use_cache": True,
         }
@@ -161,11 +164,6 @@ class ModelRunner:
         if logits_to_keep and logits.shape[1] != logits_to_keep:
             logits = logits[:, -logits_to_keep:]
         return logits.float()
-
-    def _to_device(self, masks: torch.Tensor | dict[str, torch.Tensor]) -> Any:
-        if isinstance(masks, dict):
-            return {name: m.to(self.device) for name, m in masks.items()}
-        return masks.to(self.device)
 
     @torch.inference_mode()
     def plain_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:

@@ -1,14 +1,17 @@
 """Compact and native serving (SPEC 2.3), batched over requests, and greedy decoding.
 
-Both build a fresh cache per call (decoding appends to it in place) with one row per request:
+Both build a fresh cache per call (decoding appends to it in place) with one row per request,
+holding the header's and the served events' rows gathered on the device:
 
-- compact: the kept rows are gathered into contiguous slots 0..n-1 and keep their original
-  positions (RoPE is already in the keys); the query starts at max(kept position) + 1 and at
-  slot n. The mask is causal and windowed in *slots*, as a compacting system presents it
-  (all ones for full attention).
-- native: the cache is laid out with slot == original position (gaps and dropped rows are
-  masked-out zeros), the query sits at L; causality and sliding windows are measured in
-  positions. This is the geometry an eviction system presents.
+- compact: the kept rows sit in contiguous slots 0..n-1 and keep their original positions (RoPE
+  is already in the keys); the query starts at max(kept position) + 1 and at slot n. The mask is
+  causal and windowed in *slots*, as a compacting system presents it (all ones for full attention).
+- native: the geometry an eviction system presents: every mask coordinate is the row's original
+  position and the query sits at position L, so causality and sliding windows are measured in
+  positions. A dropped row would be a masked-out key that gets exactly zero attention weight, so
+  by default only the kept rows are gathered (their coordinates carry the geometry) and the cache
+  is as small as the compact one; `full_layout=True` lays out all L positions with dropped rows
+  masked, the literal picture, which the mask gate uses to prove the two agree.
 
 Requests of different lengths share a batch: cache rows are right-padded with masked rows and
 queries left-padded with masked tokens, so every row's last query token is the last column.
@@ -40,7 +43,8 @@ class ServeRequest:
 
 @dataclass
 class ServedBatch:
-    """A served cache of B rows and where each row continues (position for RoPE, coordinate for masks)."""
+    """A served cache of B rows and where each row continues (position for RoPE, coordinate for
+    masks); every tensor lives on the model's device."""
 
     cache: object
     key_coords: torch.Tensor  # [B, K]
@@ -51,13 +55,14 @@ class ServedBatch:
     def append(self, runner: ModelRunner, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Append `ids` `[B, T]` whose last `lengths[b]` tokens are real (left padding); returns
         the logits of the last token `[B, vocab]`."""
-        batch, width = ids.shape
-        offset = torch.arange(width)[None, :] - (width - lengths)[:, None]  # 0 at the first real token
+        device = self.key_coords.device
+        ids, lengths = ids.to(device), lengths.to(device)
+        width = ids.shape[1]
+        offset = torch.arange(width, device=device)[None, :] - (width - lengths)[:, None]  # 0 at the first real token
         positions = (self.next_position[:, None] + offset).clamp(min=0)
         coords = self.next_coord[:, None] + offset
-        valid = offset >= 0
         key_coords = torch.cat([self.key_coords, coords], dim=1)
-        key_valid = torch.cat([self.key_valid, valid], dim=1)
+        key_valid = torch.cat([self.key_valid, offset >= 0], dim=1)
         logits = runner.forward(ids, positions, self.cache, query_coords=coords,
                                 key_coords=key_coords, key_valid=key_valid)
         self.key_coords, self.key_valid = key_coords, key_valid
@@ -66,21 +71,48 @@ class ServedBatch:
         return logits[:, -1]
 
 
-def _stack_rows(per_request: list[list[torch.Tensor]], slots: list[torch.Tensor], width: int) -> list[torch.Tensor]:
-    """Per layer, `[B, H, width, D]` holding request b's rows at `slots[b]` (zeros elsewhere)."""
-    stacked = []
-    for layer_rows in zip(*per_request):
-        first = layer_rows[0]
-        out = first.new_zeros((len(layer_rows), first.shape[1], width, first.shape[3]))
-        for b, (rows, where) in enumerate(zip(layer_rows, slots)):
-            out[b, :, where.to(out.device)] = rows[0]
-        stacked.append(out)
-    return stacked
+def gather_rows(sources: list[EventCache], slots: torch.Tensor, device) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Per layer, keys and values `[B, H, W, D]` with row b, slot w = `sources[b]`'s row
+    `slots[b, w]` (zeros where it is -1): one index_select per layer and tensor over the
+    distinct source caches, on the device, whatever the number of requests."""
+    distinct: dict[int, int] = {}
+    pool: list[EventCache] = []
+    for cache in sources:
+        if id(cache) not in distinct:
+            distinct[id(cache)] = len(pool)
+            pool.append(cache)
+    starts = torch.tensor([0] + [int(c.positions.shape[0]) for c in pool]).cumsum(0)
+    zero_row = int(starts[-1])  # one zero row appended after every source's rows
+    base = starts[torch.tensor([distinct[id(c)] for c in sources])]
+    index = torch.where(slots >= 0, base[:, None] + slots, torch.full_like(slots, zero_row))
+    index = index.flatten().to(device)
+    batch, width = slots.shape
+    out: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
+    for layer in range(len(pool[0].keys)):
+        for kind, target in ((lambda c: c.keys[layer], out[0]), (lambda c: c.values[layer], out[1])):
+            rows = [kind(c)[0] for c in pool]  # [H, T, D] each
+            heads, _, dim = rows[0].shape
+            rows.append(rows[0].new_zeros((heads, 1, dim)))
+            gathered = torch.cat(rows, dim=1).index_select(1, index)
+            target.append(gathered.view(heads, batch, width, dim).transpose(0, 1).contiguous())
+    return out
 
 
-def _finish(runner: ModelRunner, requests: list[ServeRequest], keys, values, key_coords, key_valid,
-            next_position, next_coord) -> tuple[ServedBatch, torch.Tensor]:
-    batch = ServedBatch(cache_from_rows(keys, values), key_coords, key_valid, next_position, next_coord)
+def _pad(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
+    width = max(int(r.shape[0]) for r in rows)
+    return torch.stack([torch.nn.functional.pad(r, (0, width - r.shape[0]), value=fill) for r in rows])
+
+
+def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.Tensor], coords: list[torch.Tensor],
+           valid: list[torch.Tensor], next_position: torch.Tensor, next_coord: torch.Tensor
+           ) -> tuple[ServedBatch, torch.Tensor]:
+    device = runner.device
+    slot_index = _pad(slots, -1)
+    keys, values = gather_rows([r.cache for r in requests], slot_index, device)
+    # Padding slots are invalid keys; their coordinates (0) never matter.
+    batch = ServedBatch(cache_from_rows(keys, values), _pad(coords, 0).to(device),
+                        _pad([v.long() for v in valid], 0).bool().to(device),
+                        next_position.to(device), next_coord.to(device))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
     width = int(lengths.max())
     ids = torch.full((len(requests), width), _PAD_ID, dtype=torch.long)
@@ -93,34 +125,33 @@ def serve_compact(runner: ModelRunner, requests: list[ServeRequest],
                   query_position: int | None = None) -> tuple[ServedBatch, torch.Tensor]:
     """Compact serving; `query_position` overrides every request's query position (Gate B)."""
     kept = [r.cache.kept_slots(r.served) for r in requests]
-    counts = torch.tensor([len(k) for k in kept])
-    width = int(counts.max())
-    keys = _stack_rows([[k[:, :, s.to(k.device)] for k in r.cache.keys] for r, s in zip(requests, kept)],
-                       [torch.arange(len(s)) for s in kept], width)
-    values = _stack_rows([[v[:, :, s.to(v.device)] for v in r.cache.values] for r, s in zip(requests, kept)],
-                         [torch.arange(len(s)) for s in kept], width)
-    coords = torch.arange(width)[None, :].repeat(len(requests), 1)
-    valid = coords < counts[:, None]
     starts = []
     for r, s in zip(requests, kept):
         fixed = query_position if query_position is not None else r.query_position
         starts.append(int(r.cache.positions[s].max()) + 1 if fixed is None else fixed)
-    next_position = torch.tensor(starts)
-    return _finish(runner, requests, keys, values, coords, valid, next_position, counts.clone())
+    counts = torch.tensor([len(s) for s in kept])
+    return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept],
+                  [torch.ones(len(s), dtype=torch.bool) for s in kept], torch.tensor(starts), counts)
 
 
-def serve_native(runner: ModelRunner, requests: list[ServeRequest]) -> tuple[ServedBatch, torch.Tensor]:
-    """Native serving: full cache at original positions, dropped rows hidden by the key mask."""
+def serve_native(runner: ModelRunner, requests: list[ServeRequest],
+                 full_layout: bool = False) -> tuple[ServedBatch, torch.Tensor]:
+    """Native serving: mask coordinates are original positions, the query sits at L."""
     lengths = torch.tensor([r.cache.length for r in requests])
-    width = int(lengths.max())
-    slots = [r.cache.positions for r in requests]
-    keys = _stack_rows([list(r.cache.keys) for r in requests], slots, width)
-    values = _stack_rows([list(r.cache.values) for r in requests], slots, width)
-    valid = torch.zeros(len(requests), width, dtype=torch.bool)
-    for b, r in enumerate(requests):
-        valid[b, r.cache.positions[r.cache.kept_slots(r.served)]] = True
-    coords = torch.arange(width)[None, :].repeat(len(requests), 1)
-    return _finish(runner, requests, keys, values, coords, valid, lengths.clone(), lengths.clone())
+    if not full_layout:
+        kept = [r.cache.kept_slots(r.served) for r in requests]
+        return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
+                      [torch.ones(len(s), dtype=torch.bool) for s in kept], lengths, lengths.clone())
+    slots, valid = [], []
+    for r in requests:
+        at_position = torch.full((r.cache.length,), -1, dtype=torch.long)
+        at_position[r.cache.positions] = torch.arange(r.cache.positions.shape[0])
+        shown = torch.zeros(r.cache.length, dtype=torch.bool)
+        shown[r.cache.positions[r.cache.kept_slots(r.served)]] = True
+        slots.append(at_position)
+        valid.append(shown)
+    return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests], valid,
+                  lengths, lengths.clone())
 
 
 SERVING = {"compact": serve_compact, "native": serve_native}
@@ -131,18 +162,18 @@ def greedy_decode(runner: ModelRunner, batch: ServedBatch, first_logits: torch.T
     """Greedy continuation; every step continues each row's position and slot by one."""
     rows = first_logits.shape[0]
     out: list[list[int]] = [[] for _ in range(rows)]
-    done = torch.zeros(rows, dtype=torch.bool)
+    done = [False] * rows
     logits = first_logits
     ones = torch.ones(rows, dtype=torch.long)
     for step in range(max_new_tokens):
-        token = logits.argmax(-1).cpu()
-        for b in range(rows):
+        token = logits.argmax(-1)
+        for b, t in enumerate(token.tolist()):
             if not done[b]:
-                if int(token[b]) in stop_ids:
+                if t in stop_ids:
                     done[b] = True
                 else:
-                    out[b].append(int(token[b]))
-        if bool(done.all()) or step == max_new_tokens - 1:
+                    out[b].append(t)
+        if all(done) or step == max_new_tokens - 1:
             break
         logits = batch.append(runner, token[:, None], ones)
     return out

@@ -11,6 +11,7 @@ from matbench.gates import (
     control_gate,
     gate_a,
     gate_b,
+    layout_gate,
     mask_gate,
     run_gates,
 )
@@ -29,10 +30,11 @@ def test_all_gates_pass(tiny, pairs):
     for pair in pairs:
         engine, layout, caches, record = _gates(tiny, pair)
         results = {g.name: g for g in run_gates(engine, pair, layout, caches, record)}
-        assert set(results) == {"A", "B", "mask", "control"}
+        assert set(results) == {"A", "B", "mask", "layout", "control"}
         assert all(g.passed for g in results.values()), results
         assert results["A"].max_abs_diff <= FLOAT32_TOL
         assert results["mask"].max_abs_diff == 0.0
+        assert results["layout"].max_abs_diff <= FLOAT32_TOL
         assert record["arms"]["control"]["shift"] == 0.0
 
 
@@ -102,6 +104,21 @@ def test_gate_b_catches_native_rows_off_by_one(tiny_llama, pairs, monkeypatch):
 
     monkeypatch.setitem(serving.SERVING, "native", shifted)
     assert not gate_b(engine, pairs[0], layout, caches).passed
+
+
+def test_layout_gate_catches_gathered_native_rows_at_slot_coordinates(tiny_gemma, pairs, monkeypatch):
+    engine, layout, caches, _ = _gates(tiny_gemma, pairs[0])
+    original = serving._serve
+
+    def slot_coords(runner, requests, slots, coords, valid, next_position, next_coord):
+        if len(slots[0]) < requests[0].cache.length:  # the gathered layout, not the literal one
+            coords = [torch.arange(len(c)) for c in coords]  # windows now measured in slots
+        return original(runner, requests, slots, coords, valid, next_position, next_coord)
+
+    assert layout_gate(engine, pairs[0], layout, caches).passed
+    monkeypatch.setattr(serving, "_serve", slot_coords)
+    result = layout_gate(engine, pairs[0], layout, caches)
+    assert not result.passed and result.max_abs_diff > 1e-2
 
 
 def test_control_gate_catches_a_span_that_runs_into_the_source(tiny_llama, pairs, monkeypatch):
