@@ -1,8 +1,8 @@
 """Batched global prefill: the prefixes of many donor pairs in one forward, then every member's
 suffix (the events from the source on) in another, each after its own pair's prefix.
 
-Rows of different lengths are right-padded. A padded token gets coordinates after every real
-token of its row and is marked invalid as a key, so no real token ever attends to it (causality
+Rows of different lengths are right-padded. A padded token gets the coordinate right after the
+last real token of its row and is marked invalid as a key, so no real token ever attends to it (causality
 alone would already hide it from the row's real tokens; the validity mask keeps it hidden from
 the suffix tokens that come later). Each row's real slots are gathered back on the device: the
 result is the `EventCache` that `cache.prefill_pair` builds one pair at a time.
@@ -10,21 +10,30 @@ result is the `EventCache` that `cache.prefill_pair` builds one pair at a time.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from matbench.cache import EventCache
 from matbench.pairs import PairLayout
 from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache
+from matbench.serving import gather_rows
 
 _PAD_ID = 0  # any id: padded tokens are invalid keys and their outputs are never read
 
-Rows = tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]  # keys, values per layer; positions
+class Rows(NamedTuple):
+    """One row's real keys/values per layer `[1, kv_heads, T, head_dim]` and their positions
+    `[T]` (the attribute names of `EventCache`, so `serving.gather_rows` reads both)."""
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    positions: torch.Tensor
 
 
 def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int, ...]]],
                  past: list[Rows] | None = None, chunk_size: int | None = None) -> list[Rows]:
     """Append token rows `new[b] = (ids, positions)` after `past[b]` (or nothing), all in one
-    batch; returns each row's real keys/values `[1, kv_heads, T_b, head_dim]` and positions."""
+    batch; returns each row's real keys/values and positions."""
     batch = len(new)
     lengths = [len(ids) for ids, _ in new]
     width = max(lengths)
@@ -35,23 +44,29 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
         n = len(row_ids)
         ids[b, :n] = torch.tensor(row_ids)
         pos[b, :n] = torch.tensor(row_pos)
-        last = row_pos[-1] if n else (int(past[b][2].max()) if past else -1)
-        pos[b, n:] = last + 1 + torch.arange(width - n)  # after every real token of the row
+        last = row_pos[-1] if n else (int(past[b].positions.max()) if past else -1)
+        # After every real token of the row, all at one coordinate: a padded query then always
+        # sees the row's last real token and is never fully masked (a sliding window would
+        # hide everything from a pad far beyond the row's end, and SDPA kernels give such rows
+        # NaN or zeros, which must not reach a cache even as masked keys).
+        pos[b, n:] = last + 1
         valid[b, :n] = True
 
+    device = runner.device
+    past_len = [int(p.positions.shape[0]) for p in past] if past else [0] * batch
+    p_width = max(past_len)
     if past:
-        past_len = [int(p[2].shape[0]) for p in past]
-        p_width = max(past_len)
-        keys = [_stack([p[0][layer] for p in past], p_width) for layer in range(len(past[0][0]))]
-        values = [_stack([p[1][layer] for p in past], p_width) for layer in range(len(past[0][1]))]
+        slots = torch.stack([torch.nn.functional.pad(torch.arange(n), (0, p_width - n), value=-1) for n in past_len])
+        keys, values = gather_rows(past, slots, device)
         cache = cache_from_rows(keys, values)
-        past_coords = torch.stack([torch.nn.functional.pad(p[2], (0, p_width - len(p[2])), value=0) for p in past])
-        past_valid = torch.arange(p_width)[None, :] < torch.tensor(past_len)[:, None]
+        past_coords = torch.stack([torch.nn.functional.pad(p.positions, (0, p_width - len(p.positions))) for p in past])
+        past_valid = slots >= 0
     else:
-        past_len, p_width = [0] * batch, 0
         cache = new_cache()
         past_coords = torch.zeros(batch, 0, dtype=torch.long)
         past_valid = torch.zeros(batch, 0, dtype=torch.bool)
+    ids, pos, valid = ids.to(device), pos.to(device), valid.to(device)
+    past_coords, past_valid = past_coords.to(device), past_valid.to(device)
 
     step = chunk_size or width
     for start in range(0, width, step):
@@ -59,19 +74,25 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
         runner.forward(ids[:, start:end], pos[:, start:end], cache, query_coords=pos[:, start:end],
                        key_coords=torch.cat([past_coords, pos[:, :end]], dim=1),
                        key_valid=torch.cat([past_valid, valid[:, :end]], dim=1))
-    all_keys, all_values = cache_rows(cache)
+    # Every row's real slots (its past, then its new tokens) in one index_select per layer; the
+    # rows come back as views of one pooled tensor per layer.
+    total = p_width + width
+    index = torch.cat([torch.cat([torch.arange(past_len[b]), p_width + torch.arange(lengths[b])]) + b * total
+                       for b in range(batch)])
+    sizes = [past_len[b] + lengths[b] for b in range(batch)]
+    pooled: tuple[list[list[torch.Tensor]], list[list[torch.Tensor]]] = ([], [])
+    for rows, target in zip(cache_rows(cache), pooled):
+        for layer_rows in rows:  # [B, H, total, D]
+            heads, dim = layer_rows.shape[1], layer_rows.shape[3]
+            flat = layer_rows.transpose(0, 1).reshape(heads, batch * total, dim)
+            picked = flat.index_select(1, index.to(flat.device))
+            target.append([part[None] for part in picked.split(sizes, dim=1)])
+    cpu_pos = pos.cpu()
     out = []
     for b in range(batch):
-        slots = torch.cat([torch.arange(past_len[b]), p_width + torch.arange(lengths[b])])
-        on_device = slots.to(all_keys[0].device)
-        positions = torch.cat([past[b][2][:past_len[b]] if past else torch.empty(0, dtype=torch.long), pos[b, :lengths[b]]])
-        out.append(([k[b:b + 1, :, on_device] for k in all_keys], [v[b:b + 1, :, on_device] for v in all_values], positions))
+        positions = torch.cat([past[b].positions if past else torch.empty(0, dtype=torch.long), cpu_pos[b, :lengths[b]]])
+        out.append(Rows([layer[b] for layer in pooled[0]], [layer[b] for layer in pooled[1]], positions))
     return out
-
-
-def _stack(rows: list[torch.Tensor], width: int) -> torch.Tensor:
-    """`[1, H, T_b, D]` rows right-padded with zeros to `[B, H, width, D]`."""
-    return torch.cat([torch.nn.functional.pad(r, (0, 0, 0, width - r.shape[2])) for r in rows])
 
 
 def prefill_pairs(runner: ModelRunner, layouts: list[PairLayout],

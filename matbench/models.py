@@ -240,6 +240,22 @@ def resolve_device(device: str | None) -> str:
     return device
 
 
+ATTN_IMPLEMENTATIONS = ("sdpa_grouped", "sdpa", "eager")
+
+
+def resolve_attn(attn_implementation: str) -> str:
+    """Check an attention kernel name; `sdpa_grouped` (matbench.attention) is registered with
+    transformers on first use."""
+    if attn_implementation not in ATTN_IMPLEMENTATIONS:
+        raise MatbenchError(f"unknown attention implementation {attn_implementation!r}; "
+                            f"use one of {', '.join(ATTN_IMPLEMENTATIONS)}")
+    if attn_implementation == "sdpa_grouped":
+        from matbench.attention import register
+
+        register()
+    return attn_implementation
+
+
 def resolve_dtype(dtype: str | None, device: str) -> str:
     if dtype in (None, "auto"):
         return "bfloat16" if device.startswith("cuda") else "float32"
@@ -332,7 +348,7 @@ def load_model(
         # until that is understood. `--attn-implementation sdpa --check` opts in, gates watching.
         attn_implementation = "eager"
     if attn_implementation:
-        kwargs["attn_implementation"] = attn_implementation
+        kwargs["attn_implementation"] = resolve_attn(attn_implementation)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, revision=source.revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)

@@ -72,10 +72,10 @@ class ModelRunner:
         # Models with mixed layer types take a dict {layer_type: mask}; the others one tensor.
         self._mask_by_type = bool(layer_types) and "sliding_attention" in set(layer_types)
         impl = getattr(self.model.config, "_attn_implementation", None) or "eager"
-        self._bool_masks = impl == "sdpa"
+        self._bool_masks = impl in ("sdpa", "sdpa_grouped")
         if impl.startswith("flash"):
             raise MatbenchError(
-                f"attn_implementation {impl!r} takes no arbitrary masks; sparse serving needs 'sdpa' or 'eager'"
+                f"attn_implementation {impl!r} takes no arbitrary masks; sparse serving needs 'sdpa_grouped', 'sdpa' or 'eager'"
             )
 
     @property

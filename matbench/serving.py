@@ -59,8 +59,10 @@ class ServedBatch:
         ids, lengths = ids.to(device), lengths.to(device)
         width = ids.shape[1]
         offset = torch.arange(width, device=device)[None, :] - (width - lengths)[:, None]  # 0 at the first real token
-        positions = (self.next_position[:, None] + offset).clamp(min=0)
-        coords = self.next_coord[:, None] + offset
+        # Left padding sits at the first real token's position and coordinate: a padded query
+        # then sees that (valid) token and is never fully masked; its own key is invalid.
+        positions = self.next_position[:, None] + offset.clamp(min=0)
+        coords = self.next_coord[:, None] + offset.clamp(min=0)
         key_coords = torch.cat([self.key_coords, coords], dim=1)
         key_valid = torch.cat([self.key_valid, offset >= 0], dim=1)
         logits = runner.forward(ids, positions, self.cache, query_coords=coords,

@@ -58,7 +58,7 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from matbench.models import LoadedModel, ModelSource, resolve_device, resolve_dtype
+    from matbench.models import LoadedModel, ModelSource, resolve_attn, resolve_device, resolve_dtype
 
     shape = SHAPES.get(shape_name)
     device = resolve_device(device)
@@ -68,7 +68,7 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
         raise MatbenchError(f"shape {shape_name}: the tokenizer has {len(tok)} ids, more than the shape's "
                             f"vocabulary of {shape.sizes['vocab_size']}; pass a smaller --tokenizer")
     config = AutoConfig.for_model(shape.model_type, **shape.sizes)
-    config._attn_implementation = attn_implementation or ("eager" if device.startswith("cuda") else "sdpa")
+    config._attn_implementation = resolve_attn(attn_implementation or ("eager" if device.startswith("cuda") else "sdpa"))
     torch.manual_seed(seed)
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype)).eval()

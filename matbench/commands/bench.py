@@ -24,7 +24,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--naive-n", type=int, default=8, help="discovery: pairs also run on the naive path (default 8)")
     p.add_argument("--device", help="cpu, cuda, cuda:N")
     p.add_argument("--dtype", help="float32, bfloat16, float16")
-    p.add_argument("--attn-implementation", choices=["sdpa", "eager"])
+    p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"])
     p.add_argument("--batch-pairs", type=int, help="discovery: pairs per engine batch")
     p.add_argument("--serving", default="auto", choices=["auto", "compact", "native"])
     p.add_argument("--output", help="write the record (JSON) to this file")

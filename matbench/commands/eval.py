@@ -46,7 +46,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                    "sliding-window layers, else compact)")
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
     p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
-    p.add_argument("--attn-implementation", choices=["sdpa", "eager"], help="attention kernel (default: the model's on CPU, eager on GPU; see README)")
+    p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"], help="attention kernel (default: the model's on CPU, eager on GPU; sdpa_grouped = SDPA without per-head K/V copies; see README)")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
     p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: 8 on GPU, 2 on CPU)")
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")

@@ -1,0 +1,57 @@
+"""`sdpa_grouped`: grouped-query attention through PyTorch SDPA without copying K/V per head.
+
+transformers' `sdpa` (and `eager`) attention repeat every key/value head for the query heads that
+share it (`repeat_kv`) whenever a mask is passed, which matbench always does: on an 8B model with
+8 KV heads that is a 4x copy of the whole served cache in every layer of every decoding step.
+Here the query heads of a group are folded into the query axis instead,
+
+    query [B, H, T, D] -> [B, H_kv, G*T, D]   (query head h reads KV head h // G, as repeat_kv)
+    mask  [B, 1, T, K] -> [B, 1, G*T, K]
+
+so SDPA's memory-efficient or cuDNN kernel reads each KV head once and still takes an arbitrary
+mask. The arithmetic is the same attention, so the faithfulness gates apply unchanged.
+Registered with transformers under `NAME` (attention and mask interfaces) on import.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as F
+
+from matbench.errors import MatbenchError
+
+NAME = "sdpa_grouped"
+
+
+def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                         attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                         **kwargs) -> tuple[torch.Tensor, None]:
+    """query `[B, H, T, D]`, key/value `[B, H_kv, K, D]`, boolean mask `[B, 1, T, K]` (True =
+    visible) or None (causal). Returns `[B, T, H, D]`, as transformers' attention functions do."""
+    if kwargs.get("softcap") is not None:
+        raise MatbenchError(f"attention {NAME!r} has no logit soft-capping; use --attn-implementation eager")
+    batch, heads, length, dim = query.shape
+    kv_heads, kv_length = key.shape[1], key.shape[2]
+    groups = heads // kv_heads
+    if attention_mask is None:  # transformers skipped a purely causal mask: make it explicit (lower right)
+        attention_mask = torch.ones(length, kv_length, dtype=torch.bool, device=query.device).tril(kv_length - length)
+        attention_mask = attention_mask[None, None].expand(batch, 1, length, kv_length)
+    if attention_mask.dtype != torch.bool:
+        raise MatbenchError(f"attention {NAME!r} takes boolean masks (got {attention_mask.dtype})")
+    folded = query.reshape(batch, kv_heads, groups * length, dim)
+    mask = attention_mask[:, :1, None].expand(batch, 1, groups, length, kv_length).reshape(batch, 1, groups * length, kv_length)
+    out = F.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
+    return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None
+
+
+@functools.cache
+def register() -> str:
+    """Make `NAME` a valid `attn_implementation` for transformers models; idempotent."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    AttentionInterface.register(NAME, grouped_sdpa_forward)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, functools.partial(sdpa_mask, allow_is_causal_skip=False))
+    return NAME
