@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from matbench.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.errors import MatbenchError, is_out_of_memory
 from matbench.result_schema import SCHEMA_VERSION, validate_results
 from matbench.results import ItemLog, config_hash, environment, file_sha256, item_hash, write_json
@@ -37,7 +38,7 @@ class EvalConfig:
     progress: bool = True
 
 
-def run_contract(cfg: EvalConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`--suite all`: every suite through one loaded model (harvest only with the dialog copies),
     then the memory-contract scorecard of the run, written as DIR/scorecard.json."""
     import sys
@@ -47,7 +48,7 @@ def run_contract(cfg: EvalConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]
     from matbench.models import load_model
     from matbench.scorecard import build_scorecard
 
-    loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
+    loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
                         attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
     names = SUITES.names()
     if not (cfg.locomo or cfg.realtalk):
@@ -55,15 +56,18 @@ def run_contract(cfg: EvalConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]
         print("note: harvest left out (it reads your dialog copies: add --locomo PATH --realtalk DIR)", file=sys.stderr)
     payloads = []
     for name in names:
-        payloads += run_eval(replace(cfg, suite=name), loaded=loaded)
+        payloads += run_eval(replace(cfg, suite=name), loaded=loaded, shard=shard)
+    if not shard.is_main:
+        return payloads, {}
     card = build_scorecard(Path(cfg.output))
     write_json(Path(cfg.output) / "scorecard.json", card)
     return payloads, card
 
 
-def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
+def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> list[dict[str, Any]]:
     """Evaluate every (readout, serving) combination from one global prefill per pair; one
-    results file and one per-item log per combination. Returns the results payloads.
+    results file and one per-item log per combination. Returns the results payloads (none on
+    ranks other than 0 of a sharded run, see `matbench.distributed`).
     `loaded`: a model already loaded (several suites in one run)."""
     from tqdm import tqdm
 
@@ -98,7 +102,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
 
     started = time.time()
     if loaded is None:
-        loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=cfg.device,
+        loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
                             attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
     engine = PairEngine(loaded, chunk_size=cfg.chunk_size)
     servings = list(dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings))
@@ -119,7 +123,17 @@ def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
         }
         key = config_hash({k: v for k, v in run_config.items() if k not in ("n_items", "check")})
         stem = f"{cfg.suite}_{readout}_{serving}"
-        runs[(readout, serving)] = (run_config, key, stem, ItemLog(out / f"{stem}.items.jsonl", key, fresh=cfg.fresh))
+        runs[(readout, serving)] = (run_config, key, stem, out / f"{stem}.items.jsonl")
+    suite_order = [p.item_id for p in pairs]
+    if shard.is_main:  # rank 0 alone starts afresh or merges what an interrupted sharded run left
+        for run_config, key, stem, path in runs.values():
+            if cfg.fresh:
+                for leftover in shard_logs(path):
+                    leftover.unlink()
+            merge_shard_logs(ItemLog(path, key, fresh=cfg.fresh), suite_order)
+    shard.barrier()
+    runs = {combo: (run_config, key, stem, ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None))
+            for combo, (run_config, key, stem, path) in runs.items()}
 
     hashes = {p.item_id: item_hash(p) for p in pairs}
     for *_, log in runs.values():
@@ -128,12 +142,15 @@ def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
     # Items of one variant (for harvest: one conversation) run together, so that consecutive
     # items over the same long dialog reuse its prefill; logs are written back in suite order.
     todo.sort(key=lambda p: p.variant)
+    mine = shard.block(todo)
     group = cfg.batch_pairs or (8 if loaded.device.startswith("cuda") else 2)
-    progress = tqdm(total=len(pairs), initial=len(pairs) - len(todo), desc=f"{cfg.suite} ({loaded.source.name})",
-                    unit="pair", disable=not cfg.progress)
+    where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""
+    progress = tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
+                    desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
+                    disable=not cfg.progress or not shard.is_main)
     start = 0
-    while start < len(todo):
-        chunk = todo[start:start + group]
+    while start < len(mine):
+        chunk = mine[start:start + group]
         # Recompute only what is missing; a pair missing in some logs is redone for those only.
         missing = [c for c in combos if any(p.item_id not in runs[c][3] for p in chunk)]
         try:
@@ -163,6 +180,15 @@ def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
                 runs[combo][3].append({**record, "item_hash": hashes[pair.item_id]})
             progress.update(1)
     progress.close()
+    shard.barrier()
+    if not shard.is_main:
+        return []
+    if shard.active:  # the shard logs into the run's log, in the order one process writes it
+        for combo, (run_config, key, stem, log) in list(runs.items()):
+            merged = ItemLog(log.path, key)
+            merge_shard_logs(merged, [p.item_id for p in todo])
+            merged.n_loaded = log.n_loaded
+            runs[combo] = (run_config, key, stem, merged)
 
     payloads = []
     environment_info = environment()
@@ -172,7 +198,8 @@ def run_eval(cfg: EvalConfig, loaded: Any = None) -> list[dict[str, Any]]:
             "schema_version": SCHEMA_VERSION,
             "config": run_config,
             "config_hash": key,
-            "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
+            "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings),
+                           "processes": shard.world_size},
             "environment": environment_info,
             "metrics": evaluator.summarize(records),
             "gates": _gate_summary(records),

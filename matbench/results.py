@@ -38,9 +38,12 @@ def config_hash(config: dict[str, Any]) -> str:
 class ItemLog:
     """Append-only JSONL of per-item records for one config."""
 
-    def __init__(self, path: Path, config_key: str, fresh: bool = False):
+    def __init__(self, path: Path, config_key: str, fresh: bool = False, write_to: Path | None = None):
+        """`write_to`: append new records there instead (a rank's shard log, see
+        `matbench.distributed`); `path` is then only read."""
         self.path = path
         self.config_key = config_key
+        self.write_path = write_to or path
         if fresh and path.exists():
             path.unlink()
         self.records: dict[str, dict] = {}
@@ -82,8 +85,8 @@ class ItemLog:
 
     def append(self, record: dict) -> None:
         record = {**record, "config_hash": self.config_key}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as fh:
+        self.write_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.write_path.open("a") as fh:
             fh.write(json.dumps(record, sort_keys=True) + "\n")
             fh.flush()
             os.fsync(fh.fileno())

@@ -16,7 +16,11 @@ EVAL_EPILOG = """examples:
 outputs, one pair per readout x serving combination (all share one prefill per donor pair):
 OUTPUT/<suite>_<readout>_<serving>.json (config, environment, metrics) and
 OUTPUT/<suite>_<readout>_<serving>.items.jsonl (one line per donor pair, written as it finishes;
-re-running the same command resumes and skips finished pairs)."""
+re-running the same command resumes and skips finished pairs).
+
+several GPUs: torchrun --nproc-per-node 2 -m matbench eval ... (or accelerate launch -m matbench
+eval ...) shards the pairs over the processes, one GPU each; rank 0 merges the per-rank logs and
+writes the same results a single process would."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -73,14 +77,22 @@ def run(args: argparse.Namespace) -> int:
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress,
     )
-    if args.suite == "all":
-        from matbench.evaluate import run_contract
+    from matbench.distributed import Shard
 
-        _, card = run_contract(cfg)
-        print(json.dumps(card["contract"], indent=1))
+    shard = Shard.from_env()  # several processes under torchrun / accelerate launch
+    shard.start()
+    try:
+        if args.suite == "all":
+            from matbench.evaluate import run_contract
+
+            _, card = run_contract(cfg, shard)
+            if shard.is_main:
+                print(json.dumps(card["contract"], indent=1))
+            return 0
+        for payload in run_eval(cfg, shard=shard):
+            c = payload["config"]
+            print(json.dumps({"readout": c["readout"], "serving": c["serving"],
+                              **payload["metrics"].get("headline", {})}))
         return 0
-    for payload in run_eval(cfg):
-        c = payload["config"]
-        print(json.dumps({"readout": c["readout"], "serving": c["serving"],
-                          **payload["metrics"].get("headline", {})}))
-    return 0
+    finally:
+        shard.stop()

@@ -1,0 +1,102 @@
+"""Several processes (torchrun, gloo on the CPU here; nccl on GPUs) give the results of one:
+pairs sharded in contiguous blocks, shard logs merged by rank 0 in single-process order, an
+interrupted sharded run resumed by any number of processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from matbench.distributed import Shard, merge_shard_logs, shard_logs
+from matbench.errors import MatbenchError
+from matbench.results import ItemLog
+
+
+def test_blocks_cover_every_item_once_in_order():
+    items = list(range(11))
+    for world in (1, 2, 3, 4, 11, 12):
+        blocks = [Shard(r, world, r).block(items) for r in range(world)]
+        assert [x for b in blocks for x in b] == items
+        assert max(map(len, blocks)) - min(map(len, blocks)) <= 1
+
+
+def test_shard_from_env(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    shard = Shard.from_env()
+    assert (shard.rank, shard.world_size, shard.active, shard.is_main) == (1, 2, True, False)
+    assert shard.shard_log(Path("o/s_probe_compact.items.jsonl")).name == "s_probe_compact.items.rank1.jsonl"
+    with pytest.raises(MatbenchError, match="own GPU"):
+        shard.device("cuda:3")
+    monkeypatch.setenv("RANK", "2")
+    with pytest.raises(MatbenchError, match="RANK 2 is not within WORLD_SIZE 2"):
+        Shard.from_env()
+
+
+def test_merge_puts_records_in_the_given_order_and_drops_a_cut_line(tmp_path):
+    path = tmp_path / "s.items.jsonl"
+    log = ItemLog(path, "k")
+    log.append({"item_id": "b"})
+    (tmp_path / "s.items.rank1.jsonl").write_text(
+        json.dumps({"item_id": "d", "config_hash": "k"}) + "\n" + '{"item_id": "e", "conf')
+    (tmp_path / "s.items.rank0.jsonl").write_text(
+        "".join(json.dumps({"item_id": i, "config_hash": "k"}) + "\n" for i in ("c", "a", "b")))
+    assert [p.name for p in shard_logs(path)] == ["s.items.rank0.jsonl", "s.items.rank1.jsonl"]
+    assert merge_shard_logs(log, ["a", "b", "c", "d", "e"]) == 3
+    assert [json.loads(line)["item_id"] for line in path.read_text().splitlines()] == ["b", "a", "c", "d"]
+    assert shard_logs(path) == []
+    (tmp_path / "s.items.rank0.jsonl").write_text(json.dumps({"item_id": "x", "config_hash": "other"}) + "\n")
+    with pytest.raises(MatbenchError, match="another configuration"):
+        merge_shard_logs(ItemLog(path, "k"), ["x"])
+
+
+def _eval(args, out, nproc=None):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m"] if nproc \
+        else [sys.executable, "-m"]
+    cmd = launcher + ["matbench", "eval", *args, "--no-progress", "--output", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def _records(out: Path) -> dict[str, dict]:
+    lines = (out / "discovery_probe_compact.items.jsonl").read_text().splitlines()
+    return {r["item_id"]: r for r in map(json.loads, lines)}
+
+
+def test_two_processes_give_the_results_of_one(tmp_path, tiny_dir):
+    args = ["--model", str(tiny_dir), "--device", "cpu", "--limit", "5", "--batch-pairs", "2"]
+    _eval(args, tmp_path / "one")
+    _eval(args, tmp_path / "two", nproc=2)
+    one, two = (json.loads((tmp_path / d / "discovery_probe_compact.json").read_text()) for d in ("one", "two"))
+    assert two["invocation"]["processes"] == 2 and one["invocation"]["processes"] == 1
+    assert two["items"]["n_records"] == 5 and two["items"]["n_from_log"] == 0
+    assert not list((tmp_path / "two").glob("*.rank*.jsonl"))  # merged and removed
+    a, b = _records(tmp_path / "one"), _records(tmp_path / "two")
+    assert list(a) == list(b)  # the order one process writes
+    for item_id, rec in a.items():
+        for arm, entry in rec["arms"].items():
+            other = b[item_id]["arms"][arm]
+            assert entry["class"] == other["class"] and entry["probe_answers"] == other["probe_answers"]
+            assert entry["shift"] == pytest.approx(other["shift"], abs=1e-4)
+    for key, value in one["metrics"]["headline"].items():
+        other = two["metrics"]["headline"][key]
+        assert other == (pytest.approx(value, abs=1e-4) if isinstance(value, float) else value), key
+
+    # An interrupted sharded run: rank 1 had logged two pairs; one process resumes it.
+    lines = (tmp_path / "two" / "discovery_probe_compact.items.jsonl").read_text().splitlines()
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    (resumed / "discovery_probe_compact.items.rank1.jsonl").write_text("\n".join(lines[3:]) + "\n")
+    _eval(args, resumed)
+    again = json.loads((resumed / "discovery_probe_compact.json").read_text())
+    assert again["items"]["n_from_log"] == 2 and again["items"]["n_records"] == 5
+    assert set(_records(resumed)) == set(a)
+    assert [_records(resumed)[i]["arms"]["root"]["class"] for i in a] == [r["arms"]["root"]["class"] for r in a.values()]
