@@ -35,3 +35,26 @@ def test_bench_errors_are_one_line(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
+
+
+def test_long_context_bench_record_on_a_random_tiny_shape(tmp_path):
+    out = tmp_path / "long.json"
+    assert main(["bench", "long-context", "--random-weights", "qwen3-tiny", "--context", "3000", "--chunk-size", "1024",
+                 "--requests", "3", "--serving", "native", "--device", "cpu", "--output", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert (record["context_tokens"], record["chunk_size"], record["requests"]) == (3000, 1024, 3)
+    assert record["kept_rows_per_request"] == 256 + 4 * 512 and record["serving"] == "native"
+    prefill = record["prefill"]
+    assert prefill["tokens_per_s"] == pytest.approx(3000 / prefill["seconds"], rel=1e-2)
+    assert record["decode"]["tokens_per_s"] == pytest.approx(3 * 12 / record["decode"]["seconds"], rel=1e-2)
+    assert set(record["native_layout_peak_memory_gib_2_requests"]) == {"gathered", "literal"}
+
+
+def test_scaling_needs_several_processes(capsys):
+    assert main(["bench", "scaling", "--random-weights", "qwen3-tiny", "--device", "cpu"]) == 2
+    assert "torchrun --nproc-per-node N -m matbench bench scaling" in capsys.readouterr().err
+
+
+def test_an_option_the_benchmark_does_not_take_is_one_line(capsys):
+    assert main(["bench", "leaderboard", "--context", "5"]) == 2
+    assert "benchmark 'leaderboard' takes no --context" in capsys.readouterr().err

@@ -100,3 +100,19 @@ def test_two_processes_give_the_results_of_one(tmp_path, tiny_dir):
     assert again["items"]["n_from_log"] == 2 and again["items"]["n_records"] == 5
     assert set(_records(resumed)) == set(a)
     assert [_records(resumed)[i]["arms"]["root"]["class"] for i in a] == [r["arms"]["root"]["class"] for r in a.values()]
+
+
+def test_scaling_bench_under_two_processes(tmp_path):
+    out = tmp_path / "scaling.json"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "matbench",
+           "bench", "scaling", "--random-weights", "qwen3-tiny", "--pairs", "5", "--batch-pairs", "2", "--device", "cpu",
+           "--output", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert record["processes"] == 2 and record["all"]["pairs_per_rank"] == [2, 3]
+    assert record["class_agreement"]["compared"] == 5 * 4 * 2  # pairs x arms x (probe, short)
+    assert record["class_agreement"]["rate"] == 1.0  # float32 on the CPU
+    assert record["speedup"] == pytest.approx(record["one"]["seconds"] / record["all"]["seconds"], rel=1e-2)
+    assert record["command"].startswith("matbench bench scaling")

@@ -13,40 +13,60 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a performance benchmark and keep its record",
                        description="Performance measurements, kept in benchmarks/ with the command that made them. "
                        "discovery: the naive reference path and the engine on the same items in one run; "
-                       "leaderboard: the site from N synthetic results files.")
-    p.add_argument("name", help="benchmark: discovery or leaderboard")
-    p.add_argument("--n", type=int, help="discovery: pairs (default 64); leaderboard: results files (default 1000)")
-    p.add_argument("--model", help="discovery: a model (alias, Hub id, directory, .gguf)")
-    p.add_argument("--random-weights", metavar="SHAPE", help="discovery: random weights of a real shape "
+                       "scaling: one GPU against all (launch with torchrun -m matbench); "
+                       "long-context: chunked prefill of one long context and sparse native serving; "
+                       "leaderboard: the site from N synthetic results files.",
+                       epilog="examples:\n"
+                       "  matbench bench discovery --random-weights qwen3-8b --n 64 --naive-n 8 --output benchmarks/x.json\n"
+                       "  torchrun --nproc-per-node 2 -m matbench bench scaling --random-weights qwen3-8b --pairs 256\n"
+                       "  matbench bench long-context --random-weights gemma3-12b --context 32768 --chunk-size 4096",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", help="benchmark: discovery, scaling, long-context or leaderboard")
+    p.add_argument("--n", "--pairs", dest="n", type=int,
+                   help="pairs (discovery 64, scaling 128) or results files (leaderboard 1000); spell it --pairs "
+                   "under torchrun, whose own parser takes --n for --nnodes")
+    p.add_argument("--model", help="a model (alias, Hub id, directory, .gguf)")
+    p.add_argument("--random-weights", dest="shape", metavar="SHAPE", help="random weights of a real shape "
                    "(qwen3-8b, gemma3-12b, qwen3-tiny) instead of --model")
-    p.add_argument("--tokenizer", help="discovery with --random-weights: tokenizer directory or offline alias "
+    p.add_argument("--tokenizer", help="with --random-weights: tokenizer directory or offline alias "
                    "(default: the shape's)")
-    p.add_argument("--naive-n", type=int, default=8, help="discovery: pairs also run on the naive path (default 8)")
+    p.add_argument("--naive-n", type=int, help="discovery: pairs also run on the naive path (default 8)")
+    p.add_argument("--context", type=int, help="long-context: tokens (default 32768)")
+    p.add_argument("--chunk-size", type=int, help="long-context: prefill chunk (default 4096)")
+    p.add_argument("--requests", type=int, help="long-context: sparse serves of the context (default 8)")
     p.add_argument("--device", help="cpu, cuda, cuda:N")
     p.add_argument("--dtype", help="float32, bfloat16, float16")
     p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"])
-    p.add_argument("--batch-pairs", type=int, help="discovery: pairs per engine batch")
-    p.add_argument("--serving", default="auto", choices=["auto", "compact", "native"])
+    p.add_argument("--batch-pairs", type=int, help="discovery, scaling: pairs per engine batch")
+    p.add_argument("--serving", choices=["auto", "compact", "native"])
     p.add_argument("--output", help="write the record (JSON) to this file")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import inspect
     from pathlib import Path
 
     from matbench.bench import BENCHMARKS
     from matbench.results import write_json
 
-    if args.n is not None and args.n < 1:
-        raise MatbenchError(f"--n must be at least 1 (got {args.n})")
+    for name in ("n", "naive_n", "context", "chunk_size", "requests", "batch_pairs"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise MatbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
     bench = BENCHMARKS.get(args.name)
-    if args.name == "leaderboard":
-        record = bench(n=args.n or 1000)
-    else:
-        record = bench(n=args.n or 64, model=args.model, shape=args.random_weights, naive_n=args.naive_n,
-                       device=args.device, dtype=args.dtype, batch_pairs=args.batch_pairs, serving=args.serving,
-                       attn_implementation=args.attn_implementation, tokenizer=args.tokenizer)
-    record["command"] = "matbench " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("matbench") else None
+    accepted = inspect.signature(bench).parameters
+    options = ("n", "model", "shape", "tokenizer", "naive_n", "context", "chunk_size", "requests", "device", "dtype",
+               "attn_implementation", "batch_pairs", "serving")
+    given = {k: getattr(args, k) for k in options if getattr(args, k) is not None}
+    unused = sorted(set(given) - set(accepted))
+    if unused:
+        flags = ", ".join("--" + ("random-weights" if k == "shape" else k.replace("_", "-")) for k in unused)
+        raise MatbenchError(f"benchmark {args.name!r} takes no {flags}")
+    record = bench(**given)
+    if record is None:  # a rank other than 0 of a torchrun launch
+        return 0
+    record["command"] = "matbench " + " ".join(sys.argv[1:]) if sys.argv[0].endswith(("matbench", "__main__.py")) else None
     if args.output:
         write_json(Path(args.output), record)
     print(json.dumps(record, indent=1))

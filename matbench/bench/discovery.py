@@ -1,88 +1,11 @@
-"""`matbench bench`: performance measurements kept in benchmarks/, never timed tests.
-
-Each benchmark is registered by name and returns a JSON-able record with the command, the
-machine and the timings; `matbench bench NAME --output FILE` writes it.
-"""
+"""The naive reference path against the engine on the same discovery items."""
 
 from __future__ import annotations
 
-import os
-import platform
-import tempfile
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from matbench.errors import MatbenchError
-from matbench.registry import Registry
-
-BENCHMARKS: Registry[Callable[..., dict[str, Any]]] = Registry("benchmark")
-
-
-def machine() -> dict[str, Any]:
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count()}
-
-
-@BENCHMARKS.register("leaderboard")
-def leaderboard_build(n: int = 1000, source: str | None = None) -> dict[str, Any]:
-    """Build the site from `n` synthetic results files (the committed SmolLM2 submissions under
-    n/7 model names): validation with log sha256, grouping, scorecards, pages, plots, evidence."""
-    import json
-
-    from matbench.leaderboard.collect import find_runs
-    from matbench.leaderboard.site import build_site
-    from matbench.leaderboard.synthetic import synthetic_runs
-
-    root = Path(source) if source else Path(__file__).resolve().parent.parent / "leaderboard" / "submissions"
-    sources = [p for p in sorted(root.glob("*/*.json"))
-               if json.loads(p.read_text())["config"]["model"]["model"] == "smollm2-135m"]
-    if not sources:
-        raise MatbenchError(f"no smollm2-135m results files under {root} to synthesize from")
-    with tempfile.TemporaryDirectory() as tmp:
-        runs_dir, site_dir = Path(tmp) / "runs", Path(tmp) / "site"
-        synthetic_runs(sources, runs_dir, n)
-        started = time.perf_counter()
-        validated = find_runs([runs_dir])
-        validate_s = time.perf_counter() - started
-        summary = build_site([runs_dir], site_dir)
-        total_s = time.perf_counter() - started
-        site_bytes = sum(p.stat().st_size for p in site_dir.rglob("*") if p.is_file())
-    return {"benchmark": "leaderboard", "n_results_files": n, "n_models": summary.n_models, "pages": summary.pages,
-            "validated": len(validated), "validate_seconds": round(validate_s, 3), "build_seconds": round(total_s, 3),
-            "files_per_second": round(n / total_s, 1), "site_megabytes": round(site_bytes / 2**20, 1),
-            "machine": machine()}
-
-
-# Dense bf16 peak of the cards we measure on (vendor datasheets); MFU is reported against these.
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
-
-
-def _peak_tflops(device: str) -> float | None:
-    import torch
-
-    if not device.startswith("cuda"):
-        return None
-    name = torch.cuda.get_device_name(torch.device(device))
-    return next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
-
-
-def _sync(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(torch.device(device))
-
-
-def _peak_memory(device: str) -> float:
-    """Peak memory in GiB: allocated on the GPU, resident set size on the CPU."""
-    import resource
-
-    import torch
-
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated(torch.device(device)) / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+from matbench.bench import BENCHMARKS, peak_memory, peak_tflops, sync, load_for_bench, machine
 
 
 @BENCHMARKS.register("discovery")
@@ -102,14 +25,9 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
 
     from matbench.data_gen import SUITES
     from matbench.engine import PairEngine
-    from matbench.models import load_model
     from matbench.naive import naive_pair
-    from matbench.shapes import random_model
 
-    if (model is None) == (shape is None):
-        raise MatbenchError("pass exactly one of --model NAME or --random-weights SHAPE")
-    loaded = (random_model(shape, device, dtype, attn_implementation, tokenizer=tokenizer) if shape else
-              load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation))
+    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer)
     device = loaded.device
     engine = PairEngine(loaded, serving=serving)
     pairs = SUITES.get("discovery").generate(0, n)
@@ -125,16 +43,16 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     prefill_s = serve_s = 0.0
     prefill_tokens = 0
     engine_records = []
-    _sync(device)
+    sync(device)
     started = time.perf_counter()
     for start in range(0, n, group):
         chunk = pairs[start:start + group]
         t0 = time.perf_counter()
         items = engine.prepare_many(chunk)
-        _sync(device)
+        sync(device)
         t1 = time.perf_counter()
         engine_records += engine.score_many(items, combos)
-        _sync(device)
+        sync(device)
         prefill_s += t1 - t0
         serve_s += time.perf_counter() - t1
         for _, layout, _ in items:
@@ -143,10 +61,10 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     engine_s = time.perf_counter() - started
 
     naive_items = pairs[:min(naive_n, n)]
-    _sync(device)
+    sync(device)
     started = time.perf_counter()
     naive_records = [naive_pair(engine, p, engine.serving) for p in naive_items]
-    _sync(device)
+    sync(device)
     naive_s = time.perf_counter() - started
 
     compared = disagree = 0
@@ -161,7 +79,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
                     margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in n_arm["probe_logp"]]
                     flips.append({"item": pair.item_id, "arm": arm, "readout": key, "engine": got, "naive": ref,
                                   "naive_probe_margins": margins})
-    peak = _peak_tflops(device)
+    peak = peak_tflops(device)
     return {
         "benchmark": "discovery", "model": loaded.source.name, "n_parameters": n_params, "device": device,
         "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
@@ -175,5 +93,5 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
         "speedup": round((n / engine_s) / (len(naive_items) / naive_s), 2),
         "class_agreement": {"compared": compared, "agree": compared - disagree,
                             "rate": round((compared - disagree) / compared, 4) if compared else None, "flips": flips},
-        "peak_memory_gib": round(_peak_memory(device), 2), "peak_bf16_tflops": peak, "machine": machine(),
+        "peak_memory_gib": round(peak_memory(device), 2), "peak_bf16_tflops": peak, "machine": machine(),
     }

@@ -1,0 +1,69 @@
+"""`matbench bench`: performance measurements kept in benchmarks/, never timed tests.
+
+Each benchmark is a function registered by name in `BENCHMARKS` (one module each: discovery,
+scaling, long_context, leaderboard) that returns a JSON-able record with the machine and the
+timings; `matbench bench NAME --output FILE` writes it with the command that made it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable
+from typing import Any
+
+from matbench.registry import Registry
+
+BENCHMARKS: Registry[Callable[..., dict[str, Any] | None]] = Registry("benchmark")
+
+
+def machine() -> dict[str, Any]:
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count()}
+
+
+# Dense bf16 peak of the cards we measure on (vendor datasheets); MFU is reported against these.
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
+
+
+def peak_tflops(device: str) -> float | None:
+    import torch
+
+    if not device.startswith("cuda"):
+        return None
+    name = torch.cuda.get_device_name(torch.device(device))
+    return next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+
+
+def sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(torch.device(device))
+
+
+def peak_memory(device: str) -> float:
+    """Peak memory in GiB: allocated on the GPU, resident set size on the CPU."""
+    import resource
+
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated(torch.device(device)) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def load_for_bench(model: str | None, shape: str | None, device: str | None, dtype: str | None,
+                   attn_implementation: str | None, tokenizer: str | None):
+    """A real model (`--model`) or random weights of a real shape (`--random-weights`)."""
+    from matbench.errors import MatbenchError
+    from matbench.models import load_model
+    from matbench.shapes import random_model
+
+    if (model is None) == (shape is None):
+        raise MatbenchError("pass exactly one of --model NAME or --random-weights SHAPE")
+    if shape:
+        return random_model(shape, device, dtype, attn_implementation, tokenizer=tokenizer)
+    return load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation)
+
+
+from matbench.bench import discovery, leaderboard, long_context, scaling  # noqa: E402,F401  (they register)

@@ -1,0 +1,104 @@
+"""The harvest geometry: one long context prefilled in chunks, then many sparse native serves.
+
+A `context`-token trajectory (random token ids: only the shapes matter for time and memory) is
+prefilled in `chunk_size` chunks into one cache with every row kept (sliding-window layers
+included). Then `requests` requests each serve the header and 4 of its 512-token events (the
+harvest suite's top-4 carrier turns), natively at position L: probe forward and 12 greedy tokens.
+Reports prefill tokens/s and dense MFU, serving and decoding times, and peak memory of each
+phase; and, on the same 2 requests, the peak memory of the literal native layout (all L positions,
+dropped rows masked) against the gathered one the engine serves.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from matbench.bench import BENCHMARKS, load_for_bench, machine, peak_memory, peak_tflops, sync
+from matbench.errors import MatbenchError
+
+HEADER, EVENT, SERVED, QUERY, NEW_TOKENS = 256, 512, 4, 48, 12
+
+
+@BENCHMARKS.register("long-context")
+def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8, model: str | None = None,
+                 shape: str | None = None, device: str | None = None, dtype: str | None = None,
+                 serving: str = "auto", attn_implementation: str | None = None,
+                 tokenizer: str | None = None) -> dict[str, Any]:
+    import torch
+
+    from matbench.batched_prefill import prefill_rows
+    from matbench.cache import EventCache
+    from matbench.engine import PairEngine
+    from matbench.serving import SERVING, ServeRequest, greedy_decode
+
+    if context < HEADER + SERVED * EVENT or chunk_size < 1 or requests < 1:
+        raise MatbenchError(f"--context must be at least {HEADER + SERVED * EVENT} tokens, --chunk-size and --requests at least 1")
+    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer)
+    device = loaded.device
+    engine = PairEngine(loaded, serving=serving)
+    runner = engine.runner
+    cuda = device.startswith("cuda")
+    gen = torch.Generator().manual_seed(0)
+    vocab = min(len(loaded.tokenizer), loaded.text_config.vocab_size)
+    ids = torch.randint(1000, vocab, (context,), generator=gen).tolist()
+    spans = [(lo, min(lo + EVENT, context)) for lo in range(HEADER, context, EVENT)]
+    n_params = sum(p.numel() for p in loaded.model.parameters())
+
+    def reset() -> None:
+        if cuda:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(torch.device(device))
+
+    prefill_rows(runner, [(tuple(ids[:chunk_size]), tuple(range(min(chunk_size, context))))])  # warm-up
+    reset()
+    sync(device)
+    started = time.perf_counter()
+    rows = prefill_rows(runner, [(tuple(ids), tuple(range(context)))], chunk_size=chunk_size)[0]
+    sync(device)
+    prefill_s = time.perf_counter() - started
+    prefill_peak = peak_memory(device)
+    cache = EventCache(tuple(rows.keys), tuple(rows.values), rows.positions, (0, HEADER), tuple(spans), context)
+    # Request k serves 4 events spread over the context (as carrier turns are), each its own.
+    served = [tuple(sorted({(k + j * len(spans) // SERVED) % len(spans) for j in range(SERVED)})) for k in range(requests)]
+    query = tuple(torch.randint(1000, vocab, (QUERY,), generator=gen).tolist())
+    serve = SERVING[engine.serving]
+
+    def serve_and_decode(reqs: list, **kw) -> tuple[float, float]:
+        sync(device)
+        t0 = time.perf_counter()
+        batch, first = serve(runner, reqs, **kw)
+        sync(device)
+        t1 = time.perf_counter()
+        greedy_decode(runner, batch, first, NEW_TOKENS, stop_ids=set())
+        sync(device)
+        return t1 - t0, time.perf_counter() - t1
+
+    reqs = [ServeRequest(cache, s, query) for s in served]
+    serve_and_decode(reqs[:1])  # warm-up
+    reset()
+    serve_s, decode_s = serve_and_decode(reqs)
+    serve_peak = peak_memory(device)
+    layouts = {}
+    if engine.serving == "native":
+        for name, kw in (("gathered", {}), ("literal", {"full_layout": True})):
+            reset()
+            serve_and_decode(reqs[:2], **kw)
+            layouts[name] = round(peak_memory(device), 2)
+    peak = peak_tflops(device)
+    kept = HEADER + SERVED * EVENT
+    return {
+        "benchmark": "long-context", "model": loaded.source.name, "n_parameters": n_params, "device": device,
+        "gpu": torch.cuda.get_device_name(torch.device(device)) if cuda else None, "dtype": loaded.dtype,
+        "attn_implementation": loaded.attn_implementation, "serving": engine.serving,
+        "context_tokens": context, "chunk_size": chunk_size, "requests": requests, "kept_rows_per_request": kept,
+        "prefill": {"seconds": round(prefill_s, 3), "tokens_per_s": round(context / prefill_s, 1),
+                    "dense_mfu": round(2 * n_params * context / prefill_s / (peak * 1e12), 4) if peak else None,
+                    "peak_memory_gib": round(prefill_peak, 2)},
+        "serve_probe": {"seconds": round(serve_s, 3), "requests_per_s": round(requests / serve_s, 2)},
+        "decode": {"seconds": round(decode_s, 3), "new_tokens": NEW_TOKENS,
+                   "tokens_per_s": round(requests * NEW_TOKENS / decode_s, 1)},
+        "serving_peak_memory_gib": round(serve_peak, 2),
+        "native_layout_peak_memory_gib_2_requests": layouts or None,
+        "peak_bf16_tflops": peak, "machine": machine(),
+    }
