@@ -8,9 +8,12 @@ Here the query heads of a group are folded into the query axis instead,
     query [B, H, T, D] -> [B, H_kv, G*T, D]   (query head h reads KV head h // G, as repeat_kv)
     mask  [B, 1, T, K] -> [B, 1, G*T, K]
 
-so SDPA's memory-efficient or cuDNN kernel reads each KV head once and still takes an arbitrary
-mask. The arithmetic is the same attention, so the faithfulness gates apply unchanged.
-Registered with transformers under `NAME` (attention and mask interfaces) on import.
+so SDPA's memory-efficient kernel reads each KV head once and still takes an arbitrary mask.
+The arithmetic is the same attention, so the faithfulness gates apply unchanged.
+cuDNN attention is left out on purpose: it builds an execution plan for every new shape, and
+matbench's shapes change with every batch (on an H200 at Qwen3-8B shape, 8 pairs per batch,
+prefill ran at 15.1k tokens/s with cuDNN and 20.8k without; benchmarks/README.md).
+Registered with transformers under `NAME` (attention and mask interfaces) by `register()`.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import functools
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from matbench.errors import MatbenchError
 
 NAME = "sdpa_grouped"
+_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]  # no cuDNN: see above
 
 
 def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -42,7 +47,8 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
         raise MatbenchError(f"attention {NAME!r} takes boolean masks (got {attention_mask.dtype})")
     folded = query.reshape(batch, kv_heads, groups * length, dim)
     mask = attention_mask[:, :1, None].expand(batch, 1, groups, length, kv_length).reshape(batch, 1, groups * length, kv_length)
-    out = F.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
+    with sdpa_kernel(_BACKENDS):
+        out = F.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
     return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None
 
 

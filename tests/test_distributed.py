@@ -115,4 +115,4 @@ def test_scaling_bench_under_two_processes(tmp_path):
     assert record["class_agreement"]["compared"] == 5 * 4 * 2  # pairs x arms x (probe, short)
     assert record["class_agreement"]["rate"] == 1.0  # float32 on the CPU
     assert record["speedup"] == pytest.approx(record["one"]["seconds"] / record["all"]["seconds"], rel=1e-2)
-    assert record["command"].startswith("matbench bench scaling")
+    assert record["command"].startswith("torchrun --nproc-per-node 2 -m matbench bench scaling")

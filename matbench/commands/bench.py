@@ -66,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
     record = bench(**given)
     if record is None:  # a rank other than 0 of a torchrun launch
         return 0
-    record["command"] = "matbench " + " ".join(sys.argv[1:]) if sys.argv[0].endswith(("matbench", "__main__.py")) else None
+    command = "matbench " + " ".join(sys.argv[1:]) if sys.argv[0].endswith(("matbench", "__main__.py")) else None
+    if command and record.get("processes"):
+        command = f"torchrun --nproc-per-node {record['processes']} -m {command}"
+    record["command"] = command
     if args.output:
         write_json(Path(args.output), record)
     print(json.dumps(record, indent=1))
