@@ -60,6 +60,11 @@ class Shard:
 
         return f"cuda:{self.local_rank}" if torch.cuda.is_available() else requested
 
+    def config_device(self, device: str) -> str:
+        """The device as the run's config records it: every rank's `cuda:<r>` is `cuda`, so that
+        all ranks share one config hash (and their shard logs merge)."""
+        return device.split(":")[0] if self.active else device
+
     def block(self, items: Sequence[T]) -> list[T]:
         """This rank's contiguous block of `items` (sizes differ by at most one). Contiguous, so
         that items over one long dialog stay together and reuse its prefill."""

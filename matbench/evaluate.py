@@ -9,6 +9,7 @@ from typing import Any
 
 from matbench.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.errors import MatbenchError, is_out_of_memory
+from matbench.memory import choose_batch_pairs, peak_memory, reset_peak
 from matbench.result_schema import SCHEMA_VERSION, validate_results
 from matbench.results import ItemLog, config_hash, environment, file_sha256, item_hash, write_json
 
@@ -27,9 +28,10 @@ class EvalConfig:
     revision: str | None = None
     device: str | None = None
     dtype: str | None = None
+    device_map: str | None = None  # "auto": layers spread over every visible GPU
     attn_implementation: str | None = None
     chunk_size: int | None = None
-    batch_pairs: int | None = None  # donor pairs served and decoded together (default: 8 GPU, 2 CPU)
+    batch_pairs: int | None = None  # donor pairs served and decoded together (default: from free GPU memory, 2 on CPU)
     locomo: str | None = None  # the user's LoCoMo copy (harvest suite)
     realtalk: str | None = None  # the user's REALTALK folder (harvest suite)
     trust_remote_code: bool = False
@@ -49,7 +51,8 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
     from matbench.scorecard import build_scorecard
 
     loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
-                        attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
+                        attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code,
+                            device_map=cfg.device_map)
     names = SUITES.names()
     if not (cfg.locomo or cfg.realtalk):
         names.remove("harvest")
@@ -84,6 +87,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
         raise MatbenchError(f"--batch-pairs must be at least 1 (got {cfg.batch_pairs})")
     if cfg.chunk_size is not None and cfg.chunk_size < 1:
         raise MatbenchError(f"--chunk-size must be at least 1 (got {cfg.chunk_size})")
+    if cfg.device_map and shard.active:
+        raise MatbenchError("--device-map spreads one model over all GPUs of one process; launch without torchrun, "
+                            "or shard pairs over GPUs (torchrun) without --device-map")
     SUITES.get(cfg.suite)  # a misspelt suite is named as a suite, with a suggestion
     evaluator = EVALUATORS.get(cfg.suite)(suite=cfg.suite)
     for readout in cfg.readouts:
@@ -103,12 +109,13 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     started = time.time()
     if loaded is None:
         loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
-                            attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code)
+                            attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code,
+                            device_map=cfg.device_map)
     engine = PairEngine(loaded, chunk_size=cfg.chunk_size)
     servings = list(dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings))
     combos = [(r, s) for s in servings for r in dict.fromkeys(cfg.readouts)]
     out = Path(cfg.output)
-    model_info = loaded.describe()
+    model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
     runs = {}
     for readout, serving in combos:
         run_config = {
@@ -143,7 +150,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     # items over the same long dialog reuse its prefill; logs are written back in suite order.
     todo.sort(key=lambda p: p.variant)
     mine = shard.block(todo)
-    group = cfg.batch_pairs or (8 if loaded.device.startswith("cuda") else 2)
+    group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.renderer)
+    first_group = group
+    reset_peak(loaded.device)
     where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""
     progress = tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
                     desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
@@ -192,6 +201,10 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
 
     payloads = []
     environment_info = environment()
+    peak, memory_kind = peak_memory(loaded.device)
+    resources = {"peak_memory_gib": round(peak, 3), "memory_kind": memory_kind, "batch_pairs": first_group,
+                 "batch_pairs_chosen_from_memory": cfg.batch_pairs is None and loaded.device.startswith("cuda"),
+                 "processes": shard.world_size}
     for run_config, key, stem, log in runs.values():
         records = log.ordered(p.item_id for p in pairs)
         payload = {
@@ -206,6 +219,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
             "items": {"log": log.path.name, "sha256": file_sha256(log.path), "n_records": len(records),
                       "n_from_log": log.n_loaded},
             "wall_seconds": round(time.time() - started, 2),
+            "resources": resources,
         }
         validate_results(payload, f"results of {stem}")  # never write a file the schema refuses
         write_json(out / f"{stem}.json", payload)

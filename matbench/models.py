@@ -243,6 +243,19 @@ def resolve_device(device: str | None) -> str:
 ATTN_IMPLEMENTATIONS = ("sdpa_grouped", "sdpa", "eager")
 
 
+def default_attn(config: Any, device: str) -> str:
+    """`sdpa_grouped` on the CPU (half the serving time of transformers' `sdpa`, which copies K/V
+    per query head), eager for logit soft-capping (Gemma 2) and on GPUs. On GPUs: with CUDA SDPA,
+    gate A once failed on 1 Gemma 3 270M pair in 64 (|dlogit| 2.45; H200, torch 2.11) where eager
+    passed every gate; `sdpa_grouped` passes every gate on the H200 at Qwen3-8B and Gemma-3-12B
+    shapes (benchmarks/gpu-gates-random-shapes.json) and is 1.3-1.9x faster, but stays opt-in
+    (`--attn-implementation sdpa_grouped --check`) until that Gemma pair is rerun with it."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    if device.startswith("cuda") or getattr(text, "attn_logit_softcapping", None):
+        return "eager"
+    return "sdpa_grouped"
+
+
 def resolve_attn(attn_implementation: str) -> str:
     """Check an attention kernel name; `sdpa_grouped` (matbench.attention) is registered with
     transformers on first use."""
@@ -324,7 +337,10 @@ def load_model(
     device: str | None = None,
     attn_implementation: str | None = None,
     trust_remote_code: bool = False,
+    device_map: str | None = None,
 ) -> LoadedModel:
+    """`device_map="auto"` spreads the layers of a model too large for one GPU over every visible
+    GPU (accelerate); inputs then go to the device of the first layer."""
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -342,17 +358,26 @@ def load_model(
     if gguf_file:
         location, gguf_file = str(_convert_gguf(source, trust_remote_code)), None
     kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "trust_remote_code": trust_remote_code}
-    if attn_implementation is None and device.startswith("cuda"):
-        # With CUDA SDPA, gate A failed on 1 Gemma 3 pair in 64 (|dlogit| 2.45; H200, torch 2.11)
-        # where eager passed every gate (see runtime.build_masks): eager stays the GPU default
-        # until that is understood. `--attn-implementation sdpa --check` opts in, gates watching.
-        attn_implementation = "eager"
-    if attn_implementation:
-        kwargs["attn_implementation"] = resolve_attn(attn_implementation)
+    if device_map:
+        if device_map != "auto" or not device.startswith("cuda"):
+            raise MatbenchError("--device-map takes auto, and spreads a model over GPUs: use it with --device cuda")
+        kwargs["device_map"] = device_map
+    chosen = attn_implementation or default_attn(config, device)
+    kwargs["attn_implementation"] = resolve_attn(chosen)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, revision=source.revision, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)
+        except ValueError:
+            if attn_implementation:  # asked for by name: say so, below
+                raise
+            kwargs.pop("attn_implementation")  # an architecture without custom attention: its own default
+            model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)
     except (OSError, ValueError, ImportError) as exc:
         raise MatbenchError(f"could not load model {name!r}: {first_line(exc, 240)}") from None
-    model.to(device).eval()
+    if device_map:
+        model.eval()
+        device = str(next(model.parameters()).device)  # where the inputs go
+    else:
+        model.to(device).eval()
     return LoadedModel(model, tokenizer, source, dtype, device)

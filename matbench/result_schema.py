@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matbench.errors import MatbenchError
 
-SCHEMA_VERSION = "1.1"
-READABLE_VERSIONS = ("1.0", "1.1")  # 1.1 added the optional `rescored`; a 1.0 file is a valid 1.1 file
+SCHEMA_VERSION = "1.2"
+# 1.1 added the optional `rescored`, 1.2 the optional `resources`; older files are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2")
 
 
 class _Strict(BaseModel):
@@ -101,10 +102,20 @@ class Rescored(_Strict):
     from_schema_version: str = Field(description="schema_version of the file before rescoring")
 
 
+class Resources(_Strict):
+    """What the run used: where peak memory was measured, and how the pairs were batched."""
+
+    peak_memory_gib: float = Field(ge=0, description="peak accelerator memory allocated (GPU), or peak resident set size (CPU), of the process that wrote the file")
+    memory_kind: Literal["gpu_allocated", "cpu_rss"] = Field(description="what peak_memory_gib measures")
+    batch_pairs: int = Field(ge=1, description="donor pairs per batch at the start (given, or chosen from free accelerator memory)")
+    batch_pairs_chosen_from_memory: bool = Field(description="true when matbench chose batch_pairs from free accelerator memory")
+    processes: int = Field(ge=1, description="processes (GPUs) the pairs were sharded over")
+
+
 class ResultsFile(_Strict):
     """The top level of `<suite>_<readout>_<serving>.json`."""
 
-    schema_version: Literal["1.0", "1.1"] = Field(description="version of this schema")
+    schema_version: Literal["1.0", "1.1", "1.2"] = Field(description="version of this schema")
     config: RunConfig
     config_hash: str = Field(description="sha256 prefix of the config, without n_items and check")
     invocation: dict[str, Any] = Field(description="the command's arguments, as given")
@@ -114,6 +125,7 @@ class ResultsFile(_Strict):
     items: ItemsInfo
     wall_seconds: float = Field(ge=0, description="wall time of the run that wrote the file")
     rescored: Rescored | None = Field(default=None, description="set when the metrics were recomputed from the log by a later matbench (schema 1.1); absent otherwise")
+    resources: Resources | None = Field(default=None, description="peak memory and batching of the run (schema 1.2); absent in older files")
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -150,7 +162,7 @@ def read_results(path: str | Path) -> ResultsFile:
 def schema_markdown() -> str:
     """The documentation of every key, generated from the models (docs/results-schema.md)."""
     lines = [f"# Results file schema {SCHEMA_VERSION}", "", __doc__.strip(), ""]
-    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo, Rescored):
+    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo, Rescored, Resources):
         lines += [f"## {model.__name__}", "", (model.__doc__ or "").strip(), "", "| key | type | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             annotation = field.annotation

@@ -73,7 +73,7 @@ class ServedBatch:
         return logits[:, -1]
 
 
-def gather_rows(sources: list[EventCache], slots: torch.Tensor, device) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def gather_rows(sources: list[EventCache], slots: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Per layer, keys and values `[B, H, W, D]` with row b, slot w = `sources[b]`'s row
     `slots[b, w]` (zeros where it is -1): one index_select per layer and tensor over the
     distinct source caches, on the device, whatever the number of requests."""
@@ -87,7 +87,8 @@ def gather_rows(sources: list[EventCache], slots: torch.Tensor, device) -> tuple
     zero_row = int(starts[-1])  # one zero row appended after every source's rows
     base = starts[torch.tensor([distinct[id(c)] for c in sources])]
     index = torch.where(slots >= 0, base[:, None] + slots, torch.full_like(slots, zero_row))
-    index = index.flatten().to(device)
+    flat = index.flatten()
+    on_device = {}  # with --device-map the layers live on several GPUs: one index copy per device
     batch, width = slots.shape
     out: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
     for layer in range(len(pool[0].keys)):
@@ -95,7 +96,10 @@ def gather_rows(sources: list[EventCache], slots: torch.Tensor, device) -> tuple
             rows = [kind(c)[0] for c in pool]  # [H, T, D] each
             heads, _, dim = rows[0].shape
             rows.append(rows[0].new_zeros((heads, 1, dim)))
-            gathered = torch.cat(rows, dim=1).index_select(1, index)
+            where = rows[0].device
+            if where not in on_device:
+                on_device[where] = flat.to(where)
+            gathered = torch.cat(rows, dim=1).index_select(1, on_device[where])
             target.append(gathered.view(heads, batch, width, dim).transpose(0, 1).contiguous())
     return out
 
@@ -110,7 +114,7 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
            ) -> tuple[ServedBatch, torch.Tensor]:
     device = runner.device
     slot_index = _pad(slots, -1)
-    keys, values = gather_rows([r.cache for r in requests], slot_index, device)
+    keys, values = gather_rows([r.cache for r in requests], slot_index)
     # Padding slots are invalid keys; their coordinates (0) never matter.
     batch = ServedBatch(cache_from_rows(keys, values), _pad(coords, 0).to(device),
                         _pad([v.long() for v in valid], 0).bool().to(device),

@@ -53,12 +53,14 @@ def shape_tokenizer(shape: Shape, tokenizer: str | None = None):
 
 
 def random_model(shape_name: str, device: str | None = None, dtype: str | None = None,
-                 attn_implementation: str | None = None, seed: int = 0, tokenizer: str | None = None):
-    """A `LoadedModel` with random weights of `shape_name`, built directly on the device."""
+                 attn_implementation: str | None = None, seed: int = 0, tokenizer: str | None = None,
+                 device_map: str | None = None):
+    """A `LoadedModel` with random weights of `shape_name`, built directly on the device;
+    `device_map="auto"` then spreads its layers evenly over every visible GPU (accelerate)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from matbench.models import LoadedModel, ModelSource, resolve_attn, resolve_device, resolve_dtype
+    from matbench.models import LoadedModel, ModelSource, default_attn, resolve_attn, resolve_device, resolve_dtype
 
     shape = SHAPES.get(shape_name)
     device = resolve_device(device)
@@ -68,8 +70,24 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
         raise MatbenchError(f"shape {shape_name}: the tokenizer has {len(tok)} ids, more than the shape's "
                             f"vocabulary of {shape.sizes['vocab_size']}; pass a smaller --tokenizer")
     config = AutoConfig.for_model(shape.model_type, **shape.sizes)
-    config._attn_implementation = resolve_attn(attn_implementation or ("eager" if device.startswith("cuda") else "sdpa"))
+    config._attn_implementation = resolve_attn(attn_implementation or default_attn(config, device))
     torch.manual_seed(seed)
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype)).eval()
+    if device_map:
+        model = _spread(model, device_map)
+        device = str(next(model.parameters()).device)
     return LoadedModel(model, tok, ModelSource(f"random:{shape_name}", f"random:{shape_name}"), dtype, device)
+
+
+def _spread(model, device_map: str):
+    """The model's layers spread evenly over the visible GPUs (a balanced accelerate map)."""
+    import torch
+    from accelerate import dispatch_model, infer_auto_device_map
+    from accelerate.utils import get_balanced_memory
+
+    if device_map != "auto" or not torch.cuda.is_available():
+        raise MatbenchError("--device-map takes auto, and spreads a model over GPUs: use it with --device cuda")
+    no_split = getattr(model, "_no_split_modules", None) or []
+    memory = get_balanced_memory(model, no_split_module_classes=no_split)
+    return dispatch_model(model, infer_auto_device_map(model, max_memory=memory, no_split_module_classes=no_split))

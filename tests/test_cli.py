@@ -207,7 +207,7 @@ def test_out_of_memory_is_one_line_and_says_what_to_lower(capsys, monkeypatch, t
 
     import matbench.evaluate
 
-    def exhausted(cfg, loaded=None):
+    def exhausted(cfg, loaded=None, shard=None):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.16 GiB.\nmore detail")
 
     monkeypatch.setattr(matbench.evaluate, "run_eval", exhausted)

@@ -32,6 +32,9 @@ def test_shard_from_env(monkeypatch):
     shard = Shard.from_env()
     assert (shard.rank, shard.world_size, shard.active, shard.is_main) == (1, 2, True, False)
     assert shard.shard_log(Path("o/s_probe_compact.items.jsonl")).name == "s_probe_compact.items.rank1.jsonl"
+    # every rank records the same device, so all ranks share one config hash and their logs merge
+    assert shard.config_device("cuda:1") == Shard(0, 2, 0).config_device("cuda:0") == "cuda"
+    assert Shard().config_device("cuda:1") == "cuda:1"
     with pytest.raises(MatbenchError, match="own GPU"):
         shard.device("cuda:3")
     monkeypatch.setenv("RANK", "2")

@@ -41,7 +41,7 @@ def test_a_written_results_file_validates(run):
     (lambda d: d["items"].pop("sha256"), "field items.sha256: Field required"),
     (lambda d: d["gates"].__setitem__("A", {"checked": -1, "passed": 0, "skipped": 0, "max_abs_diff": None}),
      "field gates.A.checked: Input should be greater than or equal to 0"),
-    (lambda d: d.__setitem__("schema_version", "0.1"), "schema_version '0.1' is not one of 1.0, 1.1"),
+    (lambda d: d.__setitem__("schema_version", "0.1"), "schema_version '0.1' is not one of 1.0, 1.1, 1.2"),
 ])
 def test_a_bad_field_is_named_in_one_line(run, tmp_path, edit, message):
     payload = json.loads(run.read_text())

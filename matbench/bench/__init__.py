@@ -42,18 +42,14 @@ def sync(device: str) -> None:
 
 
 def peak_memory(device: str) -> float:
-    """Peak memory in GiB: allocated on the GPU, resident set size on the CPU."""
-    import resource
+    """Peak memory in GiB (`matbench.memory.peak_memory`)."""
+    from matbench.memory import peak_memory as measured
 
-    import torch
-
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated(torch.device(device)) / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    return measured(device)[0]
 
 
 def load_for_bench(model: str | None, shape: str | None, device: str | None, dtype: str | None,
-                   attn_implementation: str | None, tokenizer: str | None):
+                   attn_implementation: str | None, tokenizer: str | None, device_map: str | None = None):
     """A real model (`--model`) or random weights of a real shape (`--random-weights`)."""
     from matbench.errors import MatbenchError
     from matbench.models import load_model
@@ -62,8 +58,8 @@ def load_for_bench(model: str | None, shape: str | None, device: str | None, dty
     if (model is None) == (shape is None):
         raise MatbenchError("pass exactly one of --model NAME or --random-weights SHAPE")
     if shape:
-        return random_model(shape, device, dtype, attn_implementation, tokenizer=tokenizer)
-    return load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation)
+        return random_model(shape, device, dtype, attn_implementation, tokenizer=tokenizer, device_map=device_map)
+    return load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation, device_map=device_map)
 
 
 from matbench.bench import discovery, leaderboard, long_context, scaling  # noqa: E402,F401  (they register)

@@ -12,7 +12,7 @@ from matbench.bench import BENCHMARKS, peak_memory, peak_tflops, sync, load_for_
 def discovery(n: int = 64, model: str | None = None, shape: str | None = None, naive_n: int = 8,
               device: str | None = None, dtype: str | None = None, batch_pairs: int | None = None,
               serving: str = "auto", attn_implementation: str | None = None,
-              tokenizer: str | None = None) -> dict[str, Any]:
+              tokenizer: str | None = None, device_map: str | None = None) -> dict[str, Any]:
     """The naive reference path and the engine on the same discovery items, in one run.
 
     Engine: global prefill per pair (shared prefix), every arm x member of `batch_pairs` pairs
@@ -27,7 +27,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     from matbench.engine import PairEngine
     from matbench.naive import naive_pair
 
-    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer)
+    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, device_map)
     device = loaded.device
     engine = PairEngine(loaded, serving=serving)
     pairs = SUITES.get("discovery").generate(0, n)
@@ -81,7 +81,8 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
                                   "naive_probe_margins": margins})
     peak = peak_tflops(device)
     return {
-        "benchmark": "discovery", "model": loaded.source.name, "n_parameters": n_params, "device": device,
+        "benchmark": "discovery", "model": loaded.source.name, "device_map": device_map,
+        "gpus_used": sorted({str(p.device) for p in loaded.model.parameters()}), "n_parameters": n_params, "device": device,
         "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
         "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation, "serving": engine.serving,
         "batch_pairs": group, "n_pairs": n, "naive_pairs": len(naive_items),

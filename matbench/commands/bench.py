@@ -35,6 +35,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-size", type=int, help="long-context: prefill chunk (default 4096)")
     p.add_argument("--requests", type=int, help="long-context: sparse serves of the context (default 8)")
     p.add_argument("--device", help="cpu, cuda, cuda:N")
+    p.add_argument("--device-map", choices=["auto"], help="discovery: spread the model's layers over every visible GPU")
     p.add_argument("--dtype", help="float32, bfloat16, float16")
     p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"])
     p.add_argument("--batch-pairs", type=int, help="discovery, scaling: pairs per engine batch")
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     bench = BENCHMARKS.get(args.name)
     accepted = inspect.signature(bench).parameters
     options = ("n", "model", "shape", "tokenizer", "naive_n", "context", "chunk_size", "requests", "device", "dtype",
-               "attn_implementation", "batch_pairs", "serving")
+               "attn_implementation", "batch_pairs", "serving", "device_map")
     given = {k: getattr(args, k) for k in options if getattr(args, k) is not None}
     unused = sorted(set(given) - set(accepted))
     if unused:

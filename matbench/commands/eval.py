@@ -49,10 +49,11 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="compact, native, compact,native, or auto (default: native for models with "
                    "sliding-window layers, else compact)")
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
+    p.add_argument("--device-map", choices=["auto"], help="spread a model too large for one GPU over every visible GPU (accelerate); one process")
     p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
-    p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"], help="attention kernel (default: the model's on CPU, eager on GPU; sdpa_grouped = SDPA without per-head K/V copies; see README)")
+    p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"], help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
-    p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: 8 on GPU, 2 on CPU)")
+    p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)")
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         dataset_revision=args.dataset_revision, limit=args.limit, seed=0 if args.seed is None else args.seed,
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
-        dtype=args.dtype, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
+        dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress,

@@ -1,0 +1,79 @@
+"""Accelerator memory: how many donor pairs fit in a batch, and what a run used at its peak.
+
+`batch_pairs_for` sizes a batch from the free GPU memory before the run starts: per pair, the
+global-prefill caches of both members, the served copies of every arm x member, and the largest
+transient of the prefill forward (eager attention scores in float32, or the MLP activations).
+It aims at half the free memory; the out-of-memory back-off in `matbench.evaluate` catches what
+the estimate misses, without losing items.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_BATCH_PAIRS = 64
+SHARE_OF_FREE = 0.5
+
+
+def kv_bytes_per_token(text_config: Any, dtype_bytes: int) -> int:
+    """Keys and values of one token over every layer."""
+    heads = text_config.num_attention_heads
+    head_dim = getattr(text_config, "head_dim", None) or text_config.hidden_size // heads
+    kv_heads = getattr(text_config, "num_key_value_heads", None) or heads
+    return 2 * text_config.num_hidden_layers * kv_heads * head_dim * dtype_bytes
+
+
+def pair_bytes(text_config: Any, dtype_bytes: int, member_tokens: int, arms: int, eager: bool) -> int:
+    """Peak bytes one donor pair adds to a batch (an upper bound: every arm serves every row)."""
+    kv = kv_bytes_per_token(text_config, dtype_bytes)
+    caches = 2 * member_tokens * kv * 2  # both members, and the copy made while gathering real slots
+    served = arms * 2 * member_tokens * kv * 2  # every arm x member, and the cache grown by the query
+    hidden = text_config.hidden_size
+    inter = getattr(text_config, "intermediate_size", 4 * hidden)
+    activations = 2 * member_tokens * (4 * hidden + 3 * inter) * dtype_bytes
+    if eager:  # scores [heads, T, T] in the input dtype and in float32 for the softmax, per member
+        activations += 2 * text_config.num_attention_heads * member_tokens ** 2 * (dtype_bytes + 4)
+    return caches + served + activations
+
+
+def batch_pairs_for(free_bytes: int, text_config: Any, dtype_bytes: int, member_tokens: int, arms: int,
+                    eager: bool) -> int:
+    """Pairs per batch using about half of `free_bytes`, between 1 and MAX_BATCH_PAIRS."""
+    per_pair = pair_bytes(text_config, dtype_bytes, member_tokens, arms, eager)
+    return max(1, min(MAX_BATCH_PAIRS, int(free_bytes * SHARE_OF_FREE) // per_pair))
+
+
+def choose_batch_pairs(loaded: Any, pairs: list, renderer: Any) -> int:
+    """The batch for `pairs` on `loaded`'s device: from free memory on a GPU, 2 on the CPU."""
+    import torch
+
+    from matbench.pairs import layout_pair
+
+    if not loaded.device.startswith("cuda") or not pairs:
+        return 2
+    sample = pairs[:16]
+    longest = max(len(m.input_ids) for p in sample for m in layout_pair(p, renderer).members)
+    arms = max(len(p.arms) for p in sample)
+    free, _ = torch.cuda.mem_get_info(torch.device(loaded.device))
+    dtype_bytes = torch.finfo(getattr(torch, loaded.dtype)).bits // 8
+    return batch_pairs_for(free, loaded.text_config, dtype_bytes, longest, arms, loaded.attn_implementation == "eager")
+
+
+def reset_peak(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats(torch.device(device))
+
+
+def peak_memory(device: str) -> tuple[float, str]:
+    """Peak memory in GiB and what it measures: allocated on the GPU, resident set size on the CPU."""
+    import resource
+    import sys
+
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated(torch.device(device)) / 2**30, "gpu_allocated"
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return rss / (2**30 if sys.platform == "darwin" else 2**20), "cpu_rss"

@@ -1,0 +1,45 @@
+"""Memory-aware batching: the per-pair estimate and the batch it gives; peak memory in results."""
+
+from __future__ import annotations
+
+import json
+
+from matbench.memory import MAX_BATCH_PAIRS, batch_pairs_for, kv_bytes_per_token, pair_bytes
+
+
+def _qwen3_8b():
+    from transformers import AutoConfig
+
+    from matbench.shapes import SHAPES
+
+    shape = SHAPES.get("qwen3-8b")
+    return AutoConfig.for_model(shape.model_type, **shape.sizes)
+
+
+def test_kv_bytes_follow_the_architecture():
+    config = _qwen3_8b()
+    # 36 layers x 8 KV heads x 128 dims x (K and V) x 2 bytes: Qwen3-8B's well-known 144 KiB per token.
+    assert kv_bytes_per_token(config, 2) == 147456 == 144 * 1024
+    assert kv_bytes_per_token(config, 4) == 2 * kv_bytes_per_token(config, 2)
+
+
+def test_batch_grows_with_free_memory_and_stays_within_bounds():
+    config = _qwen3_8b()
+    per_pair = pair_bytes(config, 2, 600, 4, eager=True)
+    assert per_pair > pair_bytes(config, 2, 600, 4, eager=False) > pair_bytes(config, 2, 300, 4, eager=False)
+    assert batch_pairs_for(10 * per_pair, config, 2, 600, 4, True) == 5  # half of the free memory
+    assert batch_pairs_for(20 * per_pair, config, 2, 600, 4, True) == 10
+    assert batch_pairs_for(per_pair, config, 2, 600, 4, True) == 1  # never below one pair
+    assert batch_pairs_for(10**15, config, 2, 600, 4, True) == MAX_BATCH_PAIRS
+
+
+def test_results_report_peak_memory_and_batching(tmp_path, tiny_dir):
+    from matbench.cli import main
+
+    assert main(["eval", "--model", str(tiny_dir), "--device", "cpu", "--limit", "2", "--no-progress",
+                 "--output", str(tmp_path)]) == 0
+    payload = json.loads((tmp_path / "discovery_probe_compact.json").read_text())
+    resources = payload["resources"]
+    assert payload["schema_version"] == "1.2"
+    assert resources["memory_kind"] == "cpu_rss" and resources["peak_memory_gib"] > 0.1
+    assert (resources["batch_pairs"], resources["batch_pairs_chosen_from_memory"], resources["processes"]) == (2, False, 1)
