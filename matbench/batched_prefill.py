@@ -2,9 +2,9 @@
 suffix (the events from the source on) in another, each after its own pair's prefix.
 
 Rows of different lengths are right-padded. A padded token gets the coordinate right after the
-last real token of its row and is marked invalid as a key, so no real token ever attends to it (causality
-alone would already hide it from the row's real tokens; the validity mask keeps it hidden from
-the suffix tokens that come later). Each row's real slots are gathered back on the device: the
+last real token of its row and is marked invalid as a key, so no real token ever attends to it
+(causality alone would already hide it from the row's real tokens; the validity mask keeps it
+hidden from the suffix tokens that come later). Each row's real slots are gathered back on the device: the
 result is the `EventCache` that `cache.prefill_pair` builds one pair at a time.
 """
 
@@ -17,9 +17,10 @@ import torch
 from matbench.cache import EventCache
 from matbench.pairs import PairLayout
 from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache
-from matbench.serving import gather_rows
+from matbench.serving import device_copies, gather_rows
 
 _PAD_ID = 0  # any id: padded tokens are invalid keys and their outputs are never read
+
 
 class Rows(NamedTuple):
     """One row's real keys/values per layer `[1, kv_heads, T, head_dim]` and their positions
@@ -65,32 +66,32 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
         cache = new_cache()
         past_coords = torch.zeros(batch, 0, dtype=torch.long)
         past_valid = torch.zeros(batch, 0, dtype=torch.bool)
-    ids, pos, valid = ids.to(device), pos.to(device), valid.to(device)
+    ids_d, pos_d, valid_d = ids.to(device), pos.to(device), valid.to(device)
     past_coords, past_valid = past_coords.to(device), past_valid.to(device)
 
     step = chunk_size or width
     for start in range(0, width, step):
         end = min(start + step, width)
-        runner.forward(ids[:, start:end], pos[:, start:end], cache, query_coords=pos[:, start:end],
-                       key_coords=torch.cat([past_coords, pos[:, :end]], dim=1),
-                       key_valid=torch.cat([past_valid, valid[:, :end]], dim=1))
+        runner.forward(ids_d[:, start:end], pos_d[:, start:end], cache, query_coords=pos_d[:, start:end],
+                       key_coords=torch.cat([past_coords, pos_d[:, :end]], dim=1),
+                       key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1))
     # Every row's real slots (its past, then its new tokens) in one index_select per layer; the
     # rows come back as views of one pooled tensor per layer.
     total = p_width + width
     index = torch.cat([torch.cat([torch.arange(past_len[b]), p_width + torch.arange(lengths[b])]) + b * total
                        for b in range(batch)])
+    on_device = device_copies(index)
     sizes = [past_len[b] + lengths[b] for b in range(batch)]
     pooled: tuple[list[list[torch.Tensor]], list[list[torch.Tensor]]] = ([], [])
     for rows, target in zip(cache_rows(cache), pooled):
         for layer_rows in rows:  # [B, H, total, D]
             heads, dim = layer_rows.shape[1], layer_rows.shape[3]
             flat = layer_rows.transpose(0, 1).reshape(heads, batch * total, dim)
-            picked = flat.index_select(1, index.to(flat.device))
+            picked = flat.index_select(1, on_device(flat.device))
             target.append([part[None] for part in picked.split(sizes, dim=1)])
-    cpu_pos = pos.cpu()
     out = []
     for b in range(batch):
-        positions = torch.cat([past[b].positions if past else torch.empty(0, dtype=torch.long), cpu_pos[b, :lengths[b]]])
+        positions = torch.cat([past[b].positions if past else torch.empty(0, dtype=torch.long), pos[b, :lengths[b]]])
         out.append(Rows([layer[b] for layer in pooled[0]], [layer[b] for layer in pooled[1]], positions))
     return out
 

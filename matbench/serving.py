@@ -75,8 +75,9 @@ class ServedBatch:
 
 def gather_rows(sources: list[EventCache], slots: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Per layer, keys and values `[B, H, W, D]` with row b, slot w = `sources[b]`'s row
-    `slots[b, w]` (zeros where it is -1): one index_select per layer and tensor over the
-    distinct source caches, on the device, whatever the number of requests."""
+    `slots[b, w]`: one index_select per layer and tensor over the distinct source caches, on
+    their device, whatever the number of requests. A slot of -1 (padding) takes an arbitrary
+    row: callers mark it an invalid key, so its content never reaches an output."""
     distinct: dict[int, int] = {}
     pool: list[EventCache] = []
     for cache in sources:
@@ -84,24 +85,33 @@ def gather_rows(sources: list[EventCache], slots: torch.Tensor) -> tuple[list[to
             distinct[id(cache)] = len(pool)
             pool.append(cache)
     starts = torch.tensor([0] + [int(c.positions.shape[0]) for c in pool]).cumsum(0)
-    zero_row = int(starts[-1])  # one zero row appended after every source's rows
     base = starts[torch.tensor([distinct[id(c)] for c in sources])]
-    index = torch.where(slots >= 0, base[:, None] + slots, torch.full_like(slots, zero_row))
-    flat = index.flatten()
-    on_device = {}  # with --device-map the layers live on several GPUs: one index copy per device
+    flat = (base[:, None] + slots.clamp(min=0)).flatten()
+    on_device = device_copies(flat)
     batch, width = slots.shape
     out: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
     for layer in range(len(pool[0].keys)):
-        for kind, target in ((lambda c: c.keys[layer], out[0]), (lambda c: c.values[layer], out[1])):
-            rows = [kind(c)[0] for c in pool]  # [H, T, D] each
+        for name, target in (("keys", out[0]), ("values", out[1])):
+            rows = [getattr(c, name)[layer][0] for c in pool]  # [H, T, D] each
             heads, _, dim = rows[0].shape
-            rows.append(rows[0].new_zeros((heads, 1, dim)))
-            where = rows[0].device
-            if where not in on_device:
-                on_device[where] = flat.to(where)
-            gathered = torch.cat(rows, dim=1).index_select(1, on_device[where])
+            # One source (a long dialog's cache shared by every request) is indexed in place.
+            rows_pool = rows[0] if len(rows) == 1 else torch.cat(rows, dim=1)
+            gathered = rows_pool.index_select(1, on_device(rows_pool.device))
             target.append(gathered.view(heads, batch, width, dim).transpose(0, 1).contiguous())
     return out
+
+
+def device_copies(index: torch.Tensor):
+    """`index` on a given device, copied there once: the layers of a `--device-map` model live on
+    several GPUs, and a host-to-device copy per layer would be a stream sync per layer."""
+    copies: dict[torch.device, torch.Tensor] = {}
+
+    def on(device: torch.device) -> torch.Tensor:
+        if device not in copies:
+            copies[device] = index.to(device)
+        return copies[device]
+
+    return on
 
 
 def _pad(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
@@ -110,14 +120,16 @@ def _pad(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
 
 
 def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.Tensor], coords: list[torch.Tensor],
-           valid: list[torch.Tensor], next_position: torch.Tensor, next_coord: torch.Tensor
+           next_position: torch.Tensor, next_coord: torch.Tensor, valid: list[torch.Tensor] | None = None
            ) -> tuple[ServedBatch, torch.Tensor]:
+    """Serve `slots[b]` of each request's cache at mask coordinates `coords[b]`; every real slot
+    is a valid key unless `valid` says otherwise (the literal native layout)."""
     device = runner.device
     slot_index = _pad(slots, -1)
     keys, values = gather_rows([r.cache for r in requests], slot_index)
+    key_valid = slot_index >= 0 if valid is None else _pad([v.long() for v in valid], 0).bool()
     # Padding slots are invalid keys; their coordinates (0) never matter.
-    batch = ServedBatch(cache_from_rows(keys, values), _pad(coords, 0).to(device),
-                        _pad([v.long() for v in valid], 0).bool().to(device),
+    batch = ServedBatch(cache_from_rows(keys, values), _pad(coords, 0).to(device), key_valid.to(device),
                         next_position.to(device), next_coord.to(device))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
     width = int(lengths.max())
@@ -136,8 +148,7 @@ def serve_compact(runner: ModelRunner, requests: list[ServeRequest],
         fixed = query_position if query_position is not None else r.query_position
         starts.append(int(r.cache.positions[s].max()) + 1 if fixed is None else fixed)
     counts = torch.tensor([len(s) for s in kept])
-    return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept],
-                  [torch.ones(len(s), dtype=torch.bool) for s in kept], torch.tensor(starts), counts)
+    return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept], torch.tensor(starts), counts)
 
 
 def serve_native(runner: ModelRunner, requests: list[ServeRequest],
@@ -147,7 +158,7 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest],
     if not full_layout:
         kept = [r.cache.kept_slots(r.served) for r in requests]
         return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
-                      [torch.ones(len(s), dtype=torch.bool) for s in kept], lengths, lengths.clone())
+                      lengths, lengths.clone())
     slots, valid = [], []
     for r in requests:
         at_position = torch.full((r.cache.length,), -1, dtype=torch.long)
@@ -156,8 +167,8 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest],
         shown[r.cache.positions[r.cache.kept_slots(r.served)]] = True
         slots.append(at_position)
         valid.append(shown)
-    return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests], valid,
-                  lengths, lengths.clone())
+    return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests],
+                  lengths, lengths.clone(), valid)
 
 
 SERVING = {"compact": serve_compact, "native": serve_native}
