@@ -84,29 +84,38 @@ def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
     return GateResult("B", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
 
 
-def mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
+def mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
+              literal: dict[str, torch.Tensor] | None = None) -> GateResult:
     """Native serving in its literal layout (all L positions, dropped rows masked) is unchanged
-    when the dropped rows hold noise: the mask hides them."""
+    when the dropped rows hold noise: the mask hides them. `literal`: `literal_probes`, if made."""
+    literal = literal or literal_probes(engine, pair, caches)
     worst = 0.0
     for arm in _arms_without_source(pair):
         dropped = tuple(i for i in range(len(pair.events)) if i not in arm.served)
         noisy = tuple(c.with_noise(dropped, seed=7) for c in caches)
-        clean = probe_logits(engine, pair, caches, arm, serving="native", full_layout=True)
         dirty = probe_logits(engine, pair, noisy, arm, serving="native", full_layout=True)
-        worst = max(worst, float((clean - dirty).abs().max()))
+        worst = max(worst, float((literal[arm.name] - dirty).abs().max()))
     return GateResult("mask", worst <= 1e-5, worst, f"max |dlogit| {worst:.2e} with noise in dropped rows")
 
 
-def layout_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
+def layout_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
+                literal: dict[str, torch.Tensor] | None = None) -> GateResult:
     """The native serving the engine runs (kept rows only, at their position coordinates) equals
     the literal layout of the mask gate: what makes dropping the masked rows a pure saving."""
+    literal = literal or literal_probes(engine, pair, caches)
     diffs = []
     for arm in _arms_without_source(pair):
-        literal = probe_logits(engine, pair, caches, arm, serving="native", full_layout=True)
         gathered = probe_logits(engine, pair, caches, arm, serving="native")
-        diffs.append(compare_logits("layout", gathered.cpu(), literal.cpu(), _exact(engine)))
+        diffs.append(compare_logits("layout", gathered.cpu(), literal[arm.name].cpu(), _exact(engine)))
     worst = max(diffs, key=lambda r: r.max_abs_diff)
     return GateResult("layout", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
+
+
+def literal_probes(engine: PairEngine, pair: DonorPair, caches) -> dict[str, torch.Tensor]:
+    """Per arm without the source, its probe logits from the literal native layout (what the
+    mask and layout gates both compare against; made once when they run together)."""
+    return {arm.name: probe_logits(engine, pair, caches, arm, serving="native", full_layout=True)
+            for arm in _arms_without_source(pair)}
 
 
 def _arms_without_source(pair: DonorPair) -> list[Arm]:
@@ -120,10 +129,16 @@ def control_gate(record: dict, arm: str = "control") -> GateResult:
     return GateResult("control", ok, abs(entry["shift"]), f"class {entry['class']}, shift {entry['shift']!r}")
 
 
+def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> list[GateResult]:
+    """The mask and layout gates over one set of literal-layout probes."""
+    literal = literal_probes(engine, pair, caches)
+    return [mask_gate(engine, pair, layout, caches, literal), layout_gate(engine, pair, layout, caches, literal)]
+
+
 def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
               record: dict | None = None) -> list[GateResult]:
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
-               mask_gate(engine, pair, layout, caches), layout_gate(engine, pair, layout, caches)]
+               *native_layout_gates(engine, pair, layout, caches)]
     if record is not None and "control" in record["arms"]:
         results.append(control_gate(record))
     return results
