@@ -52,13 +52,15 @@ class Shard:
 
     def device(self, requested: str | None) -> str | None:
         """Each rank's own GPU: `cuda` (or nothing) becomes `cuda:<local rank>`."""
-        if not self.active or requested not in (None, "auto", "cuda"):
-            if self.active and requested and requested.startswith("cuda:"):
-                raise MatbenchError("with several processes each one takes its own GPU; pass --device cuda, not cuda:N")
+        if not self.active:
             return requested
+        if requested and requested.startswith("cuda:"):
+            raise MatbenchError("with several processes each one takes its own GPU; pass --device cuda, not cuda:N")
         import torch
 
-        return f"cuda:{self.local_rank}" if torch.cuda.is_available() else requested
+        if requested in (None, "auto", "cuda") and torch.cuda.is_available():
+            return f"cuda:{self.local_rank}"
+        return requested
 
     def config_device(self, device: str) -> str:
         """The device as the run's config records it: every rank's `cuda:<r>` is `cuda`, so that

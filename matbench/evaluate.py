@@ -47,12 +47,9 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
     from dataclasses import replace
 
     from matbench.data_gen import SUITES
-    from matbench.models import load_model
     from matbench.scorecard import build_scorecard
 
-    loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
-                        attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code,
-                            device_map=cfg.device_map)
+    loaded = _load(cfg, shard)
     names = SUITES.names()
     if not (cfg.locomo or cfg.realtalk):
         names.remove("harvest")
@@ -67,6 +64,14 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
     return payloads, card
 
 
+def _load(cfg: EvalConfig, shard: Shard):
+    from matbench.models import load_model
+
+    return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
+                      attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code,
+                      device_map=cfg.device_map)
+
+
 def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> list[dict[str, Any]]:
     """Evaluate every (readout, serving) combination from one global prefill per pair; one
     results file and one per-item log per combination. Returns the results payloads (none on
@@ -78,7 +83,6 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     from matbench.engine import PairEngine
     from matbench.evaluators import EVALUATORS
     from matbench.gates import require, run_gates
-    from matbench.models import load_model
     from matbench.readouts import READOUTS
 
     if cfg.limit is not None and cfg.limit < 1:
@@ -108,9 +112,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
 
     started = time.time()
     if loaded is None:
-        loaded = load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
-                            attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code,
-                            device_map=cfg.device_map)
+        loaded = _load(cfg, shard)
     engine = PairEngine(loaded, chunk_size=cfg.chunk_size)
     servings = list(dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings))
     combos = [(r, s) for s in servings for r in dict.fromkeys(cfg.readouts)]
@@ -211,8 +213,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
             "schema_version": SCHEMA_VERSION,
             "config": run_config,
             "config_hash": key,
-            "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings),
-                           "processes": shard.world_size},
+            "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
             "environment": environment_info,
             "metrics": evaluator.summarize(records),
             "gates": _gate_summary(records),

@@ -240,7 +240,7 @@ def resolve_device(device: str | None) -> str:
     return device
 
 
-ATTN_IMPLEMENTATIONS = ("sdpa_grouped", "sdpa", "eager")
+ATTN_IMPLEMENTATIONS = ("sdpa_grouped", "sdpa", "eager")  # sdpa_grouped: matbench.attention.NAME
 
 
 def default_attn(config: Any, device: str) -> str:
@@ -248,12 +248,20 @@ def default_attn(config: Any, device: str) -> str:
     per query head), eager for logit soft-capping (Gemma 2) and on GPUs. On GPUs: with CUDA SDPA,
     gate A once failed on 1 Gemma 3 270M pair in 64 (|dlogit| 2.45; H200, torch 2.11) where eager
     passed every gate; `sdpa_grouped` passes every gate on the H200 at Qwen3-8B and Gemma-3-12B
-    shapes (benchmarks/gpu-gates-random-shapes.json) and is 1.3-1.9x faster, but stays opt-in
+    shapes (benchmarks/gpu-gates-random-shapes.json) and is 1.3x (discovery) to 2x (32k contexts)
+    faster, but stays opt-in
     (`--attn-implementation sdpa_grouped --check`) until that Gemma pair is rerun with it."""
     text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
     if device.startswith("cuda") or getattr(text, "attn_logit_softcapping", None):
         return "eager"
     return "sdpa_grouped"
+
+
+def check_device_map(device_map: str, device: str) -> str:
+    """`--device-map` takes `auto`, which spreads one model over the visible GPUs."""
+    if device_map != "auto" or not device.startswith("cuda"):
+        raise MatbenchError("--device-map takes auto, and spreads a model over GPUs: use it with --device cuda")
+    return device_map
 
 
 def resolve_attn(attn_implementation: str) -> str:
@@ -359,17 +367,15 @@ def load_model(
         location, gguf_file = str(_convert_gguf(source, trust_remote_code)), None
     kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "trust_remote_code": trust_remote_code}
     if device_map:
-        if device_map != "auto" or not device.startswith("cuda"):
-            raise MatbenchError("--device-map takes auto, and spreads a model over GPUs: use it with --device cuda")
-        kwargs["device_map"] = device_map
+        kwargs["device_map"] = check_device_map(device_map, device)
     chosen = attn_implementation or default_attn(config, device)
     kwargs["attn_implementation"] = resolve_attn(chosen)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, revision=source.revision, trust_remote_code=trust_remote_code)
         try:
             model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)
-        except ValueError:
-            if attn_implementation:  # asked for by name: say so, below
+        except ValueError as exc:
+            if attn_implementation or "attn" not in str(exc).lower():  # asked for by name, or another fault
                 raise
             kwargs.pop("attn_implementation")  # an architecture without custom attention: its own default
             model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from matbench.attention import NAME as GROUPED_SDPA
 from matbench.errors import MatbenchError
 
 
@@ -72,10 +73,10 @@ class ModelRunner:
         # Models with mixed layer types take a dict {layer_type: mask}; the others one tensor.
         self._mask_by_type = bool(layer_types) and "sliding_attention" in set(layer_types)
         impl = getattr(self.model.config, "_attn_implementation", None) or "eager"
-        self._bool_masks = impl in ("sdpa", "sdpa_grouped")
+        self._bool_masks = impl in ("sdpa", GROUPED_SDPA)
         if impl.startswith("flash"):
             raise MatbenchError(
-                f"attn_implementation {impl!r} takes no arbitrary masks; sparse serving needs 'sdpa_grouped', 'sdpa' or 'eager'"
+                f"attn_implementation {impl!r} takes no arbitrary masks; sparse serving needs {GROUPED_SDPA!r}, 'sdpa' or 'eager'"
             )
 
     @property

@@ -60,11 +60,14 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from matbench.models import LoadedModel, ModelSource, default_attn, resolve_attn, resolve_device, resolve_dtype
+    from matbench.models import (LoadedModel, ModelSource, check_device_map, default_attn, resolve_attn,
+                                 resolve_device, resolve_dtype)
 
     shape = SHAPES.get(shape_name)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
+    if device_map:
+        check_device_map(device_map, device)  # before building the model, not after
     tok = shape_tokenizer(shape, tokenizer)
     if len(tok) > shape.sizes["vocab_size"]:
         raise MatbenchError(f"shape {shape_name}: the tokenizer has {len(tok)} ids, more than the shape's "
@@ -75,19 +78,16 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype)).eval()
     if device_map:
-        model = _spread(model, device_map)
+        model = _spread(model)
         device = str(next(model.parameters()).device)
     return LoadedModel(model, tok, ModelSource(f"random:{shape_name}", f"random:{shape_name}"), dtype, device)
 
 
-def _spread(model, device_map: str):
+def _spread(model):
     """The model's layers spread evenly over the visible GPUs (a balanced accelerate map)."""
-    import torch
     from accelerate import dispatch_model, infer_auto_device_map
     from accelerate.utils import get_balanced_memory
 
-    if device_map != "auto" or not torch.cuda.is_available():
-        raise MatbenchError("--device-map takes auto, and spreads a model over GPUs: use it with --device cuda")
     no_split = getattr(model, "_no_split_modules", None) or []
     memory = get_balanced_memory(model, no_split_module_classes=no_split)
     return dispatch_model(model, infer_auto_device_map(model, max_memory=memory, no_split_module_classes=no_split))

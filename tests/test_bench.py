@@ -30,6 +30,8 @@ def test_discovery_bench_record_on_a_random_tiny_shape(tmp_path, capsys):
     (["bench", "discovery", "--device", "cpu"], "pass exactly one of --model NAME or --random-weights SHAPE"),
     (["bench", "nosuch"], "unknown benchmark"),
     (["bench", "leaderboard", "--n", "0"], "--n must be at least 1"),
+    (["bench", "discovery", "--random-weights", "qwen3-tiny", "--device", "cpu", "--device-map", "auto"],
+     "--device-map takes auto, and spreads a model over GPUs: use it with --device cuda"),
 ])
 def test_bench_errors_are_one_line(capsys, argv, message):
     assert main(argv) == 2

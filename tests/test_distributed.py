@@ -79,7 +79,7 @@ def test_two_processes_give_the_results_of_one(tmp_path, tiny_dir):
     _eval(args, tmp_path / "one")
     _eval(args, tmp_path / "two", nproc=2)
     one, two = (json.loads((tmp_path / d / "discovery_probe_compact.json").read_text()) for d in ("one", "two"))
-    assert two["invocation"]["processes"] == 2 and one["invocation"]["processes"] == 1
+    assert two["resources"]["processes"] == 2 and one["resources"]["processes"] == 1
     assert two["items"]["n_records"] == 5 and two["items"]["n_from_log"] == 0
     assert not list((tmp_path / "two").glob("*.rank*.jsonl"))  # merged and removed
     a, b = _records(tmp_path / "one"), _records(tmp_path / "two")

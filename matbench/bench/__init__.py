@@ -41,13 +41,6 @@ def sync(device: str) -> None:
         torch.cuda.synchronize(torch.device(device))
 
 
-def peak_memory(device: str) -> float:
-    """Peak memory in GiB (`matbench.memory.peak_memory`)."""
-    from matbench.memory import peak_memory as measured
-
-    return measured(device)[0]
-
-
 def load_for_bench(model: str | None, shape: str | None, device: str | None, dtype: str | None,
                    attn_implementation: str | None, tokenizer: str | None, device_map: str | None = None):
     """A real model (`--model`) or random weights of a real shape (`--random-weights`)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench import BENCHMARKS, peak_memory, peak_tflops, sync, load_for_bench, machine
+from matbench.bench import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
+from matbench.memory import peak_memory, reset_peak
 
 
 @BENCHMARKS.register("discovery")
@@ -34,8 +35,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     group = batch_pairs or (8 if device.startswith("cuda") else 2)
     combos = [("probe", engine.serving), ("short", engine.serving)]
     n_params = sum(p.numel() for p in loaded.model.parameters())
-    if device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats(torch.device(device))
+    reset_peak(device)
 
     # Warm-up (kernels, allocator), not timed.
     engine.score_many([(pairs[0], *engine.prepare(pairs[0]))], combos)
@@ -94,5 +94,5 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
         "speedup": round((n / engine_s) / (len(naive_items) / naive_s), 2),
         "class_agreement": {"compared": compared, "agree": compared - disagree,
                             "rate": round((compared - disagree) / compared, 4) if compared else None, "flips": flips},
-        "peak_memory_gib": round(peak_memory(device), 2), "peak_bf16_tflops": peak, "machine": machine(),
+        "peak_memory_gib": round(peak_memory(device)[0], 2), "peak_bf16_tflops": peak, "machine": machine(),
     }

@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench import BENCHMARKS, load_for_bench, machine, peak_memory, peak_tflops, sync
+from matbench.bench import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
+from matbench.memory import peak_memory, reset_peak
 from matbench.errors import MatbenchError
 
 HEADER, EVENT, SERVED, QUERY, NEW_TOKENS = 256, 512, 4, 48, 12
@@ -48,7 +49,7 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
     def reset() -> None:
         if cuda:
             torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats(torch.device(device))
+        reset_peak(device)
 
     prefill_rows(runner, [(tuple(ids[:chunk_size]), tuple(range(min(chunk_size, context))))])  # warm-up
     reset()
@@ -57,7 +58,7 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
     rows = prefill_rows(runner, [(tuple(ids), tuple(range(context)))], chunk_size=chunk_size)[0]
     sync(device)
     prefill_s = time.perf_counter() - started
-    prefill_peak = peak_memory(device)
+    prefill_peak = peak_memory(device)[0]
     cache = EventCache(tuple(rows.keys), tuple(rows.values), rows.positions, (0, HEADER), tuple(spans), context)
     # Request k serves 4 events spread over the context (as carrier turns are), each its own.
     served = [tuple(sorted({(k + j * len(spans) // SERVED) % len(spans) for j in range(SERVED)})) for k in range(requests)]
@@ -78,13 +79,13 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
     serve_and_decode(reqs[:1])  # warm-up
     reset()
     serve_s, decode_s = serve_and_decode(reqs)
-    serve_peak = peak_memory(device)
+    serve_peak = peak_memory(device)[0]
     layouts = {}
     if engine.serving == "native":
         for name, kw in (("gathered", {}), ("literal", {"full_layout": True})):
             reset()
             serve_and_decode(reqs[:2], **kw)
-            layouts[name] = round(peak_memory(device), 2)
+            layouts[name] = round(peak_memory(device)[0], 2)
     peak = peak_tflops(device)
     kept = HEADER + SERVED * EVENT
     return {

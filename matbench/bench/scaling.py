@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench import BENCHMARKS, load_for_bench, machine, peak_memory, sync
+from matbench.bench import BENCHMARKS, load_for_bench, machine, sync
 from matbench.errors import MatbenchError
+from matbench.memory import peak_memory
 
 
 @BENCHMARKS.register("scaling")
@@ -60,7 +61,7 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
         shard.barrier()
         all_s = time.perf_counter() - started
         gathered: list = [None] * shard.world_size
-        dist.all_gather_object(gathered, (mine, round(peak_memory(device), 2)))
+        dist.all_gather_object(gathered, (mine, round(peak_memory(device)[0], 2)))
         if not shard.is_main:
             return None
         together = [r for records, _ in gathered for r in records]

@@ -7,6 +7,7 @@ import json
 import sys
 
 from matbench.errors import MatbenchError
+from matbench.models import ATTN_IMPLEMENTATIONS
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +38,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="cpu, cuda, cuda:N")
     p.add_argument("--device-map", choices=["auto"], help="discovery: spread the model's layers over every visible GPU")
     p.add_argument("--dtype", help="float32, bfloat16, float16")
-    p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"])
+    p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS)
     p.add_argument("--batch-pairs", type=int, help="discovery, scaling: pairs per engine batch")
     p.add_argument("--serving", choices=["auto", "compact", "native"])
     p.add_argument("--output", help="write the record (JSON) to this file")
@@ -57,9 +58,7 @@ def run(args: argparse.Namespace) -> int:
             raise MatbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
     bench = BENCHMARKS.get(args.name)
     accepted = inspect.signature(bench).parameters
-    options = ("n", "model", "shape", "tokenizer", "naive_n", "context", "chunk_size", "requests", "device", "dtype",
-               "attn_implementation", "batch_pairs", "serving", "device_map")
-    given = {k: getattr(args, k) for k in options if getattr(args, k) is not None}
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("command", "func", "name", "output")}
     unused = sorted(set(given) - set(accepted))
     if unused:
         flags = ", ".join("--" + ("random-weights" if k == "shape" else k.replace("_", "-")) for k in unused)

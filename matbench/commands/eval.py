@@ -7,6 +7,7 @@ import json
 
 from matbench.commands.common import add_dialog_sources, choices
 from matbench.errors import MatbenchError
+from matbench.models import ATTN_IMPLEMENTATIONS
 
 EVAL_EPILOG = """examples:
   matbench eval --model smollm2-135m --output out/smollm2
@@ -51,7 +52,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
     p.add_argument("--device-map", choices=["auto"], help="spread a model too large for one GPU over every visible GPU (accelerate); one process")
     p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
-    p.add_argument("--attn-implementation", choices=["sdpa_grouped", "sdpa", "eager"], help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
+    p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
     p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)")
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
