@@ -26,6 +26,19 @@ def arm_values(record: dict, arm: str) -> list[str]:
     return record["arms"][arm].get("values", record["values"])
 
 
+def signed_summary(values: list[float]) -> dict[str, Any]:
+    """Mean with its bootstrap 95% CI, how many values are positive and negative, and the exact
+    sign test of those two counts (zeros dropped)."""
+    pos, neg = sum(v > 0 for v in values), sum(v < 0 for v in values)
+    return {
+        "mean": sum(values) / len(values),
+        "ci": stats.bootstrap_mean_ci(values, seed=0).as_list(),
+        "positive": pos,
+        "negative": neg,
+        "sign_p": stats.sign_test(pos, neg),
+    }
+
+
 def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
     """follow/anti/const/other with the exact sign test, donor-sensitive prevalence, menu accuracy
     and the method-of-moments recall share (Wilson 95% CIs), and the donor margin shift."""
@@ -41,7 +54,7 @@ def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
         probe_counts[outcome(tuple(r["arms"][arm]["probe_answers"]), tuple(arm_values(r, arm)))] += 1
     expected = _expected_metrics(records, arm)
     shifts = [r["arms"][arm]["shift"] for r in records]
-    pos, neg = sum(s > 0 for s in shifts), sum(s < 0 for s in shifts)
+    shift = signed_summary(shifts)
     return {
         "n_pairs": n,
         "classes": counts,
@@ -54,12 +67,8 @@ def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
         "recall_share_ci": [stats.recall_share(x, chance) for x in acc_ci.as_list()],
         "probe_classes": probe_counts,
         "donor_shift": {
-            "mean": sum(shifts) / n,
-            "ci": stats.bootstrap_mean_ci(shifts, seed=0).as_list(),
-            "positive": pos,
-            "negative": neg,
-            "zero": n - pos - neg,
-            "sign_p": stats.sign_test(pos, neg),
+            **shift,
+            "zero": n - shift["positive"] - shift["negative"],
             "wilcoxon_p": stats.wilcoxon_p(shifts),
         },
         **expected,

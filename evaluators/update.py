@@ -5,24 +5,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_menu, control_clean
-
 from matbench import stats
+from matbench.evaluators.base import EVALUATORS, Evaluator, arm_menu, control_clean, signed_summary
 
 PATCHED = ("bare", "versioned", "structured")
 CONTROLS = ("wrong_register", "dummy")
 
 
 def _expected_margin(record: dict, arm: str, expected: str) -> float:
-    """Mean over members of log p(expected) minus the best other menu word (probe readout)."""
-    menu = arm_menu(record, arm)
-    k = menu.index(expected)
-    margins = [lp[k] - max(x for j, x in enumerate(lp) if j != k) for lp in record["arms"][arm]["probe_logp"]]
+    """Mean over members of the probe's donor margin of `expected`: log p(expected) minus the
+    logsumexp of the other menu words (the other word's log p on a two-word menu)."""
+    import torch  # here, not at import: rescoring and the leaderboard need no torch otherwise
+
+    from matbench.readouts import donor_margin
+
+    logp = torch.tensor(record["arms"][arm]["probe_logp"], dtype=torch.float64)
+    margins = donor_margin(logp, tuple(arm_menu(record, arm)), expected).tolist()
     return sum(margins) / len(margins)
 
 
-def despite_patch(records: list[dict], arm: str) -> dict[str, Any]:
-    """Whether the dropped donor still steers an arm that was served a patch.
+def despite_patch(records: list[dict], arm: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """Whether the dropped donor still steers an arm that was served a patch; `metrics` is the
+    arm's `arm_metrics`, whose follow/anti counts and sign test are reported again here.
 
     Both members receive the same patch, so a model that reads it answers the same word in both
     (const). An old-value leak in a const pair is the patch losing to a one-word habit that meets
@@ -30,14 +34,12 @@ def despite_patch(records: list[dict], arm: str) -> dict[str, Any]:
     the materialized donor beating the patch. `margin_gain` is how far the patch moves the probe
     margin of its value over the unpatched `base` arm: the signal when argmax never moves.
     """
-    follow = anti = leaks_follow = leaks_other = 0
+    leaks_follow = leaks_other = 0
     gains = []
     for r in records:
         entry = r["arms"][arm]
         expected = entry["expected"]
         cls = entry["class"]
-        follow += cls == "follow"
-        anti += cls == "anti"
         for answer, value in zip(entry["answers"], r["values"]):
             if value != expected and answer == value:
                 if cls == "follow":
@@ -45,20 +47,13 @@ def despite_patch(records: list[dict], arm: str) -> dict[str, Any]:
                 else:
                     leaks_other += 1
         gains.append(_expected_margin(r, arm, expected) - _expected_margin(r, "base", expected))
-    pos, neg = sum(g > 0 for g in gains), sum(g < 0 for g in gains)
     return {
-        "follow": follow,
-        "anti": anti,
-        "follow_anti_p": stats.sign_test(follow, anti),
+        "follow": metrics["classes"]["follow"],
+        "anti": metrics["classes"]["anti"],
+        "follow_anti_p": metrics["follow_anti_p"],
         "leaks_in_follow_pairs": leaks_follow,
         "leaks_in_other_pairs": leaks_other,
-        "margin_gain": {
-            "mean": sum(gains) / len(gains),
-            "ci": stats.bootstrap_mean_ci(gains, seed=0).as_list(),
-            "positive": pos,
-            "negative": neg,
-            "sign_p": stats.sign_test(pos, neg),
-        },
+        "margin_gain": signed_summary(gains),
     }
 
 
@@ -73,7 +68,7 @@ class UpdateEvaluator(Evaluator):
                        for a, b in zip(r["arms"][control]["answers"], r["arms"]["base"]["answers"]))
             unchanged[control] = {"rate": same / (2 * len(records)), "ci": stats.wilson(same, 2 * len(records)).as_list()}
         metrics["controls_unchanged"] = unchanged
-        metrics["despite_patch"] = {p: despite_patch(records, p) for p in PATCHED}
+        metrics["despite_patch"] = {p: despite_patch(records, p, arms[p]) for p in PATCHED}
         metrics["headline"] = {
             "patch_win_rate": {p: arms[p]["expected_win_rate"] for p in PATCHED},
             "old_value_leaks": {p: [arms[p]["old_value_leaks"], arms[p]["old_value_at_risk"]] for p in PATCHED},

@@ -115,7 +115,7 @@ class Resources(_Strict):
 class ResultsFile(_Strict):
     """The top level of `<suite>_<readout>_<serving>.json`."""
 
-    schema_version: Literal["1.0", "1.1", "1.2"] = Field(description="version of this schema")
+    schema_version: Literal[READABLE_VERSIONS] = Field(description="version of this schema")
     config: RunConfig
     config_hash: str = Field(description="sha256 prefix of the config, without n_items and check")
     invocation: dict[str, Any] = Field(description="the command's arguments, as given")

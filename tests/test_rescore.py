@@ -38,9 +38,8 @@ def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, capsys):
     assert new.metrics == json.loads(json.dumps(EVALUATORS.get("update")(suite="update").summarize(records)))
     assert "despite_patch" in new.metrics and new.metrics["despite_patch"] == old["metrics"]["despite_patch"]
     assert new.schema_version == SCHEMA_VERSION and new.rescored.from_schema_version == "1.0"
-    assert (new.config, new.items, new.environment) == (read_results(SOURCE / f"{STEM}.json").config,
-                                                         read_results(SOURCE / f"{STEM}.json").items,
-                                                         read_results(SOURCE / f"{STEM}.json").environment)
+    source = read_results(SOURCE / f"{STEM}.json")
+    assert (new.config, new.items, new.environment) == (source.config, source.items, source.environment)
     assert (run_dir / f"{STEM}.items.jsonl").read_bytes() == log_before  # the evidence is untouched
     card = json.loads((run_dir / "scorecard.json").read_text())
     assert card["contract"]["update"]["donor_follow_despite_patch"] == new.metrics["headline"]["donor_follow_despite_patch"]
@@ -61,3 +60,34 @@ def test_rescore_of_a_missing_path_is_one_line(tmp_path, capsys):
     assert main(["rescore", str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not found" in err
+
+
+def _copy_run(stem: str, directory: Path) -> None:
+    directory.mkdir(exist_ok=True)
+    for name in (f"{stem}.json", f"{stem}.items.jsonl"):
+        shutil.copy(SOURCE / name, directory / name)
+
+
+def test_rescore_rebuilds_a_scorecard_from_every_directory_it_cites(tmp_path, capsys):
+    first, second = tmp_path / "first", tmp_path / "second"
+    _copy_run(STEM, first)
+    _copy_run("discovery_probe_compact", second)
+    assert main(["scorecard", str(first), str(second)]) == 0
+    card = json.loads((first / "scorecard.json").read_text())
+    assert card["contract"]["discovery"]["evidence"]["results"] == "../second/discovery_probe_compact.json"
+
+    assert main(["rescore", str(first)]) == 0
+    rebuilt = json.loads((first / "scorecard.json").read_text())
+    assert rebuilt["suites"] == ["discovery", "update"]
+    assert rebuilt["contract"]["discovery"]["evidence"] == card["contract"]["discovery"]["evidence"]
+    assert rebuilt["contract"]["update"]["evidence"]["results"] == f"{STEM}.json"
+    assert f"{first / 'scorecard.json'}: rebuilt from ., ../second" in capsys.readouterr().out
+
+
+def test_rescore_of_a_malformed_scorecard_is_one_line(run_dir, capsys):
+    card = json.loads((run_dir / "scorecard.json").read_text())
+    del card["readout"]
+    (run_dir / "scorecard.json").write_text(json.dumps(card))
+    assert main(["rescore", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a matbench scorecard (no key 'readout')" in err

@@ -56,10 +56,11 @@ def _arm(expected, answers, values, logp):
     from matbench.engine import outcome
 
     return {"expected": expected, "answers": answers, "class": outcome(tuple(answers), tuple(values)),
-            "probe_logp": logp}
+            "probe_answers": answers, "probe_logp": logp, "shift": 0.0}
 
 
 def test_despite_patch_separates_donor_following_leaks_from_one_word_habits():
+    from matbench.evaluators.base import arm_metrics
     from matbench.evaluators.update import despite_patch
 
     menu = ["ONLINE", "OFFLINE"]
@@ -79,7 +80,7 @@ def test_despite_patch_separates_donor_following_leaks_from_one_word_habits():
             "bare": _arm("ONLINE", ["OFFLINE", "OFFLINE"], values, [[-1.0, -0.5], [-1.0, -0.5]]),
             "base": {"probe_logp": [[-0.8, -0.6], [-0.8, -0.6]]}}},
     ]
-    d = despite_patch(records, "bare")
+    d = despite_patch(records, "bare", arm_metrics(records, "bare"))
     assert (d["follow"], d["anti"]) == (1, 0)
     assert (d["leaks_in_follow_pairs"], d["leaks_in_other_pairs"]) == (1, 1)
     # Margin of the patch value over the other word, patched minus base, averaged over members:
@@ -87,3 +88,14 @@ def test_despite_patch_separates_donor_following_leaks_from_one_word_habits():
     gains = [0.2, 1.8, -0.3]
     assert d["margin_gain"]["mean"] == pytest.approx(sum(gains) / 3)
     assert (d["margin_gain"]["positive"], d["margin_gain"]["negative"]) == (2, 1)
+
+
+def test_expected_margin_is_the_donor_margin_on_a_larger_menu():
+    import math
+
+    from matbench.evaluators.update import _expected_margin
+
+    # log p(expected) minus logsumexp of the others, as matbench.readouts.donor_margin; not the best other.
+    record = {"menu": ["A", "B", "C"], "arms": {"bare": {"probe_logp": [[-1.0, -2.0, -2.0], [-0.5, -1.5, -3.0]]}}}
+    margins = [-2.0 - math.log(math.exp(-1.0) + math.exp(-2.0)), -1.5 - math.log(math.exp(-0.5) + math.exp(-3.0))]
+    assert _expected_margin(record, "bare", "B") == pytest.approx(sum(margins) / 2)
