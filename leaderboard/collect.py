@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
-from matbench.result_schema import ResultsFile, read_results
-from matbench.results import file_sha256
+from matbench.rescore import results_files, verified_log
+from matbench.result_schema import ResultsFile, parse_results
 from matbench.scorecard import scorecard_of_runs
 
 MAX_RESULTS_BYTES = 5 * 2**20  # a results file holds metrics only; the largest committed one is ~60 KB
@@ -41,7 +41,18 @@ class ModelEntry:
     name: str
     revision: str
     runs: list[Run] = field(default_factory=list)
-    scorecard: dict[str, Any] | None = None
+    scorecard: dict[str, Any] = field(default_factory=dict)
+    shared_name: bool = False  # another revision of the same model is on the board
+
+    @property
+    def label(self) -> str:
+        """The model's name in figures; with its revision where several revisions share the name."""
+        return f"{self.name} @{self.revision[:8]}" if self.shared_name else self.name
+
+    @property
+    def contract(self) -> dict[str, Any]:
+        """The scorecard's per-suite contract entries (suites without a run are absent)."""
+        return self.scorecard["contract"]
 
     @property
     def slug(self) -> str:
@@ -52,18 +63,14 @@ class ModelEntry:
 
 def check_run(path: Path) -> Run:
     """A results file that passes the schema, whose log is the one the run wrote; else one line."""
-    if path.stat().st_size > MAX_RESULTS_BYTES:
-        raise MatbenchError(f"{path}: {path.stat().st_size} bytes is over the {MAX_RESULTS_BYTES} byte limit "
+    size = path.stat().st_size
+    if size > MAX_RESULTS_BYTES:
+        raise MatbenchError(f"{path}: {size} bytes is over the {MAX_RESULTS_BYTES} byte limit "
                             "for a results file; results hold metrics, the items go in the log")
-    results = read_results(path)
-    log = path.parent / results.items.log
-    if not log.is_file():
-        raise MatbenchError(f"{path}: its per-item log {results.items.log} is missing; keep it beside the results file")
-    if log.stat().st_size > MAX_LOG_BYTES:
-        raise MatbenchError(f"{path}: per-item log {log.name} is over the {MAX_LOG_BYTES} byte limit")
-    if file_sha256(log) != results.items.sha256:
-        raise MatbenchError(f"{path}: per-item log {log.name} is not the one the run wrote (sha256 differs)")
-    return Run(path, results, file_sha256(path))
+    data = path.read_bytes()  # read once: parsed and hashed
+    _, results = parse_results(data, path)
+    verified_log(path, results, max_bytes=MAX_LOG_BYTES)
+    return Run(path, results, hashlib.sha256(data).hexdigest())
 
 
 def find_runs(roots: list[Path]) -> list[Run]:
@@ -72,8 +79,8 @@ def find_runs(roots: list[Path]) -> list[Run]:
     for root in roots:
         if not root.is_dir():
             raise MatbenchError(f"{root} is not a directory of results files")
-        for path in sorted(root.rglob("*.json")):
-            if path.name == "scorecard.json" or path.parent.name == "scorecards" or path.name.startswith("."):
+        for path in results_files(root, recursive=True):
+            if path.parent.name == "scorecards" or path.name.startswith("."):  # scorecards/<model>.json
                 continue
             run = check_run(path)
             runs.setdefault(run.sha256, run)
@@ -96,4 +103,5 @@ def group_models(runs: list[Run], home: Path) -> list[ModelEntry]:
         readout = "probe" if "probe" in readouts else sorted(readouts)[0]
         entry.scorecard = scorecard_of_runs([(r.path, r.results) for r in entry.runs], readout, home=home,
                                             where=f"runs of {entry.name}")
+        entry.shared_name = sum(name == entry.name for name, _ in entries) > 1
     return sorted(entries.values(), key=lambda e: (e.name, e.revision))

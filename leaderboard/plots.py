@@ -43,8 +43,7 @@ def _legend(series: Sequence[Series], x: float, y: float) -> list[str]:
     return out
 
 
-def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, reference: dict[str, float] | None = None,
-               reference_label: str = "chance", y_label: str = "accuracy") -> Markup:
+def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, reference: dict[str, float] | None = None) -> Markup:
     """Values in [0, 1] per x category, with CI whiskers; `reference` drawn dashed grey (chance)."""
     w, h, left, top, plot_w, plot_h = 640, 260 + 14 * len(series), 50, 20, 300, 200
     step = plot_w / max(len(xs) - 1, 1)
@@ -55,7 +54,7 @@ def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, referenc
 
     body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
-            _text(14, top + plot_h / 2, y_label, extra=f'transform="rotate(-90 14 {top + plot_h / 2})"')]
+            _text(14, top + plot_h / 2, "accuracy", extra=f'transform="rotate(-90 14 {top + plot_h / 2})"')]
     for tick in (0, 0.25, 0.5, 0.75, 1):
         body.append(_text(left - 6, ypos(tick) + 4, f"{tick:.2f}", "end", 9))
     for x in xs:
@@ -64,7 +63,7 @@ def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, referenc
         pts = " ".join(f"{xpos[x]:.1f},{ypos(v):.1f}" for x, v in reference.items() if x in xpos)
         body.append(f'<polyline points="{pts}" fill="none" stroke="{GREY}" stroke-dasharray="2 3"/>')
         last = list(reference)[-1]
-        body.append(_text(xpos[last] + 6, ypos(reference[last]) + 4, reference_label, "start", 9, f'fill="{GREY}"'))
+        body.append(_text(xpos[last] + 6, ypos(reference[last]) + 4, "chance", "start", 9, f'fill="{GREY}"'))
     for i, s in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
         dash = ' stroke-dasharray="4 3"' if s.reported else ""
@@ -114,7 +113,7 @@ def _colour(value: float, vmin: float, vmax: float, diverging: bool) -> str:
     return f"rgb({int(255 - 225 * t)},{int(255 - 130 * t)},{int(255 - 45 * t)})"
 
 
-def bar_chart(categories: Sequence[str], series: Sequence[Series], title: str, y_label: str = "donor-follow rate") -> Markup:
+def bar_chart(categories: Sequence[str], series: Sequence[Series], title: str) -> Markup:
     """Grouped bars in [0, 1] with CI whiskers: one group per category, one bar per series."""
     left, top, plot_h = 50, 20, 200
     group_w = max(40, 14 * len(series) + 16)
@@ -126,7 +125,7 @@ def bar_chart(categories: Sequence[str], series: Sequence[Series], title: str, y
         return top + plot_h * (1 - max(0.0, min(1.0, v)))
 
     body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
-            _text(14, top + plot_h / 2, y_label, extra=f'transform="rotate(-90 14 {top + plot_h / 2})"')]
+            _text(14, top + plot_h / 2, "donor-follow rate", extra=f'transform="rotate(-90 14 {top + plot_h / 2})"')]
     for tick in (0, 0.5, 1):
         body.append(_text(left - 6, ypos(tick) + 4, f"{tick:.1f}", "end", 9))
     for g, cat in enumerate(categories):
@@ -148,8 +147,7 @@ def bar_chart(categories: Sequence[str], series: Sequence[Series], title: str, y
     return _svg(w, h, body, title)
 
 
-def forest(rows: Sequence[tuple[str, float, float | None, float | None, bool]], title: str, band: float,
-           x_label: str = "harv - iso") -> Markup:
+def forest(rows: Sequence[tuple[str, float, float | None, float | None, bool]], title: str, band: float) -> Markup:
     """One row per (label, estimate, low, high, reported) on a shared axis with the equivalence
     band [-band, +band] shaded and zero marked."""
     left, top, plot_w, rh = 230, 20, 300, 20
@@ -162,7 +160,7 @@ def forest(rows: Sequence[tuple[str, float, float | None, float | None, bool]], 
 
     body = [f'<rect x="{xpos(-band):.1f}" y="{top}" width="{xpos(band) - xpos(-band):.1f}" height="{rh * len(rows)}" fill="#e8f3e8"/>',
             f'<line x1="{xpos(0):.1f}" y1="{top}" x2="{xpos(0):.1f}" y2="{top + rh * len(rows)}" stroke="#333"/>',
-            _text(xpos(0), top + rh * len(rows) + 30, f"{x_label} (band ±{band})", size=10)]
+            _text(xpos(0), top + rh * len(rows) + 30, f"harv - iso (band ±{band})", size=10)]
     for tick in (-band, band):
         body.append(_text(xpos(tick), top + rh * len(rows) + 14, f"{tick:+.2f}", size=9))
     for i, (label, est, lo, hi, reported) in enumerate(rows):

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from matbench.errors import MatbenchError
+from matbench.errors import MatbenchError, first_line
 
 SUITES = ("discovery", "trigger", "landing", "access", "programming", "harvest", "update")
 
@@ -33,13 +33,15 @@ class Reported:
 
 def load_reported(path: Path | None = None) -> Reported:
     """The committed figures (or `path`), checked for shape: suites must be known ones."""
-    text = Path(path).read_text() if path else resources.files(__package__).joinpath("reported.json").read_text()
     try:
+        text = Path(path).read_text() if path else resources.files(__package__).joinpath("reported.json").read_text()
         data = json.loads(text)
         models = tuple(ReportedModel(m["model"], m["figures"]) for m in data["models"])
         unnamed = data["model_not_named"]
         source = data["source"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except OSError as exc:
+        raise MatbenchError(f"reported figures {path or 'reported.json'} cannot be read ({first_line(exc)})") from None
+    except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise MatbenchError(f"reported figures {path or 'reported.json'} are malformed ({exc!r})") from None
     for suite in [s for m in models for s in m.figures] + list(unnamed):
         if suite not in SUITES:

@@ -10,17 +10,15 @@ Nothing in a submission is executed or fetched.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matbench.errors import MatbenchError
-from matbench.evaluators import EVALUATORS
+from matbench.errors import MatbenchError, first_line
 from matbench.leaderboard.collect import Run, check_run
-from matbench.rescore import read_records
+from matbench.rescore import read_records, recompute_metrics
 
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
@@ -56,8 +54,12 @@ def verify_submission(path: Path) -> Run:
     if len(records) != run.results.items.n_records or run.results.items.n_records != run.results.config.n_items:
         raise MatbenchError(f"{path}: the log holds {len(records)} usable records, the file claims "
                             f"{run.results.items.n_records} of {run.results.config.n_items} items")
-    suite = run.results.config.suite
-    recomputed = json.loads(json.dumps(EVALUATORS.get(suite)(suite=suite).summarize(records)))
+    try:
+        recomputed = recompute_metrics(run.results, records)
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError, ZeroDivisionError) as exc:
+        raise MatbenchError(f"{path}: its per-item log {run.log.name} lacks what the {run.results.config.suite} "
+                            f"evaluator reads ({type(exc).__name__}: {first_line(exc)}); submit the log matbench "
+                            "eval wrote") from None
     wrong = _mismatch(recomputed, run.results.metrics)
     if wrong:
         raise MatbenchError(f"{path}: {wrong} does not match what its per-item log gives; submit the file "
@@ -86,13 +88,21 @@ def store_submission(run: Run, submissions: Path = SUBMISSIONS) -> Stored:
 
 def open_hub_pull_request(run: Run, repo_id: str, api: Any = None) -> str:
     """Open a pull request adding the submission to a Hub dataset repository; returns its URL."""
-    from huggingface_hub import CommitOperationAdd, HfApi
+    try:
+        from huggingface_hub import CommitOperationAdd, HfApi
+        from huggingface_hub.errors import HfHubHTTPError
+    except ImportError:
+        raise MatbenchError("--to-hub needs huggingface_hub: pip install huggingface_hub") from None
 
     api = api or HfApi()
     address = run.sha256[:16]
     operations = [CommitOperationAdd(path_in_repo=f"submissions/{address}/{p.name}", path_or_fileobj=str(p))
                   for p in (run.path, run.log)]
     model = run.results.config.model.model
-    info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations, create_pr=True,
-                             commit_message=f"matbench submission: {model} {run.results.config.suite} ({address})")
+    try:
+        info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations, create_pr=True,
+                                 commit_message=f"matbench submission: {model} {run.results.config.suite} ({address})")
+    except (HfHubHTTPError, OSError, ValueError) as exc:  # HTTP and network errors, a malformed repo id
+        raise MatbenchError(f"could not open a pull request on the Hub dataset {repo_id}: "
+                            f"{type(exc).__name__}: {first_line(exc)}") from None
     return str(getattr(info, "pr_url", None) or info)

@@ -11,6 +11,20 @@ import json
 import shutil
 from pathlib import Path
 
+from matbench.errors import MatbenchError
+from matbench.leaderboard.submit import SUBMISSIONS
+
+SOURCE_MODEL = "smollm2-135m"  # its committed submissions are the synthetic runs' sources
+
+
+def sources(root: Path = SUBMISSIONS) -> list[Path]:
+    """The SmolLM2 results files stored under `root` (`submissions/<address>/<file>`), sorted."""
+    found = [p for p in sorted(Path(root).glob("*/*.json"))
+             if json.loads(p.read_text())["config"]["model"]["model"] == SOURCE_MODEL]
+    if not found:
+        raise MatbenchError(f"no {SOURCE_MODEL} results files under {root} to synthesize from")
+    return found
+
 
 def copy_run(results: Path, dest: Path, model: str | None = None, revision: str | None = None) -> Path:
     """Copy a results file and its log into `dest`, optionally under another model name/revision."""

@@ -74,7 +74,7 @@ def _ci(value: float, ci: list[float] | None) -> str:
 
 def root_follow(entry: ModelEntry) -> tuple[float, float, float] | None:
     """Discovery root donor-follow rate (follow / pairs) with its Wilson 95% CI: the rank key."""
-    d = (entry.scorecard or {}).get("contract", {}).get("discovery")
+    d = entry.contract.get("discovery")
     if not d:
         return None
     n = d["evidence"]["n_items"]
@@ -85,24 +85,25 @@ def root_follow(entry: ModelEntry) -> tuple[float, float, float] | None:
 def tie_ranks(entries: list[ModelEntry]) -> dict[str, int]:
     """Rank = 1 + the number of models whose CI lies wholly above this one's: models whose
     intervals overlap share a rank (a tie group) instead of being ordered by noise."""
-    keyed = {e.slug: root_follow(e) for e in entries}
-    keyed = {k: v for k, v in keyed.items() if v is not None}
+    keyed = {}
+    for e in entries:
+        with metrics_of(e):
+            follow = root_follow(e)
+        if follow is not None:
+            keyed[e.slug] = follow
     return {k: 1 + sum(other[1] > mine[2] for other in keyed.values()) for k, mine in keyed.items()}
-
-
-def _contract(entry: ModelEntry) -> dict[str, Any]:
-    return (entry.scorecard or {}).get("contract", {})
 
 
 def overview_rows(entries: list[ModelEntry], ranks: dict[str, int], links, out: Path) -> list[Row]:
     rows = []
     for e in entries:
-        rows.append(_overview_row(e, ranks, links, out))
+        with metrics_of(e):
+            rows.append(_overview_row(e, ranks, links, out))
     return sorted(rows, key=lambda r: (r.cells[0].sort is None, r.cells[0].sort or 0, r.cells[1].text))
 
 
 def _overview_row(e: ModelEntry, ranks: dict[str, int], links, out: Path) -> Row:
-    c = _contract(e)
+    c = e.contract
 
     def cell(suite: str, text_sort) -> Cell:
         entry = c.get(suite)
@@ -204,17 +205,18 @@ def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links,
     header = ["model", "revision", "items", *fields]
     rows = []
     for e in entries:
-        entry = _contract(e).get(suite)
+        entry = e.contract.get(suite)
         if not entry:
             continue
-        href = evidence_link(entry["evidence"], links, out)
-        cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
-                 Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
-        for name in fields:
-            v = entry.get(name)
-            text = _access_cell(v) if suite == "access" and isinstance(v, dict) and "accuracy" in v else fmt(v) if v is not None else "—"
-            sort = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-            cells.append(Cell(text, sort, href))
+        with metrics_of(e):
+            href = evidence_link(entry["evidence"], links, out)
+            cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
+                     Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
+            for name in fields:
+                v = entry.get(name)
+                text = _access_cell(v) if suite == "access" and isinstance(v, dict) and "accuracy" in v else fmt(v) if v is not None else "—"
+                sort = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+                cells.append(Cell(text, sort, href))
         rows.append(Row("measured", cells))
     for m in reported.models:
         figures = m.figures.get(suite)

@@ -14,37 +14,56 @@ from pathlib import Path
 from typing import Any
 
 from matbench import __version__
-from matbench.errors import MatbenchError
-from matbench.evaluators import EVALUATORS
-from matbench.result_schema import SCHEMA_VERSION, read_results, validate_results
+from matbench.errors import MatbenchError, first_line
+from matbench.result_schema import SCHEMA_VERSION, ResultsFile, parse_results, validate_results
 from matbench.results import file_sha256, git_revision, write_json
 
+RESULTS_GLOB = "*_*_*.json"  # <suite>_<readout>_<serving>.json; scorecard.json does not match
 
-def log_records(path: Path, log_name: str, sha256: str, n_records: int) -> list[dict[str, Any]]:
-    """The first `n_records` records of the run's log, in item order, after checking its sha256."""
-    log = path.parent / log_name
-    if not log.exists():
-        raise MatbenchError(f"{path}: its per-item log {log_name} is missing; keep the log beside the results file")
-    if file_sha256(log) != sha256:
-        raise MatbenchError(f"{path}: per-item log {log_name} changed since the run wrote it (sha256 differs); "
-                            "rescore only the log a run wrote")
-    return read_records(log, n_records)
+
+def verified_log(path: Path, parsed: ResultsFile, max_bytes: int | None = None) -> Path:
+    """The per-item log of the results file `path`, after checking it is there, at most
+    `max_bytes` long (when given) and the one the run wrote (sha256); else one line."""
+    log = path.parent / parsed.items.log
+    if not log.is_file():
+        raise MatbenchError(f"{path}: its per-item log {parsed.items.log} is missing; keep it beside the results file")
+    if max_bytes is not None and log.stat().st_size > max_bytes:
+        raise MatbenchError(f"{path}: per-item log {log.name} is over the {max_bytes} byte limit")
+    if file_sha256(log) != parsed.items.sha256:
+        raise MatbenchError(f"{path}: per-item log {log.name} is not the one the run wrote: it changed since "
+                            "the run wrote it (sha256 differs); use the log the run wrote")
+    return log
+
+
+def log_records(path: Path, parsed: ResultsFile) -> list[dict[str, Any]]:
+    """The records behind the metrics of the results file `path`, after checking its log's sha256."""
+    return read_records(verified_log(path, parsed), parsed.items.n_records)
 
 
 def read_records(log: Path, n_records: int) -> list[dict[str, Any]]:
-    """The first `n_records` records of a log already checked, in item order."""
-    records = sorted((json.loads(line) for line in log.read_text().splitlines() if line.strip()),
-                     key=lambda r: r["item_id"])
+    """The first `n_records` records of a log already checked, in item order; one line naming the
+    log when a line is not a JSON record with an item_id."""
+    try:
+        records = sorted((json.loads(line) for line in log.read_text().splitlines() if line.strip()),
+                         key=lambda r: r["item_id"])
+    except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise MatbenchError(f"per-item log {log} holds a line that is not a JSON record with an item_id "
+                            f"({type(exc).__name__}: {first_line(exc)})") from None
     return records[:n_records]  # a larger earlier run under the same config may have logged more
+
+
+def recompute_metrics(parsed: ResultsFile, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The metrics the installed evaluator of the run's suite gives on `records`, as JSON holds them."""
+    from matbench.evaluators import EVALUATORS
+
+    suite = parsed.config.suite
+    return json.loads(json.dumps(EVALUATORS.get(suite)(suite=suite).summarize(records)))
 
 
 def rescore_file(path: Path) -> dict[str, Any]:
     """The results payload of `path` with metrics recomputed; written back in place."""
-    parsed = read_results(path)
-    payload = json.loads(path.read_text())
-    records = log_records(path, parsed.items.log, parsed.items.sha256, parsed.items.n_records)
-    evaluator = EVALUATORS.get(parsed.config.suite)(suite=parsed.config.suite)
-    payload["metrics"] = evaluator.summarize(records)
+    payload, parsed = parse_results(path.read_bytes(), path)  # read once; rewritten with new metrics
+    payload["metrics"] = recompute_metrics(parsed, log_records(path, parsed))
     payload["rescored"] = {"matbench": __version__, "matbench_git": git_revision(),
                            "from_schema_version": parsed.schema_version}
     payload["schema_version"] = SCHEMA_VERSION
@@ -53,10 +72,12 @@ def rescore_file(path: Path) -> dict[str, Any]:
     return payload
 
 
-def results_files(target: Path) -> list[Path]:
-    """`target` itself, or every results file in a directory (not the scorecard)."""
+def results_files(target: Path, recursive: bool = False) -> list[Path]:
+    """`target` itself, or every results file in a directory (not the scorecard); in its
+    subfolders too when `recursive`."""
     if target.is_dir():
-        return sorted(p for p in target.glob("*_*_*.json") if p.name != "scorecard.json")
+        found = target.rglob(RESULTS_GLOB) if recursive else target.glob(RESULTS_GLOB)
+        return sorted(p for p in found if p.name != "scorecard.json")
     if not target.exists():
         raise MatbenchError(f"{target} not found: pass a results file or an eval output directory")
     return [target]

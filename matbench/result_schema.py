@@ -151,12 +151,19 @@ def validate_results(payload: Any, source: str = "results") -> ResultsFile:
 def read_results(path: str | Path) -> ResultsFile:
     path = Path(path)
     try:
-        payload = json.loads(path.read_text())
+        data = path.read_bytes()
     except FileNotFoundError:
         raise MatbenchError(f"results file {path} not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    return parse_results(data, path)[1]
+
+
+def parse_results(data: bytes, path: str | Path) -> tuple[dict[str, Any], ResultsFile]:
+    """The JSON payload of a results file's bytes and its validated form; one line if either fails."""
+    try:
+        payload = json.loads(data)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
         raise MatbenchError(f"results file {path} is not valid JSON ({exc})") from None
-    return validate_results(payload, f"results file {path}")
+    return payload, validate_results(payload, f"results file {path}")
 
 
 def schema_markdown() -> str:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from matbench.cli import main
 from matbench.errors import MatbenchError
-from matbench.leaderboard.collect import find_runs
-from matbench.leaderboard.reported import load_reported
+from matbench.leaderboard.collect import MAX_RESULTS_BYTES, find_runs
+from matbench.leaderboard.reported import SUITES, load_reported
 from matbench.leaderboard.site import build_site
 from matbench.leaderboard.submit import open_hub_pull_request, store_submission, verify_submission
+from matbench.results import file_sha256
 
 from tests.leaderboard_fixtures import HOSTILE, SUBMISSIONS, committed_runs, copy_run, synthetic_runs
 
@@ -55,7 +56,8 @@ def test_every_committed_submission_verifies_and_is_stored_under_its_address():
 def test_site_from_the_committed_submissions(tmp_path):
     summary = build_site([SUBMISSIONS], tmp_path / "site")
     site = summary.out
-    assert (summary.n_runs, summary.n_models, summary.pages) == (14, 2, 1 + 7 + 2)
+    assert (summary.n_runs, summary.n_models) == (14, 2)
+    assert summary.pages == 1 + len(SUITES) + summary.n_models  # index, a page per suite, a page per model
     index = _parse(site / "index.html")
     reported = load_reported()
     assert index.rows["overview"] == ["measured"] * 2 + ["reported"] * len(reported.models)
@@ -82,8 +84,9 @@ def test_a_hostile_model_name_stays_text_and_cannot_pick_a_path(tmp_path):
     html = "".join(p.read_text() for p in site.glob("*.html"))
     assert "<script>window" not in html and "<img src=x" not in html
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
-    written = [p.resolve() for p in (tmp_path / "site").rglob("*")]
-    assert all(p.is_relative_to(site.resolve()) for p in written)
+    written = [p.resolve() for p in tmp_path.rglob("*")]  # the run's inputs under runs/, all else in the site
+    assert written and all(p.is_relative_to(site.resolve()) or p.is_relative_to((tmp_path / "runs").resolve())
+                           for p in written)
     assert not (tmp_path / "etc").exists()
 
 
@@ -113,8 +116,8 @@ def test_a_doctored_submission_is_refused_in_one_line(tmp_path, capsys, edit, me
 
 def test_oversized_and_missing_submissions_are_refused(tmp_path):
     path = copy_run(UPDATE, tmp_path / "big")
-    path.write_text(path.read_text() + " " * (5 * 2**20))
-    with pytest.raises(MatbenchError, match="over the 5242880 byte limit"):
+    path.write_text(path.read_text() + " " * MAX_RESULTS_BYTES)
+    with pytest.raises(MatbenchError, match=f"over the {MAX_RESULTS_BYTES} byte limit"):
         verify_submission(path)
     with pytest.raises(MatbenchError, match="not found"):
         verify_submission(tmp_path / "nope.json")
@@ -122,6 +125,33 @@ def test_oversized_and_missing_submissions_are_refused(tmp_path):
     (lost.parent / "update_probe_compact.items.jsonl").unlink()
     with pytest.raises(MatbenchError, match="per-item log update_probe_compact.items.jsonl is missing"):
         verify_submission(lost)
+
+
+def _edit_first_record(line: str, edit) -> str:
+    record = json.loads(line)
+    edit(record)
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("edit_line, message", [
+    (lambda line: "{not json", "holds a line that is not a JSON record with an item_id (JSONDecodeError"),
+    (lambda line: "[1, 2]", "holds a line that is not a JSON record with an item_id (TypeError"),
+    (lambda line: _edit_first_record(line, lambda r: r.pop("item_id")), "not a JSON record with an item_id (KeyError"),
+    (lambda line: _edit_first_record(line, lambda r: r.pop("arms")), "lacks what the update evaluator reads (KeyError"),
+])
+def test_a_submission_whose_log_lacks_records_is_refused_in_one_line(tmp_path, capsys, edit_line, message):
+    # The log matches the results file's sha256 (both forged together), but its lines are not records.
+    path = copy_run(UPDATE, tmp_path / "sub")
+    log = path.parent / "update_probe_compact.items.jsonl"
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join([edit_line(lines[0]), *lines[1:]]) + "\n")
+    payload = json.loads(path.read_text())
+    payload["items"]["sha256"] = file_sha256(log)
+    path.write_text(json.dumps(payload))
+    assert main(["submit", str(path), "--submissions", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "update_probe_compact" in err
+    assert not (tmp_path / "store").exists()
 
 
 def test_store_is_content_addressed_and_idempotent(tmp_path):
@@ -152,6 +182,29 @@ def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
         f"submissions/{run.sha256[:16]}/update_probe_compact.items.jsonl"]
 
 
+def _http_error(message: str) -> Exception:
+    from types import SimpleNamespace
+
+    from huggingface_hub.errors import HfHubHTTPError
+
+    return HfHubHTTPError(message, response=SimpleNamespace(headers={}, request=None))
+
+
+@pytest.mark.parametrize("error, name", [
+    (lambda: _http_error("403 Forbidden: you cannot open a pull request here\nmore detail"), "HfHubHTTPError"),
+    (lambda: ConnectionError("you cannot open a pull request here\nmore detail"), "ConnectionError"),
+])
+def test_hub_errors_are_one_line(tmp_path, error, name):
+    class FailingApi:
+        def create_commit(self, **kw):
+            raise error()
+
+    run = verify_submission(copy_run(UPDATE, tmp_path / "sub"))
+    with pytest.raises(MatbenchError, match=rf"^could not open a pull request on the Hub dataset org/x: {name}: "
+                                            r"(403 Forbidden: )?you cannot open a pull request here$"):
+        open_hub_pull_request(run, "org/x", api=FailingApi())
+
+
 def test_build_cli_and_its_errors(tmp_path, capsys):
     assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "s")]) == 0
     assert "2 models, 14 results files, 10 pages" in capsys.readouterr().out
@@ -163,6 +216,12 @@ def test_build_cli_and_its_errors(tmp_path, capsys):
     assert main(["leaderboard", "build", "--results", str(bad), "--out", str(tmp_path / "u")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fails the results schema" in err
+    missing = tmp_path / "no-reported.json"
+    assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "v"),
+                 "--reported", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"reported figures {missing} cannot be read" in err
+    assert not (tmp_path / "v").exists()
 
 
 def test_synthetic_runs_group_into_models(tmp_path):
@@ -182,3 +241,25 @@ def test_a_file_with_foreign_metrics_is_named_in_one_line(tmp_path, capsys):
     assert main(["leaderboard", "build", "--results", str(tmp_path / "runs"), "--out", str(tmp_path / "site")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "results of 'odd-model'" in err and "update_probe_compact.json" in err
+
+
+def test_two_revisions_of_one_model_are_two_series_in_every_figure(tmp_path):
+    # The same name under two revisions: each figure labels both, and the trigger heat maps get a
+    # column each instead of one overwriting the other.
+    for path in committed_runs():
+        if json.loads(path.read_text())["config"]["model"]["model"] == "smollm2-135m":
+            for revision in ("a" * 40, "b" * 40):
+                copy_run(path, tmp_path / "runs" / revision[0] / path.parent.name, revision=revision)
+    summary = build_site([tmp_path / "runs"], tmp_path / "site")
+    assert (summary.n_runs, summary.n_models) == (2 * len(SUITES), 2)
+    index = (summary.out / "index.html").read_text()
+    figures = re.findall(r'<figure id="plot-(\w+)">(.*?)</figure>', index, re.DOTALL)
+    assert [name for name, _ in figures] == ["access", "trigger", "programming", "harvest"]
+    for name, figure in figures:
+        for label in ("smollm2-135m @aaaaaaaa", "smollm2-135m @bbbbbbbb"):
+            assert label in figure, (name, label)
+    trigger = dict(figures)["trigger"]
+    heatmaps = re.findall(r"<svg.*?</svg>", trigger, re.DOTALL)
+    assert len(heatmaps) == 2
+    for svg in heatmaps:  # one column label per revision (drawn truncated to 14 characters)
+        assert svg.count(">smollm2-135m @</text>") == 2

@@ -26,10 +26,10 @@ def run(args: argparse.Namespace) -> int:
         verify_submission,
     )
 
-    run = verify_submission(Path(args.results))
+    verified = verify_submission(Path(args.results))
     if args.to_hub:
-        print(open_hub_pull_request(run, args.to_hub))
+        print(open_hub_pull_request(verified, args.to_hub))
         return 0
-    stored = store_submission(run, Path(args.submissions) if args.submissions else SUBMISSIONS)
+    stored = store_submission(verified, Path(args.submissions) if args.submissions else SUBMISSIONS)
     print(f"stored as {stored.address}: " + ", ".join(str(f) for f in stored.files))
     return 0
