@@ -34,13 +34,20 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
                          attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                          **kwargs) -> tuple[torch.Tensor, None]:
     """query `[B, H, T, D]`, key/value `[B, H_kv, K, D]`, boolean mask `[B, 1, T, K]` (True =
-    visible) or None (causal). Returns `[B, T, H, D]`, as transformers' attention functions do."""
+    visible) or None (causal, lower right). Returns `[B, T, H, D]`, as transformers' attention functions do."""
     if kwargs.get("softcap") is not None:
         raise MatbenchError(f"attention {NAME!r} has no logit soft-capping; use --attn-implementation eager")
     batch, heads, length, dim = query.shape
     kv_heads, kv_length = key.shape[1], key.shape[2]
     groups = heads // kv_heads
-    if attention_mask is None:  # transformers skipped a purely causal mask: make it explicit (lower right)
+    if attention_mask is None and length == kv_length:
+        # transformers skipped a purely causal mask (no past): the causal kernels read each KV head
+        # for its query heads themselves and skip the blocks above the diagonal.
+        with sdpa_kernel(_BACKENDS):
+            out = F.scaled_dot_product_attention(query, key, value, dropout_p=0.0, scale=scaling,
+                                                 is_causal=True, enable_gqa=True)
+        return out.transpose(1, 2).contiguous(), None
+    if attention_mask is None:  # causal with a past: lower right, explicit
         attention_mask = torch.ones(length, kv_length, dtype=torch.bool, device=query.device).tril(kv_length - length)
         attention_mask = attention_mask[None, None].expand(batch, 1, length, kv_length)
     if attention_mask.dtype != torch.bool:
@@ -59,5 +66,7 @@ def register() -> str:
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
     AttentionInterface.register(NAME, grouped_sdpa_forward)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, functools.partial(sdpa_mask, allow_is_causal_skip=False))
+    # A purely causal mask (no past, no padding) is skipped, as for transformers' own sdpa, so the
+    # forward above takes the causal kernel path.
+    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)
     return NAME

@@ -1,11 +1,16 @@
-"""Batched global prefill: the prefixes of many donor pairs in one forward, then every member's
-suffix (the events from the source on) in another, each after its own pair's prefix.
+"""Batched global prefill: every pair's first member in one forward, then the second member's
+suffix (the events from the source on) in another, after the first member's prefix rows.
 
-Rows of different lengths are right-padded. A padded token gets the coordinate right after the
-last real token of its row and is marked invalid as a key, so no real token ever attends to it
-(causality alone would already hide it from the row's real tokens; the validity mask keeps it
-hidden from the suffix tokens that come later). Each row's real slots are gathered back on the device: the
-result is the `EventCache` that `cache.prefill_pair` builds one pair at a time.
+The members of a pair share every token before the source, so the second member only computes
+what differs and branches off the first member's prefix rows (the prefix is prefilled once, as
+`cache.prefill_pair` does). Whole members are of nearly equal length, so the first forward pads
+little; it has no past and is exactly causal, so on models without sliding windows it runs on the
+attention kernel's causal path. Rows of different lengths are right-padded. A padded token gets
+the coordinate right after the last real token of its row and is marked invalid as a key, so no
+real token ever attends to it (causality alone already hides it from the row's real tokens; the
+validity mask keeps it hidden from the suffix tokens that come later). Each row's real slots are
+gathered back on the device: the result is the `EventCache` that `cache.prefill_pair` builds one
+pair at a time.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import torch
 
 from matbench.cache import EventCache
 from matbench.pairs import PairLayout
-from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache
+from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache, to_device
 from matbench.serving import device_copies, gather_rows
 
 _PAD_ID = 0  # any id: padded tokens are invalid keys and their outputs are never read
@@ -66,15 +71,17 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
         cache = new_cache()
         past_coords = torch.zeros(batch, 0, dtype=torch.long)
         past_valid = torch.zeros(batch, 0, dtype=torch.bool)
-    ids_d, pos_d, valid_d = ids.to(device), pos.to(device), valid.to(device)
-    past_coords, past_valid = past_coords.to(device), past_valid.to(device)
+    ids_d, pos_d, valid_d = (to_device(t, device) for t in (ids, pos, valid))
+    past_coords, past_valid = to_device(past_coords, device), to_device(past_valid, device)
 
+    # No past and strictly increasing positions: the explicit mask is the causal one.
+    causal = not past and all(all(a < b for a, b in zip(p, p[1:])) for _, p in new)
     step = chunk_size or width
     for start in range(0, width, step):
         end = min(start + step, width)
         runner.forward(ids_d[:, start:end], pos_d[:, start:end], cache, query_coords=pos_d[:, start:end],
                        key_coords=torch.cat([past_coords, pos_d[:, :end]], dim=1),
-                       key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1))
+                       key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1), causal=causal and start == 0)
     # Every row's real slots (its past, then its new tokens) in one index_select per layer; the
     # rows come back as views of one pooled tensor per layer.
     total = p_width + width
@@ -98,32 +105,38 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
 
 def prefill_pairs(runner: ModelRunner, layouts: list[PairLayout],
                   chunk_size: int | None = None) -> list[tuple[EventCache, EventCache]]:
-    """`cache.prefill_pair` for several pairs at once: one batched forward for the shared
-    prefixes, one for every member's suffix (identical members, an unpaired item, share theirs)."""
+    """`cache.prefill_pair` for several pairs at once: one batched forward of every first member,
+    one of every second member's suffix after the first member's prefix rows (identical members,
+    an unpaired item, share one cache)."""
     for lay in layouts:
         a, b = lay.members
         split = lay.prefix_tokens
         if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:
             raise AssertionError("donor members differ before the source")  # guarded by layout_pair
-    prefixes = prefill_rows(runner, [(lay.members[0].input_ids[:lay.prefix_tokens],
-                                      lay.members[0].positions[:lay.prefix_tokens]) for lay in layouts],
-                            chunk_size=chunk_size)
-    suffix_rows, owners = [], []
+    firsts = prefill_rows(runner, [(lay.members[0].input_ids, lay.members[0].positions) for lay in layouts],
+                          chunk_size=chunk_size)
+    suffix_rows, pasts, owners = [], [], []
+    seconds: dict[int, Rows] = {}
     for k, lay in enumerate(layouts):
-        if lay.prefix_tokens < len(lay.members[0].input_ids):
-            for m in (0, 1):
-                member = lay.members[m]
-                suffix_rows.append((member.input_ids[lay.prefix_tokens:], member.positions[lay.prefix_tokens:]))
-                owners.append((k, m))
-    done = prefill_rows(runner, suffix_rows, [prefixes[k] for k, _ in owners], chunk_size) if suffix_rows else []
-    by_member = dict(zip(owners, done))
+        a, b = lay.members
+        if b == a:
+            seconds[k] = firsts[k]
+            continue
+        split = lay.prefix_tokens
+        prefix = Rows([x[:, :, :split] for x in firsts[k].keys], [x[:, :, :split] for x in firsts[k].values],
+                      firsts[k].positions[:split])
+        if split == len(b.input_ids):
+            seconds[k] = prefix
+        else:
+            suffix_rows.append((b.input_ids[split:], b.positions[split:]))
+            pasts.append(prefix)
+            owners.append(k)
+    if suffix_rows:
+        seconds.update(zip(owners, prefill_rows(runner, suffix_rows, pasts, chunk_size)))
     out = []
     for k, lay in enumerate(layouts):
-        caches = []
-        for m in (0, 1):
-            keys, values, positions = by_member.get((k, m), prefixes[k])
-            member = lay.members[m]
-            caches.append(EventCache(tuple(keys), tuple(values), positions, member.header_span,
-                                     member.event_spans, lay.length))
-        out.append((caches[0], caches[1]))
+        caches = [EventCache(tuple(rows.keys), tuple(rows.values), rows.positions, member.header_span,
+                             member.event_spans, lay.length)
+                  for rows, member in zip((firsts[k], seconds[k]), lay.members)]
+        out.append((caches[0], caches[0] if seconds[k] is firsts[k] else caches[1]))
     return out

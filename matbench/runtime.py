@@ -21,6 +21,18 @@ from matbench.attention import NAME as GROUPED_SDPA
 from matbench.errors import MatbenchError
 
 
+def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+    """`tensor` on `device`, without waiting for the GPU.
+
+    A plain `.to("cuda")` from pageable host memory synchronizes the stream: the CPU then idles
+    until every queued kernel has run and cannot prepare the next batch meanwhile. A pinned,
+    non-blocking copy is queued like a kernel (PyTorch's caching host allocator keeps the pinned
+    buffer until the copy has run)."""
+    if tensor.device.type != "cpu" or torch.device(device).type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
 def layer_windows(text_config: Any) -> list[int | None]:
     """Sliding window of every decoder layer (None = full attention)."""
     n = text_config.num_hidden_layers
@@ -134,10 +146,17 @@ class ModelRunner:
         key_coords: torch.Tensor,
         key_valid: torch.Tensor,
         logits_to_keep: int = 1,
+        causal: bool = False,
     ) -> torch.Tensor:
         """One forward step appending `input_ids` `[B, T]` to `cache` (in place).
 
         `key_coords`/`key_valid` are `[B, K]` with K = cache length + T (the new tokens included).
+        `causal=True` is the caller's word that the cache is empty, each row's valid tokens come
+        first and their coordinates strictly increase: the explicit mask is then the plain causal
+        one for every valid token (a padded key sits after them all), so on a model without
+        sliding windows it is left to the attention kernel (causal kernels skip the blocks above
+        the diagonal). Sliding windows are counted in coordinates, which transformers' own masks
+        would count in slots, so those models always get the explicit masks.
         Returns logits `[B, logits_to_keep or T, vocab]` in float32.
         """
         past = cache.get_seq_length()
@@ -147,11 +166,20 @@ class ModelRunner:
         if position_ids.shape != input_ids.shape or query_coords.shape != input_ids.shape:
             raise ValueError("position_ids and query_coords must have the shape of input_ids")
         device = self.device
-        # Masks are built on the device: [B, 1, T, K] can be hundreds of MB for a batched prefill.
-        masks = self.build_masks(query_coords.to(device), key_coords.to(device), key_valid.to(device))
+        if causal and past:
+            raise ValueError("causal=True needs an empty cache")
+        if causal and not any(self.windows):
+            # No mask: transformers makes the causal one (none at all for SDPA kernels). It reads
+            # position gaps as packed sequences only when called without a cache, never here; a
+            # 2-D all-ones mask would do too but costs a device sync (transformers checks it).
+            masks: Any = None
+        else:
+            # Built on the device: [B, 1, T, K] can be hundreds of MB for a batched prefill.
+            masks = self.build_masks(to_device(query_coords, device), to_device(key_coords, device),
+                                     to_device(key_valid, device))
         kwargs: dict[str, Any] = {
-            "input_ids": input_ids.to(device),
-            "position_ids": position_ids.to(device),
+            "input_ids": to_device(input_ids, device),
+            "position_ids": to_device(position_ids, device),
             "attention_mask": masks,
             self._cache_kw: cache,
             "use_cache": True,

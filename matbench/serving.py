@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from matbench.cache import EventCache
-from matbench.runtime import ModelRunner, cache_from_rows
+from matbench.runtime import ModelRunner, cache_from_rows, to_device
 
 _PAD_ID = 0  # any id: padded tokens are masked as keys and their outputs are never read
 
@@ -56,7 +56,7 @@ class ServedBatch:
         """Append `ids` `[B, T]` whose last `lengths[b]` tokens are real (left padding); returns
         the logits of the last token `[B, vocab]`."""
         device = self.key_coords.device
-        ids, lengths = ids.to(device), lengths.to(device)
+        ids, lengths = to_device(ids, device), to_device(lengths, device)
         width = ids.shape[1]
         offset = torch.arange(width, device=device)[None, :] - (width - lengths)[:, None]  # 0 at the first real token
         # Left padding sits at the first real token's position and coordinate: a padded query
@@ -108,7 +108,7 @@ def device_copies(index: torch.Tensor):
 
     def on(device: torch.device) -> torch.Tensor:
         if device not in copies:
-            copies[device] = index.to(device)
+            copies[device] = to_device(index, device)
         return copies[device]
 
     return on
@@ -129,8 +129,8 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     keys, values = gather_rows([r.cache for r in requests], slot_index)
     key_valid = slot_index >= 0 if valid is None else _pad([v.long() for v in valid], 0).bool()
     # Padding slots are invalid keys; their coordinates (0) never matter.
-    batch = ServedBatch(cache_from_rows(keys, values), _pad(coords, 0).to(device), key_valid.to(device),
-                        next_position.to(device), next_coord.to(device))
+    batch = ServedBatch(cache_from_rows(keys, values), *(to_device(t, device) for t in (
+        _pad(coords, 0), key_valid, next_position, next_coord)))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
     width = int(lengths.max())
     ids = torch.full((len(requests), width), _PAD_ID, dtype=torch.long)

@@ -33,6 +33,47 @@ def test_grouped_attention_equals_repeated_heads():
     lower_right = torch.ones(5, 9, dtype=torch.bool).tril(4)
     ref = torch.nn.functional.scaled_dot_product_attention(query, *repeated, attn_mask=lower_right)
     assert torch.allclose(causal, ref.transpose(1, 2), atol=1e-6)
+    square = key[:, :, :5], value[:, :, :5]  # no past: the causal kernel with grouped heads
+    causal, _ = grouped_sdpa_forward(torch.nn.Module(), query, *square, None, scaling=0.25)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        query, *[t.repeat_interleave(4, dim=1) for t in square], attn_mask=torch.ones(5, 5, dtype=torch.bool).tril(),
+        scale=0.25)
+    assert torch.allclose(causal, ref.transpose(1, 2), atol=1e-6)
+
+
+@pytest.mark.parametrize("impl", ["sdpa_grouped", "sdpa", "eager"])
+def test_causal_forward_equals_the_explicit_mask(tiny, impl, monkeypatch):
+    """`causal=True` (no past, right padding, position gaps) gives the rows and logits of the
+    explicit coordinate mask; on full-attention models the mask is really left out."""
+    from matbench.runtime import ModelRunner, cache_rows, new_cache
+
+    loaded = _with_attn(tiny, impl)
+    runner = ModelRunner(loaded.model, loaded.text_config)
+    torch.manual_seed(1)
+    ids = torch.randint(5, 100, (3, 12))
+    pos = torch.stack([torch.arange(12) * 2, torch.arange(12) + 40, torch.arange(12)])  # gaps, offsets
+    valid = torch.ones(3, 12, dtype=torch.bool)
+    valid[1, 9:], valid[2, 5:] = False, False  # right padding at the row's last coordinate + 1
+    pos[1, 9:], pos[2, 5:] = pos[1, 8] + 1, pos[2, 4] + 1
+    built = []
+    original = ModelRunner.build_masks
+    monkeypatch.setattr(ModelRunner, "build_masks", lambda self, *a: built.append(1) or original(self, *a))
+    out = {}
+    for causal in (True, False):
+        cache = new_cache()
+        logits = runner.forward(ids, pos, cache, query_coords=pos, key_coords=pos, key_valid=valid,
+                                logits_to_keep=0, causal=causal)
+        out[causal] = logits, cache_rows(cache)
+    assert len(built) == (2 if any(runner.windows) else 1)  # sliding windows keep explicit masks
+    (got, (gk, gv)), (ref, (rk, rv)) = out[True], out[False]
+    for b, n in enumerate((12, 9, 5)):  # real tokens only: padded outputs are never read
+        assert torch.allclose(got[b, :n], ref[b, :n], atol=1e-5)
+        for x, y in zip(gk + gv, rk + rv):
+            assert torch.allclose(x[b, :, :n], y[b, :, :n], atol=1e-5)
+    with pytest.raises(ValueError, match="empty cache"):
+        runner.forward(ids[:, :1], pos[:, :1], cache, query_coords=pos[:, :1],
+                       key_coords=torch.cat([pos, pos[:, :1]], 1), key_valid=torch.ones(3, 13, dtype=torch.bool),
+                       causal=True)
 
 
 @pytest.mark.parametrize("serving", ["compact", "native"])
