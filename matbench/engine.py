@@ -50,6 +50,7 @@ class PairEngine:
     renderer: Renderer = field(init=False)
     _scorers: dict = field(init=False, default_factory=dict)
     _last_prefill: tuple | None = field(init=False, default=None)
+    _layouts: dict = field(init=False, default_factory=dict)  # prefetched, by pair
     # Tokens (pairs x longest member) per batched prefill forward: bounds activation memory
     # (long dialogs prefill alone); None = 65,536 on a GPU, 8,192 on the CPU.
     prefill_batch_tokens: int | None = None
@@ -95,7 +96,7 @@ class PairEngine:
         layout, within the group and with the last prefill of the previous group."""
         from matbench.batched_prefill import prefill_pairs
 
-        layouts = [layout_pair(p, self.renderer) for p in pairs]
+        layouts = [self._layouts.pop(p, None) or layout_pair(p, self.renderer) for p in pairs]
         keys = [tuple((m.input_ids, m.positions) for m in lay.members) for lay in layouts]
         cached = {self._last_prefill[0]: self._last_prefill[1]} if self._last_prefill else {}
         todo = {}
@@ -107,6 +108,14 @@ class PairEngine:
         if keys:
             self._last_prefill = (keys[-1], cached[keys[-1]])
         return [(p, lay, cached[key]) for p, lay, key in zip(pairs, layouts, keys)]
+
+    def prefetch_layouts(self, pairs: list[DonorPair]) -> None:
+        """Lay out `pairs` (render and tokenize, on the CPU) for a later `prepare_many`. Called
+        right after `prepare_many` has queued a batch's prefill, this runs while the GPU computes
+        instead of leaving it idle before the next batch."""
+        for p in pairs:
+            if p not in self._layouts:
+                self._layouts[p] = layout_pair(p, self.renderer)
 
     def release_memory(self) -> None:
         """Drop the remembered prefill and return cached accelerator memory (after an OOM)."""

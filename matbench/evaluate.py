@@ -30,6 +30,7 @@ class EvalConfig:
     dtype: str | None = None
     device_map: str | None = None  # "auto": layers spread over every visible GPU
     attn_implementation: str | None = None
+    fused_kernels: str = "auto"  # matbench.fused: auto = on a GPU with Triton
     chunk_size: int | None = None
     batch_pairs: int | None = None  # donor pairs served and decoded together (default: from free GPU memory, 2 on CPU)
     locomo: str | None = None  # the user's LoCoMo copy (harvest suite)
@@ -68,7 +69,7 @@ def _load(cfg: EvalConfig, shard: Shard):
     from matbench.models import load_model
 
     return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
-                      attn_implementation=cfg.attn_implementation, trust_remote_code=cfg.trust_remote_code,
+                      attn_implementation=cfg.attn_implementation, fused_kernels=cfg.fused_kernels, trust_remote_code=cfg.trust_remote_code,
                       device_map=cfg.device_map)
 
 
@@ -166,6 +167,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
         missing = [c for c in combos if any(p.item_id not in runs[c][3] for p in chunk)]
         try:
             items = engine.prepare_many(chunk)
+            engine.prefetch_layouts(mine[start + len(chunk):start + len(chunk) + group])  # while the GPU prefills
             scored = engine.score_many(items, missing)
         except Exception as exc:
             if not is_out_of_memory(exc) or len(chunk) == 1:

@@ -187,6 +187,7 @@ class LoadedModel:
     source: ModelSource
     dtype: str
     device: str
+    fused_kernels: bool = False  # RMSNorm and MLP forwards compiled (matbench.fused)
 
     @property
     def text_config(self) -> Any:
@@ -213,6 +214,8 @@ class LoadedModel:
             "dtype": self.dtype,
             "device": self.device,
             "attn_implementation": self.attn_implementation,
+            # Only when on (the arithmetic is the same; absent keeps earlier runs' config hashes).
+            **({"fused_kernels": True} if self.fused_kernels else {}),
             "n_parameters": sum(p.numel() for p in self.model.parameters()),
             # GGUF tokenizers are rebuilt by transformers, differently across versions (5.17 and
             # 5.24 split Gemma's "ONLINE" differently): the vocabulary fingerprint pins it.
@@ -346,6 +349,7 @@ def load_model(
     attn_implementation: str | None = None,
     trust_remote_code: bool = False,
     device_map: str | None = None,
+    fused_kernels: str = "auto",
 ) -> LoadedModel:
     """`device_map="auto"` spreads the layers of a model too large for one GPU over every visible
     GPU (accelerate); inputs then go to the device of the first layer."""
@@ -386,4 +390,14 @@ def load_model(
         device = str(next(model.parameters()).device)  # where the inputs go
     else:
         model.to(device).eval()
-    return LoadedModel(model, tokenizer, source, dtype, device)
+    return with_fused_kernels(LoadedModel(model, tokenizer, source, dtype, device), fused_kernels)
+
+
+def with_fused_kernels(loaded: LoadedModel, setting: str) -> LoadedModel:
+    """`loaded` with its RMSNorm and MLP forwards compiled where `setting` (auto|on|off) says."""
+    from matbench import fused
+
+    if fused.resolve(setting, loaded.device):
+        fused.fuse(loaded.model)
+        loaded.fused_kernels = True
+    return loaded

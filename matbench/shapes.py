@@ -54,14 +54,14 @@ def shape_tokenizer(shape: Shape, tokenizer: str | None = None):
 
 def random_model(shape_name: str, device: str | None = None, dtype: str | None = None,
                  attn_implementation: str | None = None, seed: int = 0, tokenizer: str | None = None,
-                 device_map: str | None = None):
+                 device_map: str | None = None, fused_kernels: str = "auto"):
     """A `LoadedModel` with random weights of `shape_name`, built directly on the device;
     `device_map="auto"` then spreads its layers evenly over every visible GPU (accelerate)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from matbench.models import (LoadedModel, ModelSource, check_device_map, default_attn, resolve_attn,
-                                 resolve_device, resolve_dtype)
+                                 resolve_device, resolve_dtype, with_fused_kernels)
 
     shape = SHAPES.get(shape_name)
     device = resolve_device(device)
@@ -80,7 +80,8 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     if device_map:
         model = _spread(model)
         device = str(next(model.parameters()).device)
-    return LoadedModel(model, tok, ModelSource(f"random:{shape_name}", f"random:{shape_name}"), dtype, device)
+    return with_fused_kernels(LoadedModel(model, tok, ModelSource(f"random:{shape_name}", f"random:{shape_name}"), dtype, device),
+                              fused_kernels)
 
 
 def _spread(model):

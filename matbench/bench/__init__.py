@@ -42,7 +42,8 @@ def sync(device: str) -> None:
 
 
 def load_for_bench(model: str | None, shape: str | None, device: str | None, dtype: str | None,
-                   attn_implementation: str | None, tokenizer: str | None, device_map: str | None = None):
+                   attn_implementation: str | None, tokenizer: str | None, device_map: str | None = None,
+                   fused_kernels: str | None = None):
     """A real model (`--model`) or random weights of a real shape (`--random-weights`)."""
     from matbench.errors import MatbenchError
     from matbench.models import load_model
@@ -51,8 +52,10 @@ def load_for_bench(model: str | None, shape: str | None, device: str | None, dty
     if (model is None) == (shape is None):
         raise MatbenchError("pass exactly one of --model NAME or --random-weights SHAPE")
     if shape:
-        return random_model(shape, device, dtype, attn_implementation, tokenizer=tokenizer, device_map=device_map)
-    return load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation, device_map=device_map)
+        return random_model(shape, device, dtype, attn_implementation, tokenizer=tokenizer, device_map=device_map,
+                            fused_kernels=fused_kernels or "auto")
+    return load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation, device_map=device_map,
+                      fused_kernels=fused_kernels or "auto")
 
 
 from matbench.bench import discovery, leaderboard, long_context, scaling  # noqa: E402,F401  (they register)

@@ -13,7 +13,8 @@ from matbench.memory import peak_memory, reset_peak
 def discovery(n: int = 64, model: str | None = None, shape: str | None = None, naive_n: int = 8,
               device: str | None = None, dtype: str | None = None, batch_pairs: int | None = None,
               serving: str = "auto", attn_implementation: str | None = None,
-              tokenizer: str | None = None, device_map: str | None = None) -> dict[str, Any]:
+              tokenizer: str | None = None, device_map: str | None = None,
+              fused_kernels: str | None = None) -> dict[str, Any]:
     """The naive reference path and the engine on the same discovery items, in one run.
 
     Engine: global prefill per pair (shared prefix), every arm x member of `batch_pairs` pairs
@@ -28,7 +29,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     from matbench.engine import PairEngine
     from matbench.naive import naive_pair
 
-    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, device_map)
+    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, device_map, fused_kernels)
     device = loaded.device
     engine = PairEngine(loaded, serving=serving)
     pairs = SUITES.get("discovery").generate(0, n)
@@ -49,6 +50,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
         chunk = pairs[start:start + group]
         t0 = time.perf_counter()
         items = engine.prepare_many(chunk)
+        engine.prefetch_layouts(pairs[start + group:start + 2 * group])  # CPU work while the GPU prefills
         sync(device)
         t1 = time.perf_counter()
         engine_records += engine.score_many(items, combos)
@@ -84,7 +86,8 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
         "benchmark": "discovery", "model": loaded.source.name, "device_map": device_map,
         "gpus_used": sorted({str(p.device) for p in loaded.model.parameters()}), "n_parameters": n_params, "device": device,
         "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
-        "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation, "serving": engine.serving,
+        "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation,
+        "fused_kernels": loaded.fused_kernels, "serving": engine.serving,
         "batch_pairs": group, "n_pairs": n, "naive_pairs": len(naive_items),
         "engine": {"seconds": round(engine_s, 3), "pairs_per_s": round(n / engine_s, 3),
                    "prefill_seconds": round(prefill_s, 3), "serve_probe_decode_seconds": round(serve_s, 3),

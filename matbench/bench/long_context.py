@@ -25,7 +25,7 @@ HEADER, EVENT, SERVED, QUERY, NEW_TOKENS = 256, 512, 4, 48, 12
 def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8, model: str | None = None,
                  shape: str | None = None, device: str | None = None, dtype: str | None = None,
                  serving: str = "auto", attn_implementation: str | None = None,
-                 tokenizer: str | None = None) -> dict[str, Any]:
+                 tokenizer: str | None = None, fused_kernels: str | None = None) -> dict[str, Any]:
     import torch
 
     from matbench.batched_prefill import prefill_rows
@@ -35,7 +35,7 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
 
     if context < HEADER + SERVED * EVENT or chunk_size < 1 or requests < 1:
         raise MatbenchError(f"--context must be at least {HEADER + SERVED * EVENT} tokens, --chunk-size and --requests at least 1")
-    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer)
+    loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, fused_kernels=fused_kernels)
     device = loaded.device
     engine = PairEngine(loaded, serving=serving)
     runner = engine.runner
@@ -91,7 +91,8 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
     return {
         "benchmark": "long-context", "model": loaded.source.name, "n_parameters": n_params, "device": device,
         "gpu": torch.cuda.get_device_name(torch.device(device)) if cuda else None, "dtype": loaded.dtype,
-        "attn_implementation": loaded.attn_implementation, "serving": engine.serving,
+        "attn_implementation": loaded.attn_implementation,
+        "fused_kernels": loaded.fused_kernels, "serving": engine.serving,
         "context_tokens": context, "chunk_size": chunk_size, "requests": requests, "kept_rows_per_request": kept,
         "prefill": {"seconds": round(prefill_s, 3), "tokens_per_s": round(context / prefill_s, 1),
                     "dense_mfu": round(2 * n_params * context / prefill_s / (peak * 1e12), 4) if peak else None,

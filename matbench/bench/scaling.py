@@ -18,7 +18,8 @@ from matbench.memory import peak_memory
 @BENCHMARKS.register("scaling")
 def scaling(n: int = 128, model: str | None = None, shape: str | None = None, device: str | None = None,
             dtype: str | None = None, batch_pairs: int | None = None, serving: str = "auto",
-            attn_implementation: str | None = None, tokenizer: str | None = None) -> dict[str, Any] | None:
+            attn_implementation: str | None = None, tokenizer: str | None = None,
+            fused_kernels: str | None = None) -> dict[str, Any] | None:
     """Discovery pairs/s on one process and on all, their ratio, and class agreement."""
     import torch.distributed as dist
 
@@ -32,7 +33,8 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
                             "torchrun --nproc-per-node N -m matbench bench scaling ...")
     shard.start()
     try:
-        loaded = load_for_bench(model, shape, shard.device(device), dtype, attn_implementation, tokenizer)
+        loaded = load_for_bench(model, shape, shard.device(device), dtype, attn_implementation, tokenizer,
+                                fused_kernels=fused_kernels)
         device = loaded.device
         engine = PairEngine(loaded, serving=serving)
         pairs = SUITES.get("discovery").generate(0, n)
@@ -42,7 +44,9 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
         def run(items: list) -> list[dict]:
             records = []
             for start in range(0, len(items), group):
-                records += engine.score_many(engine.prepare_many(items[start:start + group]), combos)
+                prepared = engine.prepare_many(items[start:start + group])
+                engine.prefetch_layouts(items[start + group:start + 2 * group])
+                records += engine.score_many(prepared, combos)
             sync(device)
             return records
 
@@ -80,7 +84,8 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
                                       "all": other["class"], "probe_margins": margins})
         return {
             "benchmark": "scaling", "model": loaded.source.name, "device": device, "dtype": loaded.dtype,
-            "attn_implementation": loaded.attn_implementation, "serving": engine.serving, "batch_pairs": group,
+            "attn_implementation": loaded.attn_implementation,
+            "fused_kernels": loaded.fused_kernels, "serving": engine.serving, "batch_pairs": group,
             "n_pairs": n, "processes": shard.world_size,
             "one": {"seconds": round(one_s, 3), "pairs_per_s": round(n / one_s, 3)},
             "all": {"seconds": round(all_s, 3), "pairs_per_s": round(n / all_s, 3),

@@ -53,6 +53,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device-map", choices=["auto"], help="spread a model too large for one GPU over every visible GPU (accelerate); one process")
     p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
+    p.add_argument("--fused-kernels", default="auto", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
     p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)")
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         dataset_revision=args.dataset_revision, limit=args.limit, seed=0 if args.seed is None else args.seed,
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
-        dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
+        dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress,
