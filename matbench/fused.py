@@ -12,12 +12,14 @@ Measured on an H200 at Qwen3-8B shape: prefill 28.1k -> 33.7k tokens/s (benchmar
 the first call compiles (about 10 s).
 
 Patched per instance (the classes are left alone, so other models in the process are untouched),
-and only where it pays: CUDA devices with Triton installed (`available`).
+and only where it pays: CUDA devices with Triton installed (`available`), inputs of at least
+`MIN_ELEMENTS` (prefills and batched serving, not decoding steps).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 import torch
@@ -55,11 +57,16 @@ def fuse(model: torch.nn.Module, backend: str = "inductor") -> int:
 
     One compiled function per class, shared by its instances (a compilation per layer would hit
     dynamo's recompile limit and fall back to eager)."""
+    # Dynamo keeps its compilations per code object, shared by every model in the process: each
+    # dtype of each class is one. The default limit of 8 would
+    # silently fall back to eager in a process that fuses several models (the GPU gate script).
+    limit = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
+    setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
     compiled: dict[type, Any] = {}
     count = 0
     for module in model.modules():
         cls = type(module)
-        if not cls.__name__.endswith(FUSED_SUFFIXES) or "forward" in module.__dict__:
+        if not cls.__name__.endswith(FUSED_SUFFIXES) or "forward" in module.__dict__ or not _row_wise(cls):
             continue
         if cls not in compiled:
             # emulate_precision_casts: round to bf16 wherever the eager module does (inductor would
@@ -67,6 +74,27 @@ def fuse(model: torch.nn.Module, backend: str = "inductor") -> int:
             # model's arithmetic; measured max |dlogit| .30 at Qwen3-8B shape without it).
             options = {"emulate_precision_casts": True} if backend == "inductor" else None
             compiled[cls] = torch.compile(cls.forward, dynamic=True, backend=backend, options=options)
-        module.forward = functools.partial(compiled[cls], module)
+        module.forward = functools.partial(_forward, compiled[cls], cls.forward, module)
         count += 1
     return count
+
+
+# Below this many elements in the input (256 tokens of a 4096-wide model) a forward is bound by
+# kernel launches, not memory passes: a decoding step gains nothing from fusing and would pay
+# the compiled call's guard checks in every module.
+MIN_ELEMENTS = 1 << 20
+
+
+def _row_wise(cls: type) -> bool:
+    """A forward of one tensor (an RMSNorm, a gated MLP): each row of the last dimension on its own."""
+    params = list(inspect.signature(cls.forward).parameters.values())[1:]
+    return len(params) == 1 and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def _forward(compiled: Any, eager: Any, module: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    if hidden.numel() < MIN_ELEMENTS:
+        return eager(module, hidden)
+    # Row-wise, so compiled on [rows, width]: one compilation serves every batch, length and head
+    # layout (dynamic shapes specialise sizes 0 and 1, and a batch of one would be another).
+    out = compiled(module, hidden.reshape(-1, hidden.shape[-1]))
+    return out.reshape(*hidden.shape[:-1], out.shape[-1])

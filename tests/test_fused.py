@@ -11,9 +11,12 @@ from matbench.fused import available, fuse
 from matbench.runtime import ModelRunner, new_cache
 
 
-def test_fused_modules_give_the_same_logits(tiny):
+def test_fused_modules_give_the_same_logits(tiny, monkeypatch):
     # aot_eager traces and runs the same graph as inductor without generating code (fast, any
     # machine); the GPU path differs only in the backend that turns the graph into kernels.
+    import matbench.fused as fused_mod
+
+    monkeypatch.setattr(fused_mod, "MIN_ELEMENTS", 0)  # tiny inputs take the compiled path too
     model = copy.deepcopy(tiny.model)
     layers = tiny.text_config.num_hidden_layers
     n = fuse(model, backend="aot_eager")
@@ -30,6 +33,21 @@ def test_fused_modules_give_the_same_logits(tiny):
                                   logits_to_keep=0))
     assert torch.allclose(out[0], out[1], atol=1e-5)
     assert fuse(model, backend="aot_eager") == 0  # already fused: not wrapped twice
+
+
+def test_small_inputs_take_the_eager_forward(tiny, monkeypatch):
+    import matbench.fused as fused_mod
+
+    model = copy.deepcopy(tiny.model)
+    calls = []
+    monkeypatch.setattr(fused_mod.torch, "compile", lambda fn, **kw: lambda *a, **k: calls.append(1) or fn(*a, **k))
+    fuse(model)
+    norm = next(m for m in model.modules() if type(m).__name__.endswith("RMSNorm"))
+    width = norm.weight.shape[-1]
+    small = torch.randn(2, 3, width)
+    assert torch.equal(norm(small), type(norm).forward(norm, small)) and calls == []
+    monkeypatch.setattr(fused_mod, "MIN_ELEMENTS", small.numel())
+    assert torch.equal(norm(small), type(norm).forward(norm, small)) and calls == [1]
 
 
 @pytest.mark.parametrize("device", ["cpu", "mps"])
@@ -50,3 +68,19 @@ def test_fused_kernels_setting_is_checked():
 
 def test_cpu_runs_record_no_fused_kernels(tiny_llama):
     assert tiny_llama.fused_kernels is False and "fused_kernels" not in tiny_llama.describe()
+
+
+def test_only_one_tensor_forwards_are_fused():
+    from matbench.fused import _row_wise
+
+    class TwoInputMLP(torch.nn.Module):
+        def forward(self, hidden, routing):
+            return hidden * routing
+
+    class NormLikeRMSNorm(torch.nn.Module):
+        def forward(self, hidden):
+            return hidden
+
+    assert not _row_wise(TwoInputMLP) and _row_wise(NormLikeRMSNorm)
+    model = torch.nn.Sequential(TwoInputMLP(), NormLikeRMSNorm())
+    assert fuse(model, backend="aot_eager") == 1
