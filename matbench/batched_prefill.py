@@ -63,8 +63,8 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
     p_width = max(past_len)
     if past:
         slots = torch.stack([torch.nn.functional.pad(torch.arange(n), (0, p_width - n), value=-1) for n in past_len])
-        keys, values = gather_rows(past, slots)
-        cache = cache_from_rows(keys, values)
+        keys, values = gather_rows(past, slots, spare=width)  # room for the new tokens
+        cache = cache_from_rows(keys, values, length=p_width)
         past_coords = torch.stack([torch.nn.functional.pad(p.positions, (0, p_width - len(p.positions))) for p in past])
         past_valid = slots >= 0
     else:

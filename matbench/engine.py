@@ -212,7 +212,8 @@ class PairEngine:
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
             if readout.max_new_tokens:
-                batch, first = serve(self.runner, self._batch_requests(items, readout, derived))
+                batch, first = serve(self.runner, self._batch_requests(items, readout, derived),
+                                     reserve=readout.max_new_tokens)
                 generated = greedy_decode(self.runner, batch, first, readout.max_new_tokens, self.stop_ids)
                 decoded = [self.renderer.decode(g) for g in generated]
                 texts = [decoded[lo:hi] for lo, hi in spans]

@@ -124,6 +124,10 @@ def _require_weights(source: ModelSource) -> None:
 def load_config(source: ModelSource, trust_remote_code: bool = False) -> Any:
     from transformers import AutoConfig
 
+    if source.gguf_file:
+        converted = _gguf_cache_dir(source)  # a GGUF converted before: its config.json, not a 5 s GGUF parse
+        if (converted / "config.json").is_file():
+            return AutoConfig.from_pretrained(converted, trust_remote_code=trust_remote_code)
     try:
         return AutoConfig.from_pretrained(
             source.location,

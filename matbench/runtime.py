@@ -56,12 +56,53 @@ def new_cache() -> Any:
     return DynamicCache()
 
 
-def cache_from_rows(keys: list[torch.Tensor], values: list[torch.Tensor]) -> Any:
-    """A fresh cache holding the given per-layer rows `[batch, kv_heads, T, head_dim]`."""
+def cache_from_rows(keys: list[torch.Tensor], values: list[torch.Tensor], length: int | None = None) -> Any:
+    """A fresh cache holding the given per-layer rows `[batch, kv_heads, T, head_dim]`.
+
+    With `length`, the tensors are buffers whose first `length` slots are the rows and the rest
+    room for the tokens appended later (a query, decoded tokens): the cache then writes them in
+    place (`ReservedLayer`) instead of concatenating a new copy of every layer at every step."""
     cache = new_cache()
+    if length is not None:
+        cache.layers.extend(ReservedLayer.holding(k, v, length) for k, v in zip(keys, values))
+        return cache
     for layer, (k, v) in enumerate(zip(keys, values)):
         cache.update(k, v, layer)
     return cache
+
+
+def _dynamic_layer() -> type:
+    from transformers.cache_utils import DynamicLayer
+
+    return DynamicLayer
+
+
+class ReservedLayer(_dynamic_layer()):
+    """A `DynamicLayer` whose rows sit at the front of a preallocated buffer `[B, H, room, D]`.
+
+    `DynamicLayer.update` concatenates: appending a 27-token query to a served cache copies the
+    whole cache in every layer (measured: the largest single cost of CPU serving), and each
+    decoding step does it again. Here appended tokens are written into the room after the rows;
+    `keys`/`values` stay views of the first `length` slots, so everything transformers reads
+    (sequence length, mask sizes) is as for a `DynamicLayer`. Out of room, it concatenates."""
+
+    @classmethod
+    def holding(cls, key_buffer: torch.Tensor, value_buffer: torch.Tensor, length: int) -> ReservedLayer:
+        layer = cls()
+        layer.lazy_initialization(key_buffer, value_buffer)  # dtype, device, is_initialized
+        layer.room = (key_buffer, value_buffer)
+        layer.keys, layer.values = key_buffer[:, :, :length], value_buffer[:, :, :length]
+        return layer
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        start, new = self.keys.shape[-2], key_states.shape[-2]
+        key_buffer, value_buffer = self.room
+        if start + new > key_buffer.shape[-2]:
+            return super().update(key_states, value_states, *args, **kwargs)
+        key_buffer[:, :, start:start + new] = key_states
+        value_buffer[:, :, start:start + new] = value_states
+        self.keys, self.values = key_buffer[:, :, :start + new], value_buffer[:, :, :start + new]
+        return self.keys, self.values
 
 
 def cache_rows(cache: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

@@ -73,11 +73,13 @@ class ServedBatch:
         return logits[:, -1]
 
 
-def gather_rows(sources: list[EventCache], slots: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Per layer, keys and values `[B, H, W, D]` with row b, slot w = `sources[b]`'s row
-    `slots[b, w]`: one index_select per layer and tensor over the distinct source caches, on
-    their device, whatever the number of requests. A slot of -1 (padding) takes an arbitrary
-    row: callers mark it an invalid key, so its content never reaches an output."""
+def gather_rows(sources: list[EventCache], slots: torch.Tensor,
+                spare: int = 0) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Per layer, keys and values `[B, H, W + spare, D]` whose slot w < W of row b is `sources[b]`'s
+    row `slots[b, w]` (the last `spare` slots are room for `runtime.cache_from_rows(..., length=W)`):
+    one index_select per layer and tensor over the distinct source caches, on their device,
+    whatever the number of requests. A slot of -1 (padding) takes an arbitrary row: callers mark
+    it an invalid key, so its content never reaches an output."""
     distinct: dict[int, int] = {}
     pool: list[EventCache] = []
     for cache in sources:
@@ -97,7 +99,9 @@ def gather_rows(sources: list[EventCache], slots: torch.Tensor) -> tuple[list[to
             # One source (a long dialog's cache shared by every request) is indexed in place.
             rows_pool = rows[0] if len(rows) == 1 else torch.cat(rows, dim=1)
             gathered = rows_pool.index_select(1, on_device(rows_pool.device))
-            target.append(gathered.view(heads, batch, width, dim).transpose(0, 1).contiguous())
+            buffer = gathered.new_empty(batch, heads, width + spare, dim)
+            buffer[:, :, :width] = gathered.view(heads, batch, width, dim).transpose(0, 1)
+            target.append(buffer)
     return out
 
 
@@ -120,45 +124,48 @@ def _pad(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
 
 
 def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.Tensor], coords: list[torch.Tensor],
-           next_position: torch.Tensor, next_coord: torch.Tensor, valid: list[torch.Tensor] | None = None
-           ) -> tuple[ServedBatch, torch.Tensor]:
+           next_position: torch.Tensor, next_coord: torch.Tensor, valid: list[torch.Tensor] | None = None,
+           reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
     """Serve `slots[b]` of each request's cache at mask coordinates `coords[b]`; every real slot
-    is a valid key unless `valid` says otherwise (the literal native layout)."""
+    is a valid key unless `valid` says otherwise (the literal native layout). The cache keeps
+    room for the query and `reserve` more tokens (greedy decoding) after the rows."""
     device = runner.device
     slot_index = _pad(slots, -1)
-    keys, values = gather_rows([r.cache for r in requests], slot_index)
+    width = max(len(r.query_ids) for r in requests)
+    keys, values = gather_rows([r.cache for r in requests], slot_index, spare=width + reserve)
     key_valid = slot_index >= 0 if valid is None else _pad([v.long() for v in valid], 0).bool()
     # Padding slots are invalid keys; their coordinates (0) never matter.
-    batch = ServedBatch(cache_from_rows(keys, values), *(to_device(t, device) for t in (
+    batch = ServedBatch(cache_from_rows(keys, values, length=slot_index.shape[1]), *(to_device(t, device) for t in (
         _pad(coords, 0), key_valid, next_position, next_coord)))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
-    width = int(lengths.max())
     ids = torch.full((len(requests), width), _PAD_ID, dtype=torch.long)
     for b, r in enumerate(requests):
         ids[b, width - len(r.query_ids):] = torch.tensor(r.query_ids)
     return batch, batch.append(runner, ids, lengths)
 
 
-def serve_compact(runner: ModelRunner, requests: list[ServeRequest],
-                  query_position: int | None = None) -> tuple[ServedBatch, torch.Tensor]:
-    """Compact serving; `query_position` overrides every request's query position (Gate B)."""
+def serve_compact(runner: ModelRunner, requests: list[ServeRequest], query_position: int | None = None,
+                  reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
+    """Compact serving; `query_position` overrides every request's query position (Gate B);
+    `reserve`: tokens to be decoded after the query (room kept in the cache)."""
     kept = [r.cache.kept_slots(r.served) for r in requests]
     starts = []
     for r, s in zip(requests, kept):
         fixed = query_position if query_position is not None else r.query_position
         starts.append(int(r.cache.positions[s].max()) + 1 if fixed is None else fixed)
     counts = torch.tensor([len(s) for s in kept])
-    return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept], torch.tensor(starts), counts)
+    return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept], torch.tensor(starts), counts,
+                  reserve=reserve)
 
 
-def serve_native(runner: ModelRunner, requests: list[ServeRequest],
-                 full_layout: bool = False) -> tuple[ServedBatch, torch.Tensor]:
+def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout: bool = False,
+                 reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
     """Native serving: mask coordinates are original positions, the query sits at L."""
     lengths = torch.tensor([r.cache.length for r in requests])
     if not full_layout:
         kept = [r.cache.kept_slots(r.served) for r in requests]
         return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
-                      lengths, lengths.clone())
+                      lengths, lengths.clone(), reserve=reserve)
     slots, valid = [], []
     for r in requests:
         at_position = torch.full((r.cache.length,), -1, dtype=torch.long)
@@ -168,7 +175,7 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest],
         slots.append(at_position)
         valid.append(shown)
     return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests],
-                  lengths, lengths.clone(), valid)
+                  lengths, lengths.clone(), valid, reserve=reserve)
 
 
 SERVING = {"compact": serve_compact, "native": serve_native}

@@ -68,7 +68,7 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
     def serve_and_decode(reqs: list, **kw) -> tuple[float, float]:
         sync(device)
         t0 = time.perf_counter()
-        batch, first = serve(runner, reqs, **kw)
+        batch, first = serve(runner, reqs, reserve=NEW_TOKENS, **kw)
         sync(device)
         t1 = time.perf_counter()
         greedy_decode(runner, batch, first, NEW_TOKENS, stop_ids=set())
