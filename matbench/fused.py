@@ -58,8 +58,8 @@ def fuse(model: torch.nn.Module, backend: str = "inductor") -> int:
     One compiled function per class, shared by its instances (a compilation per layer would hit
     dynamo's recompile limit and fall back to eager)."""
     # Dynamo keeps its compilations per code object, shared by every model in the process: each
-    # dtype of each class is one. The default limit of 8 would
-    # silently fall back to eager in a process that fuses several models (the GPU gate script).
+    # dtype of each class is one. Past the default limit of 8 it would silently fall back to
+    # eager in a process that fuses several models (the GPU gate script).
     limit = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
     setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
     compiled: dict[type, Any] = {}

@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matbench.errors import MatbenchError
 
-SCHEMA_VERSION = "1.2"
-# 1.1 added the optional `rescored`, 1.2 the optional `resources`; older files are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2")
+SCHEMA_VERSION = "1.3"
+# 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
+# `fused_kernels`; older files are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 
 
 class _Strict(BaseModel):
@@ -37,7 +38,9 @@ class ModelInfo(_Strict):
     model_type: str = Field(description="transformers model_type of the text model")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(description="compute dtype")
     device: str = Field(description="cpu, cuda, cuda:N")
-    attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa)")
+    attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa, sdpa_grouped)")
+    fused_kernels: bool | None = Field(default=None, description="true when every RMSNorm and MLP forward ran as one "
+                                       "compiled kernel (--fused-kernels, GPU; schema 1.3); absent otherwise")
     n_parameters: int = Field(ge=0, description="parameter count")
     tokenizer_sha256: str = Field(description="fingerprint of the tokenizer's vocabulary (GGUF tokenizers differ across transformers versions)")
     gguf_sha256: str | None = Field(description="sha256 prefix of the GGUF file, when loaded from GGUF")

@@ -112,7 +112,7 @@ def scorecard_of_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe", 
             "controls_unchanged": "headline.controls_unchanged", "control_clean": "headline.control_clean"}),
     }
     return {
-        "model": first.config.model.model_dump(),
+        "model": first.config.model.model_dump(exclude_unset=True),  # as the results file wrote it
         "readout": readout,
         "serving": sorted({p.config.serving for _, p in results.values()}),
         "suites": sorted(results),

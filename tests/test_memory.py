@@ -40,6 +40,8 @@ def test_results_report_peak_memory_and_batching(tmp_path, tiny_dir):
                  "--output", str(tmp_path)]) == 0
     payload = json.loads((tmp_path / "discovery_probe_compact.json").read_text())
     resources = payload["resources"]
-    assert payload["schema_version"] == "1.2"
+    from matbench.result_schema import SCHEMA_VERSION
+
+    assert payload["schema_version"] == SCHEMA_VERSION  # written at the current version (resources: 1.2 on)
     assert resources["memory_kind"] == "cpu_rss" and resources["peak_memory_gib"] > 0.1
     assert (resources["batch_pairs"], resources["batch_pairs_chosen_from_memory"], resources["processes"]) == (2, False, 1)

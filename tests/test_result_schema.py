@@ -27,9 +27,15 @@ def run(tiny_dir, tmp_path_factory) -> Path:
     return out / "discovery_probe_compact.json"
 
 
-def test_a_written_results_file_validates(run):
+def test_a_written_results_file_validates(run, tmp_path):
     results = read_results(run)
     assert results.config.n_items == 2 and results.config.model.dtype == "float32"
+    assert results.config.model.fused_kernels is None  # CPU: never fused, and the key is left out
+    assert "fused_kernels" not in json.loads(run.read_text())["config"]["model"]
+    payload = json.loads(run.read_text())
+    payload["config"]["model"]["fused_kernels"] = True  # what a GPU run with --fused-kernels writes
+    (tmp_path / "gpu.json").write_text(json.dumps(payload))
+    assert read_results(tmp_path / "gpu.json").config.model.fused_kernels is True
     assert results.items.log == "discovery_probe_compact.items.jsonl" and results.items.n_records == 2
     assert results.environment.datasets and results.config.readout == "probe"
 
@@ -41,7 +47,8 @@ def test_a_written_results_file_validates(run):
     (lambda d: d["items"].pop("sha256"), "field items.sha256: Field required"),
     (lambda d: d["gates"].__setitem__("A", {"checked": -1, "passed": 0, "skipped": 0, "max_abs_diff": None}),
      "field gates.A.checked: Input should be greater than or equal to 0"),
-    (lambda d: d.__setitem__("schema_version", "0.1"), "schema_version '0.1' is not one of 1.0, 1.1, 1.2"),
+    (lambda d: d.__setitem__("schema_version", "0.1"), "schema_version '0.1' is not one of 1.0, 1.1, 1.2, 1.3"),
+    (lambda d: d["config"]["model"].__setitem__("fused_kernels", "yes"), "field config.model.fused_kernels: Input should be a valid boolean"),
 ])
 def test_a_bad_field_is_named_in_one_line(run, tmp_path, edit, message):
     payload = json.loads(run.read_text())
