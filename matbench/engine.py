@@ -109,13 +109,14 @@ class PairEngine:
             self._last_prefill = (keys[-1], cached[keys[-1]])
         return [(p, lay, cached[key]) for p, lay, key in zip(pairs, layouts, keys)]
 
-    def prefetch_layouts(self, pairs: list[DonorPair]) -> None:
-        """Lay out `pairs` (render and tokenize, on the CPU) for a later `prepare_many`. Called
-        right after `prepare_many` has queued a batch's prefill, this runs while the GPU computes
-        instead of leaving it idle before the next batch."""
+    def prefetch_layouts(self, pairs: list[DonorPair]) -> list[PairLayout]:
+        """Lay out `pairs` (render and tokenize, on the CPU) for a later `prepare_many`, and return
+        them. Called right after `prepare_many` has queued a batch's prefill, this runs while the
+        GPU computes instead of leaving it idle before the next batch."""
         for p in pairs:
             if p not in self._layouts:
                 self._layouts[p] = layout_pair(p, self.renderer)
+        return [self._layouts[p] for p in pairs]
 
     def release_memory(self) -> None:
         """Drop the remembered prefill and return cached accelerator memory (after an OOM)."""

@@ -153,7 +153,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     # items over the same long dialog reuse its prefill; logs are written back in suite order.
     todo.sort(key=lambda p: p.variant)
     mine = shard.block(todo)
-    group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.renderer)
+    group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts)
     first_group = group
     reset_peak(loaded.device)
     where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""

@@ -43,17 +43,16 @@ def batch_pairs_for(free_bytes: int, text_config: Any, dtype_bytes: int, member_
     return max(1, min(MAX_BATCH_PAIRS, int(free_bytes * SHARE_OF_FREE) // per_pair))
 
 
-def choose_batch_pairs(loaded: Any, pairs: list, renderer: Any) -> int:
-    """The batch for `pairs` on `loaded`'s device: from free memory on a GPU, 2 on the CPU."""
+def choose_batch_pairs(loaded: Any, pairs: list, layouts: Any) -> int:
+    """The batch for `pairs` on `loaded`'s device: from free memory on a GPU, 2 on the CPU.
+    `layouts(pairs)` lays out a sample (the engine's `prefetch_layouts`, which keeps them)."""
     import torch
-
-    from matbench.pairs import layout_pair
 
     if not loaded.device.startswith("cuda") or not pairs:
         return 2
-    sample = pairs[:16]
-    longest = max(len(m.input_ids) for p in sample for m in layout_pair(p, renderer).members)
-    arms = max(len(p.arms) for p in sample)
+    sample = layouts(pairs[:16])
+    longest = max(len(m.input_ids) for lay in sample for m in lay.members)
+    arms = max(len(lay.pair.arms) for lay in sample)
     free, _ = torch.cuda.mem_get_info(torch.device(loaded.device))
     dtype_bytes = torch.finfo(getattr(torch, loaded.dtype)).bits // 8
     return batch_pairs_for(free, loaded.text_config, dtype_bytes, longest, arms, loaded.attn_implementation == "eager")

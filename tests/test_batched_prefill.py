@@ -55,3 +55,32 @@ def test_engine_records_do_not_depend_on_batched_prefill(tiny):
             other = g[("probe", many.serving)]["arms"][arm]
             assert (entry["class"], entry["probe_answers"]) == (other["class"], other["probe_answers"])
             assert entry["shift"] == pytest.approx(other["shift"], abs=1e-4)
+
+
+def test_prefetched_layouts_are_used_once(tiny_llama):
+    engine = engine_for(tiny_llama)
+    pairs = SUITES.get("discovery").generate(0, 3)
+    prefetched = engine.prefetch_layouts(pairs)
+    first = [layout for _, layout, _ in engine.prepare_many(pairs)]
+    assert all(a is b for a, b in zip(first, prefetched))  # the CPU work done ahead is reused
+    again = [layout for _, layout, _ in engine.prepare_many(pairs)]
+    assert again == first and all(a is not b for a, b in zip(again, first))  # and not kept forever
+
+
+def test_the_gpu_batch_estimate_reads_prefetched_layouts(tiny_llama, monkeypatch):
+    import torch
+
+    from matbench.memory import batch_pairs_for, choose_batch_pairs
+
+    engine = engine_for(tiny_llama)
+    pairs = SUITES.get("discovery").generate(0, 20)
+    assert choose_batch_pairs(tiny_llama, pairs, engine.prefetch_layouts) == 2  # the CPU: fixed
+    gpu = type(tiny_llama)(tiny_llama.model, tiny_llama.tokenizer, tiny_llama.source, tiny_llama.dtype, "cuda")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (8 << 30, 16 << 30))
+    seen = []
+    chosen = choose_batch_pairs(gpu, pairs, lambda sample: seen.extend(sample) or engine.prefetch_layouts(sample))
+    assert seen == pairs[:16]  # a sample, laid out once and kept for prepare_many
+    sample = engine.prefetch_layouts(pairs[:16])
+    longest = max(len(m.input_ids) for lay in sample for m in lay.members)
+    assert chosen == batch_pairs_for(8 << 30, tiny_llama.text_config, 4, longest, len(pairs[0].arms),
+                                     tiny_llama.attn_implementation == "eager")
