@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from transformers.cache_utils import DynamicLayer
 
 from matbench.attention import NAME as GROUPED_SDPA
 from matbench.errors import MatbenchError
@@ -71,13 +72,7 @@ def cache_from_rows(keys: list[torch.Tensor], values: list[torch.Tensor], length
     return cache
 
 
-def _dynamic_layer() -> type:
-    from transformers.cache_utils import DynamicLayer
-
-    return DynamicLayer
-
-
-class ReservedLayer(_dynamic_layer()):
+class ReservedLayer(DynamicLayer):
     """A `DynamicLayer` whose rows sit at the front of a preallocated buffer `[B, H, room, D]`.
 
     `DynamicLayer.update` concatenates: appending a 27-token query to a served cache copies the

@@ -19,7 +19,9 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
 
     Engine: global prefill per pair (shared prefix), every arm x member of `batch_pairs` pairs
     served, probed and decoded (short readout) together. Naive: `matbench.naive` on the first
-    `naive_n` of those pairs. Reports pairs/s of both and their ratio, prefill tokens/s and model
+    `naive_n` of those pairs. Prefill time runs from a batch's `prepare_many` to its caches being
+    ready on the device, and includes laying out the next batch meanwhile (as eval does: the CPU
+    work overlaps the GPU's). Reports pairs/s of both and their ratio, prefill tokens/s and model
     FLOP utilisation (2 x parameters x tokens against the card's dense bf16 peak), peak memory,
     and the agreement of the two paths' outcome classes (probe and short) with the probe margin of
     every disagreement (near-ties explain bf16 flips)."""
