@@ -27,7 +27,11 @@ def pair_bytes(text_config: Any, dtype_bytes: int, member_tokens: int, arms: int
     """Peak bytes one donor pair adds to a batch (an upper bound: every arm serves every row)."""
     kv = kv_bytes_per_token(text_config, dtype_bytes)
     caches = 2 * member_tokens * kv * 2  # both members, and the copy made while gathering real slots
-    served = arms * 2 * member_tokens * kv * 2  # every arm x member, and the cache grown by the query
+    # Every arm x member; the query and decoded tokens are written into room kept after the rows
+    # (runtime.ReservedLayer), not into a grown copy. Measured at Qwen3-8B shape, 8 pairs of 690
+    # tokens: 1.31 GB per pair above the weights at the peak, this estimate 1.37 (benchmarks/
+    # discovery-qwen3-8b-reserved-room.json; the batch takes only half the free memory).
+    served = arms * 2 * member_tokens * kv
     hidden = text_config.hidden_size
     inter = getattr(text_config, "intermediate_size", 4 * hidden)
     activations = 2 * member_tokens * (4 * hidden + 3 * inter) * dtype_bytes
