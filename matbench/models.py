@@ -361,6 +361,8 @@ def load_model(
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from matbench import fused
+
     # matbench shows its own progress; transformers' loading bars and advice would bury it.
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
@@ -370,6 +372,7 @@ def load_model(
     _require_weights(source)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
+    fuse = fused.resolve(fused_kernels, device)  # a bad setting fails before the model loads
     location, gguf_file = source.location, source.gguf_file
     if gguf_file:
         location, gguf_file = str(_convert_gguf(source, trust_remote_code)), None
@@ -394,14 +397,15 @@ def load_model(
         device = str(next(model.parameters()).device)  # where the inputs go
     else:
         model.to(device).eval()
-    return with_fused_kernels(LoadedModel(model, tokenizer, source, dtype, device), fused_kernels)
+    return with_fused_kernels(LoadedModel(model, tokenizer, source, dtype, device), fuse)
 
 
-def with_fused_kernels(loaded: LoadedModel, setting: str) -> LoadedModel:
-    """`loaded` with its RMSNorm and MLP forwards compiled where `setting` (auto|on|off) says."""
+def with_fused_kernels(loaded: LoadedModel, fuse: bool) -> LoadedModel:
+    """`loaded` with its RMSNorm and MLP forwards compiled when `fuse` (`fused.resolve`, checked
+    before the model is loaded)."""
     from matbench import fused
 
-    if fused.resolve(setting, loaded.device):
+    if fuse:
         fused.fuse(loaded.model)
         loaded.fused_kernels = True
     return loaded

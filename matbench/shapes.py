@@ -60,12 +60,14 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from matbench.fused import resolve as resolve_fused
     from matbench.models import (LoadedModel, ModelSource, check_device_map, default_attn, resolve_attn,
                                  resolve_device, resolve_dtype, with_fused_kernels)
 
     shape = SHAPES.get(shape_name)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
+    fuse = resolve_fused(fused_kernels, device)  # a bad setting fails before the model is built
     if device_map:
         check_device_map(device_map, device)  # before building the model, not after
     tok = shape_tokenizer(shape, tokenizer)
@@ -81,7 +83,7 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
         model = _spread(model)
         device = str(next(model.parameters()).device)
     return with_fused_kernels(LoadedModel(model, tok, ModelSource(f"random:{shape_name}", f"random:{shape_name}"), dtype, device),
-                              fused_kernels)
+                              fuse)
 
 
 def _spread(model):
