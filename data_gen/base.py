@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from matbench.data_gen.checks import check_decoy_independence, check_pair
-
+from matbench.data_gen.rows import FIELD_DOCS, pair_to_row, row_to_pair
+from matbench.data_gen.rows import features as row_features
 from matbench.errors import MatbenchError
-from matbench.pairs import DonorPair
+from matbench.protocol.pairs import DonorPair
 from matbench.registry import Registry
 
 STATES = ("ONLINE", "OFFLINE")
@@ -36,23 +37,15 @@ class Suite:
 
     def dataset_rows(self, seed: int, n: int | None, sources=None) -> list[dict[str, Any]]:
         """The suite's dataset rows (one per donor pair; `sources` is for suites read from files)."""
-        from matbench.data_gen.rows import pair_to_row
-
         return [pair_to_row(p, self.name, self.version, seed, i) for i, p in enumerate(self.generate(seed, n))]
 
     def features(self):
-        from matbench.data_gen.rows import features
-
-        return features()
+        return row_features()
 
     def field_docs(self) -> dict[str, str]:
-        from matbench.data_gen.rows import FIELD_DOCS
-
         return FIELD_DOCS
 
     def pairs_from_rows(self, rows: list[dict[str, Any]], sources=None) -> list[DonorPair]:
-        from matbench.data_gen.rows import row_to_pair
-
         return [row_to_pair(row) for row in rows]
 
     def generate(self, seed: int = 0, n: int | None = None, sources=None) -> list[DonorPair]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from matbench.errors import MatbenchError
-from matbench.pairs import DonorPair
+from matbench.protocol.menus import find_menu_words
+from matbench.protocol.pairs import DonorPair
 
 
 def donor_words(pair: DonorPair) -> set[str]:
@@ -57,8 +58,6 @@ def check_pair(pair: DonorPair) -> None:
 def decoy_gold_table(pairs: list[DonorPair]) -> dict[tuple[str, str], int]:
     """Counts of (member A's donor value, decoy value) over pairs whose decoy names exactly one
     word of the menu (decoys without a value, e.g. a self-test, are not counted)."""
-    from matbench.readouts import find_menu_words
-
     counts: dict[tuple[str, str], int] = {}
     for pair in pairs:
         for i in pair.decoys:

@@ -38,9 +38,8 @@ from matbench.data_gen.dialogs import (
     load_sources,
     resolve_evidence,
 )
-
 from matbench.errors import MatbenchError
-from matbench.pairs import Arm, DonorPair
+from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
 CATEGORIES = (1, 2, 3)

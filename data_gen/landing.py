@@ -27,8 +27,7 @@ from matbench.data_gen.base import (
     filler_body,
     register_source_pair,
 )
-
-from matbench.pairs import Arm, DonorPair
+from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "2"  # 2: the root x downstream donor factorial (cross arms)
 MENU = STATES

@@ -16,8 +16,7 @@ from __future__ import annotations
 import random
 
 from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
-
-from matbench.pairs import Arm, DonorPair
+from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
 MENU = ("EXCEEDED", "NORMAL")

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
-from matbench.errors import MatbenchError, first_line
-from matbench.pairs import Arm, DonorPair
+from matbench.errors import MatbenchError
+from matbench.protocol.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
               "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
@@ -150,38 +149,3 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
         raise MatbenchError(f"malformed suite row {item}: a donor pair needs exactly two source bodies and values")
     pair.validate()
     return pair
-
-
-def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str | None = None,
-               cache_dir: str | None = None, sources: Any = None) -> tuple[list[DonorPair], dict[str, Any]]:
-    """Donor pairs of config `suite` from a dataset repository (Hub id or local directory);
-    `sources` are the user's dialog copies that the harvest config's references are read from."""
-    import tempfile
-
-    import datasets
-    from datasets import load_dataset
-    from matbench.data_gen.base import SUITES
-
-    datasets.disable_progress_bars()
-    with tempfile.TemporaryDirectory(prefix="matbench-ds-") as scratch:
-        # datasets 5.x keys the cache of a local folder by its base name and config, not by its
-        # content: a regenerated (or another) folder of the same name would be served stale.
-        # Local repositories are therefore read through a fresh, throw-away cache.
-        if Path(dataset).is_dir() and cache_dir is None:
-            cache_dir = scratch
-        try:
-            ds = load_dataset(dataset, suite, split="test", revision=revision, cache_dir=cache_dir)
-        except Exception as exc:  # datasets raises FileNotFoundError, ValueError, DatasetNotFoundError...
-            raise MatbenchError(f"could not load config {suite!r} of dataset {dataset!r}: {first_line(exc)}") from None
-        all_rows = [dict(row) for row in ds]
-        del ds
-    rows = all_rows if limit is None else all_rows[:limit]
-    if not rows:
-        raise MatbenchError(f"config {suite!r} of dataset {dataset!r} has no rows")
-    digest = hashlib.sha256()
-    for row in all_rows:
-        digest.update(str(row.get("content_hash", "")).encode())
-    pairs = SUITES.get(suite).pairs_from_rows(rows, sources)
-    info = {"dataset": dataset, "dataset_revision": revision, "config_content_hash": digest.hexdigest(),
-            "suite_version": rows[0]["version"], "seed": rows[0]["seed"]}
-    return pairs, info

@@ -26,8 +26,7 @@ from matbench.data_gen.base import (
     filler_body,
 )
 from matbench.data_gen.programming import SENSOR_POOL
-
-from matbench.pairs import Arm, DonorPair
+from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
 CARRIER_AT = 23

@@ -22,8 +22,7 @@ from matbench.data_gen.base import (
     filler_body,
     register_source_pair,
 )
-
-from matbench.pairs import Arm, DonorPair
+from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
 MENU = STATES

@@ -9,15 +9,16 @@ probe can only choose between the two donor numbers' first tokens.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from matbench.evaluators.base import (
     EVALUATORS,
     Evaluator,
-    arm_menu,
     arm_metrics,
     control_clean,
 )
+from matbench.protocol.records import PairRecord
 
 
 def _recovery(metrics: dict, chance: float) -> dict[str, Any]:
@@ -29,13 +30,13 @@ def _recovery(metrics: dict, chance: float) -> dict[str, Any]:
 
 @EVALUATORS.register("access")
 class AccessEvaluator(Evaluator):
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         by_variant: dict[str, Any] = {}
         headline: dict[str, Any] = {}
         clean = True
-        for variant in sorted({r["variant"] for r in records}):
-            subset = [r for r in records if r["variant"] == variant]
-            arms = {arm: arm_metrics(subset, arm) for arm in subset[0]["arms"]}
+        for variant in sorted({r.variant for r in records}):
+            subset = [r for r in records if r.variant == variant]
+            arms = {arm: arm_metrics(subset, arm) for arm in subset[0].arms}
             by_variant[variant] = {"n_pairs": len(subset), "arms": arms}
             clean &= control_clean(arms["control"])
             for arm in arms:
@@ -43,7 +44,7 @@ class AccessEvaluator(Evaluator):
                     continue
                 question = arm.partition("/")[2]
                 key = f"{variant}/{question}" if question else variant
-                chance = 1 / len(arm_menu(subset[0], arm))
+                chance = 1 / len(subset[0].arm_menu(arm))
                 isolated = arms[arm.replace("harv_kv", "sel_ikv", 1)]
                 headline[key] = {
                     "harv_kv": _recovery(arms[arm], chance),

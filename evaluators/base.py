@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from matbench import stats
-from matbench.engine import OUTCOMES, outcome
+from matbench.protocol.outcomes import OUTCOMES, outcome
+from matbench.protocol.records import PairRecord
 from matbench.registry import Registry
 
 
-def _classes(records: list[dict], arm: str, key: str) -> dict[str, int]:
+def _classes(records: Sequence[PairRecord], arm: str) -> dict[str, int]:
     counts = dict.fromkeys(OUTCOMES, 0)
     for r in records:
-        counts[r["arms"][arm][key]] += 1
+        counts[r.arms[arm].outcome] += 1
     return counts
-
-
-def arm_menu(record: dict, arm: str) -> list[str]:
-    """The arm's own menu where it asks another question of the same rows, else the item's."""
-    return record["arms"][arm].get("menu", record["menu"])
-
-
-def arm_values(record: dict, arm: str) -> list[str]:
-    return record["arms"][arm].get("values", record["values"])
 
 
 def signed_summary(values: list[float]) -> dict[str, Any]:
@@ -39,21 +32,21 @@ def signed_summary(values: list[float]) -> dict[str, Any]:
     }
 
 
-def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
+def arm_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]:
     """follow/anti/const/other with the exact sign test, donor-sensitive prevalence, menu accuracy
     and the method-of-moments recall share (Wilson 95% CIs), and the donor margin shift."""
     n = len(records)
-    counts = _classes(records, arm, "class")
-    chance = 1 / len(arm_menu(records[0], arm))
-    correct = sum(a == v for r in records for a, v in zip(r["arms"][arm]["answers"], arm_values(r, arm)))
+    counts = _classes(records, arm)
+    chance = 1 / len(records[0].arm_menu(arm))
+    correct = sum(a == v for r in records for a, v in zip(r.arms[arm].answers, r.arm_values(arm)))
     acc = correct / (2 * n)
     acc_ci = stats.wilson(correct, 2 * n)
     sensitive = counts["follow"] + counts["anti"]
     probe_counts = dict.fromkeys(OUTCOMES, 0)
     for r in records:
-        probe_counts[outcome(tuple(r["arms"][arm]["probe_answers"]), tuple(arm_values(r, arm)))] += 1
+        probe_counts[outcome(tuple(r.arms[arm].probe_answers), tuple(r.arm_values(arm)))] += 1
     expected = _expected_metrics(records, arm)
-    shifts = [r["arms"][arm]["shift"] for r in records]
+    shifts = [r.arms[arm].shift for r in records]
     shift = signed_summary(shifts)
     return {
         "n_pairs": n,
@@ -75,14 +68,14 @@ def arm_metrics(records: list[dict], arm: str) -> dict[str, Any]:
     }
 
 
-def _expected_metrics(records: list[dict], arm: str) -> dict[str, Any]:
+def _expected_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]:
     """For arms with an expected answer (a served patch): how often it wins, and how often a
     member whose dropped donor value differs from it still answers the donor value (old-value leak)."""
-    entries = [(r["arms"][arm], r["values"]) for r in records if r["arms"][arm].get("expected") is not None]
+    entries = [(r.arms[arm], r.values) for r in records if r.arms[arm].expected is not None]
     if not entries:
         return {}
-    wins = sum(a == e["expected"] for e, values in entries for a in e["answers"])
-    stale = [(a, v) for e, values in entries for a, v in zip(e["answers"], values) if v != e["expected"]]
+    wins = sum(a == e.expected for e, values in entries for a in e.answers)
+    stale = [(a, v) for e, values in entries for a, v in zip(e.answers, values) if v != e.expected]
     leaks = sum(a == v for a, v in stale)
     return {
         "expected_win_rate": wins / (2 * len(entries)),
@@ -106,9 +99,10 @@ class Evaluator:
 
     suite: str
 
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
-        arms = list(records[0]["arms"])
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
+        arms = list(records[0].arms)
         return {"arms": {arm: arm_metrics(records, arm) for arm in arms}}
 
 
 EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator")
+

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
+from matbench.protocol.records import PairRecord
 
 
 @EVALUATORS.register("discovery")
 class DiscoveryEvaluator(Evaluator):
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]
         metrics["headline"] = {

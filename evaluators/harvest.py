@@ -9,28 +9,29 @@ Injected items: follow / anti of the counterfactual donor pair for `harv`, and `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics
-
 from matbench import stats
+from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics
+from matbench.protocol.records import PairRecord
 
 EQUIVALENCE_BOUND = 0.05
 NATURAL_ARMS = ("harv", "iso", "text", "none", "goldev")
 
 
-def _correct(record: dict, arm: str) -> float:
-    return float(record["arms"][arm]["answers"][0] == record["values"][0])
+def _correct(record: PairRecord, arm: str) -> float:
+    return float(record.arms[arm].answers[0] == record.values[0])
 
 
-def natural_summary(records: list[dict]) -> dict[str, Any]:
+def natural_summary(records: Sequence[PairRecord]) -> dict[str, Any]:
     n = len(records)
-    out: dict[str, Any] = {"n_items": n, "n_conversations": len({r["variant"] for r in records})}
+    out: dict[str, Any] = {"n_items": n, "n_conversations": len({r.variant for r in records})}
     for arm in NATURAL_ARMS:
         hits = int(sum(_correct(r, arm) for r in records))
         out[arm] = {"accuracy": hits / n, "ci": stats.wilson(hits, n).as_list()}
     delta = [_correct(r, "harv") - _correct(r, "iso") for r in records]
-    clusters = [r["variant"] for r in records]
+    clusters = [r.variant for r in records]
     ci95 = stats.cluster_bootstrap_mean_ci(delta, clusters, seed=0)
     ci90 = stats.cluster_bootstrap_mean_ci(delta, clusters, seed=0, confidence=0.90)
     out["harv_minus_iso"] = {
@@ -42,17 +43,17 @@ def natural_summary(records: list[dict]) -> dict[str, Any]:
 
 @EVALUATORS.register("harvest")
 class HarvestEvaluator(Evaluator):
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics: dict[str, Any] = {"natural": {}, "injected": {}}
         headline: dict[str, Any] = {}
         for corpus in ("locomo", "realtalk"):
-            natural = [r for r in records if r["variant"].startswith(f"natural/{corpus}/")]
+            natural = [r for r in records if r.variant.startswith(f"natural/{corpus}/")]
             if natural:
                 metrics["natural"][corpus] = summary = natural_summary(natural)
                 headline[f"{corpus}_harv_minus_iso"] = summary["harv_minus_iso"]["mean"]
                 headline[f"{corpus}_harv_minus_iso_ci"] = summary["harv_minus_iso"]["ci"]
                 headline[f"{corpus}_equivalent"] = summary["harv_minus_iso"]["equivalent"]
-        injected = [r for r in records if r["variant"].startswith("injected/")]
+        injected = [r for r in records if r.variant.startswith("injected/")]
         if injected:
             arms = {arm: arm_metrics(injected, arm) for arm in ("harv", "iso")}
             metrics["injected"] = {"n_pairs": len(injected), "arms": arms}

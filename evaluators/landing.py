@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from matbench import stats
 from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
+from matbench.protocol.records import PairRecord
 
 
 def _fa(arm: dict) -> list[int]:
@@ -15,15 +17,15 @@ def _fa(arm: dict) -> list[int]:
 DOWNSTREAM_BOUND = 0.075  # the paper's pre-registered equivalence bound for the downstream marginal
 
 
-def downstream_effect(records: list[dict], same: str, cross: str) -> dict[str, Any]:
+def downstream_effect(records: Sequence[PairRecord], same: str, cross: str) -> dict[str, Any]:
     """Does the downstream row's donor matter? P(answer = root donor) with the downstream rows of
     the same member minus with those of the other member (paired per item, bootstrap CI, TOST at
     +-0.075 through the 90% interval), and how often the answers agree."""
-    def follow(record: dict, arm: str) -> float:
-        return sum(a == v for a, v in zip(record["arms"][arm]["answers"], record["values"])) / 2
+    def follow(record: PairRecord, arm: str) -> float:
+        return sum(a == v for a, v in zip(record.arms[arm].answers, record.values)) / 2
 
     diffs = [follow(r, same) - follow(r, cross) for r in records]
-    agree = sum(a == b for r in records for a, b in zip(r["arms"][same]["answers"], r["arms"][cross]["answers"]))
+    agree = sum(a == b for r in records for a, b in zip(r.arms[same].answers, r.arms[cross].answers))
     ci90 = stats.bootstrap_mean_ci(diffs, seed=0, confidence=0.90)
     return {"follow_root_same": sum(follow(r, same) for r in records) / len(records),
             "follow_root_cross": sum(follow(r, cross) for r in records) / len(records),
@@ -35,7 +37,7 @@ def downstream_effect(records: list[dict], same: str, cross: str) -> dict[str, A
 
 @EVALUATORS.register("landing")
 class LandingEvaluator(Evaluator):
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]
         metrics["headline"] = {

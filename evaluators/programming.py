@@ -8,10 +8,12 @@ shift (the signal of models too small to flip an argmax).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from matbench import stats
 from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.protocol.records import ArmRecord, PairRecord
 
 GROUP = 10  # items per group of shared draws (data_gen/programming.py)
 
@@ -20,22 +22,22 @@ def _follow_rate(metrics: dict) -> float:
     return metrics["classes"]["follow"] / metrics["n_pairs"]
 
 
-def _index(record: dict) -> int:
-    return int(record["item_id"].rsplit("-", 1)[1])
+def _index(record: PairRecord) -> int:
+    return int(record.item_id.rsplit("-", 1)[1])
 
 
-def paired_contrast(records: list[dict], kind: str, base: str, arm: str) -> dict[str, Any] | None:
+def paired_contrast(records: Sequence[PairRecord], kind: str, base: str, arm: str) -> dict[str, Any] | None:
     """`kind` - `base` on `arm`, paired by (group, template)."""
-    cells: dict[tuple[int, str], dict[str, dict]] = {}
+    cells: dict[tuple[int, str], dict[str, ArmRecord]] = {}
     for r in records:
-        k, template = r["variant"].split("/")
-        cells.setdefault((_index(r) // GROUP, template), {})[k] = r["arms"][arm]
+        k, template = r.variant.split("/")
+        cells.setdefault((_index(r) // GROUP, template), {})[k] = r.arms[arm]
     pairs = [(c[kind], c[base], group) for (group, _), c in sorted(cells.items()) if kind in c and base in c]
     if not pairs:
         return None
-    follow = [(a["class"] == "follow", b["class"] == "follow") for a, b, _ in pairs]
+    follow = [(a.outcome == "follow", b.outcome == "follow") for a, b, _ in pairs]
     diff = [float(x) - float(y) for x, y in follow]
-    shift = [a["shift"] - b["shift"] for a, b, _ in pairs]
+    shift = [a.shift - b.shift for a, b, _ in pairs]
     groups = [g for *_, g in pairs]
     return {
         "n_paired": len(pairs),
@@ -50,13 +52,13 @@ def paired_contrast(records: list[dict], kind: str, base: str, arm: str) -> dict
 
 @EVALUATORS.register("programming")
 class ProgrammingEvaluator(Evaluator):
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
-        kinds = sorted({r["variant"].split("/")[0] for r in records})
+        kinds = sorted({r.variant.split("/")[0] for r in records})
         by_kind = {}
         for kind in kinds:
-            subset = [r for r in records if r["variant"].split("/")[0] == kind]
-            by_kind[kind] = {arm: arm_metrics(subset, arm) for arm in subset[0]["arms"]}
+            subset = [r for r in records if r.variant.split("/")[0] == kind]
+            by_kind[kind] = {arm: arm_metrics(subset, arm) for arm in subset[0].arms}
         metrics["by_carrier"] = by_kind
         follow = {kind: {arm: _follow_rate(m) for arm, m in arms.items()} for kind, arms in by_kind.items()}
         contrasts = {arm: paired_contrast(records, "nld", "pas", arm) for arm in ("carrier", "both", "both@L")}

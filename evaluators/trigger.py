@@ -11,10 +11,12 @@ it is the only signal there is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from matbench import stats
 from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.protocol.records import PairRecord
 
 FDR = 0.05
 CHANCE = 0.5
@@ -28,12 +30,12 @@ def classify(comprehended: bool, q: float) -> str:
 
 @EVALUATORS.register("trigger")
 class TriggerEvaluator(Evaluator):
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
-        constructions = sorted({r["variant"] for r in records})
+        constructions = sorted({r.variant for r in records})
         rows = {}
         for variant in constructions:
-            subset = [r for r in records if r["variant"] == variant]
+            subset = [r for r in records if r.variant == variant]
             kv, txt = arm_metrics(subset, "kv"), arm_metrics(subset, "txt")
             follow, anti = kv["classes"]["follow"], kv["classes"]["anti"]
             shift = kv["donor_shift"]

@@ -3,28 +3,34 @@ the patch's margin gain, and controls that must not move."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from matbench import stats
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_menu, control_clean, signed_summary
+from matbench.evaluators.base import (
+    EVALUATORS,
+    Evaluator,
+    control_clean,
+    signed_summary,
+)
+from matbench.protocol.margins import donor_margin
+from matbench.protocol.records import PairRecord
 
 PATCHED = ("bare", "versioned", "structured")
 CONTROLS = ("wrong_register", "dummy")
 
 
-def _expected_margin(record: dict, arm: str, expected: str) -> float:
+def _expected_margin(record: PairRecord, arm: str, expected: str) -> float:
     """Mean over members of the probe's donor margin of `expected`: log p(expected) minus the
     logsumexp of the other menu words (the other word's log p on a two-word menu)."""
-    import torch  # here, not at import: rescoring and the leaderboard need no torch otherwise
-
-    from matbench.readouts import donor_margin
-
-    logp = torch.tensor(record["arms"][arm]["probe_logp"], dtype=torch.float64)
-    margins = donor_margin(logp, tuple(arm_menu(record, arm)), expected).tolist()
+    logp = np.asarray(record.arms[arm].probe_logp, dtype=np.float64)
+    margins = donor_margin(logp, tuple(record.arm_menu(arm)), expected).tolist()
     return sum(margins) / len(margins)
 
 
-def despite_patch(records: list[dict], arm: str, metrics: dict[str, Any]) -> dict[str, Any]:
+def despite_patch(records: Sequence[PairRecord], arm: str, metrics: dict[str, Any]) -> dict[str, Any]:
     """Whether the dropped donor still steers an arm that was served a patch; `metrics` is the
     arm's `arm_metrics`, whose follow/anti counts and sign test are reported again here.
 
@@ -37,10 +43,10 @@ def despite_patch(records: list[dict], arm: str, metrics: dict[str, Any]) -> dic
     leaks_follow = leaks_other = 0
     gains = []
     for r in records:
-        entry = r["arms"][arm]
-        expected = entry["expected"]
-        cls = entry["class"]
-        for answer, value in zip(entry["answers"], r["values"]):
+        entry = r.arms[arm]
+        expected = entry.expected
+        cls = entry.outcome
+        for answer, value in zip(entry.answers, r.values):
             if value != expected and answer == value:
                 if cls == "follow":
                     leaks_follow += 1
@@ -59,13 +65,13 @@ def despite_patch(records: list[dict], arm: str, metrics: dict[str, Any]) -> dic
 
 @EVALUATORS.register("update")
 class UpdateEvaluator(Evaluator):
-    def summarize(self, records: list[dict]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]
         unchanged = {}
         for control in CONTROLS:
             same = sum(a == b for r in records
-                       for a, b in zip(r["arms"][control]["answers"], r["arms"]["base"]["answers"]))
+                       for a, b in zip(r.arms[control].answers, r.arms["base"].answers))
             unchanged[control] = {"rate": same / (2 * len(records)), "ci": stats.wilson(same, 2 * len(records)).as_list()}
         metrics["controls_unchanged"] = unchanged
         metrics["despite_patch"] = {p: despite_patch(records, p, arms[p]) for p in PATCHED}

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
-from matbench.rescore import results_files, verified_log
-from matbench.result_schema import ResultsFile, parse_results
-from matbench.scorecard import scorecard_of_runs
+from matbench.results.rescore import results_files, verified_log
+from matbench.results.schema import ResultsFile, parse_results
+from matbench.results.scorecard import scorecard_of_runs
 
 MAX_RESULTS_BYTES = 5 * 2**20  # a results file holds metrics only; the largest committed one is ~60 KB
 MAX_LOG_BYTES = 200 * 2**20

@@ -19,10 +19,21 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from matbench.leaderboard import plots
 from matbench.leaderboard.collect import ModelEntry, Run, find_runs, group_models
 from matbench.leaderboard.reported import SUITES, Reported, load_reported
-from matbench.leaderboard.tables import (OVERVIEW_HEADER, RUNS_HEADER, Cell, evidence_link, fmt, metrics_of,
-                                         overview_rows, reported_rows, runs_rows, suite_rows, tie_ranks)
-from matbench.result_schema import ResultsFile
-from matbench.scorecard import largest_runs
+from matbench.leaderboard.tables import (
+    OVERVIEW_HEADER,
+    RUNS_HEADER,
+    Cell,
+    evidence_link,
+    fmt,
+    metrics_of,
+    overview_rows,
+    reported_rows,
+    runs_rows,
+    suite_rows,
+    tie_ranks,
+)
+from matbench.results.schema import ResultsFile
+from matbench.results.scorecard import largest_runs
 
 
 @dataclass(frozen=True)

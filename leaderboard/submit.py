@@ -18,7 +18,7 @@ from typing import Any
 
 from matbench.errors import MatbenchError, first_line
 from matbench.leaderboard.collect import Run, check_run
-from matbench.rescore import read_records, recompute_metrics
+from matbench.results.rescore import read_records, recompute_metrics
 
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 

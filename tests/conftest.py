@@ -14,10 +14,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from matbench.data_gen import SUITES  # noqa: E402
 
-from matbench.engine import PairEngine  # noqa: E402
-from matbench.models import LoadedModel, ModelSource, load_model, resolve_source  # noqa: E402
+from matbench.data_gen import SUITES  # noqa: E402
+from matbench.engine.pair_engine import PairEngine  # noqa: E402
+from matbench.models.loading import LoadedModel, ModelSource, load_model, resolve_source  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data beside the clone
 VOCAB = 49152  # the SmolLM2 tokenizer's, used by every tiny model
@@ -102,7 +102,7 @@ def engine_for(loaded: LoadedModel, **kw) -> PairEngine:
 
 def gated_records(loaded: LoadedModel, pairs, **kw) -> list[dict]:
     """Score `pairs` on `loaded`, asserting every faithfulness gate on each; the per-item records."""
-    from matbench.gates import run_gates
+    from matbench.engine.gates import run_gates
 
     engine = engine_for(loaded, **kw)
     records = []

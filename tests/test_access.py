@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch
+
 from matbench.data_gen import SUITES
 from matbench.data_gen.access import NEGATIVE, POOLS, POSITIVE
+from matbench.engine.cache import isolated_cache, text_cache
 from matbench.evaluators import EVALUATORS
-
-from matbench.cache import isolated_cache, text_cache
 from tests.conftest import engine_for, gated_records
 
 
@@ -71,7 +71,7 @@ def test_text_cache_equals_a_plain_forward_of_the_served_text(tiny_llama):
     full = torch.tensor([ids + list(query)])
     ref = engine.runner.plain_forward(full, torch.arange(full.shape[1])[None])[0]
     for serving in ("compact", "native"):
-        from matbench.serving import SERVING, ServeRequest
+        from matbench.engine.serving import SERVING, ServeRequest
 
         _, logits = SERVING[serving](engine.runner, [ServeRequest(text, arm.served, query)])
         torch.testing.assert_close(logits[0], ref, atol=1e-4, rtol=0)
@@ -81,12 +81,12 @@ def test_gates_zero_shift_controls_and_evaluator(tiny_llama):
     pairs = SUITES.get("access").generate(0, 5)
     records = gated_records(tiny_llama, pairs)
     for record in records:
-        for name, arm in record["arms"].items():
+        for name, arm in record.arms.items():
             if name.startswith(("sel_ikv", "sel_txt", "control")):
                 # Neither encoding can see the source: both members are served bit-identical rows.
-                assert arm["shift"] == 0.0 and arm["probe_logp"][0] == arm["probe_logp"][1], name
-    digit = next(r for r in records if r["variant"] == "digit3")
-    assert digit["arms"]["harv_kv/first_digit"]["menu"] == [str(d) for d in range(1, 10)]
+                assert arm.shift == 0.0 and arm.probe_logp[0] == arm.probe_logp[1], name
+    digit = next(r for r in records if r.variant == "digit3")
+    assert digit.arms["harv_kv/first_digit"].menu == tuple(str(d) for d in range(1, 10))
     metrics = EVALUATORS.get("access")(suite="access").summarize(records)
     head = metrics["headline"]
     assert set(head) == {"bin2", "dir4", "name8", "digit3/exact", "digit3/above500", "digit3/first_digit",

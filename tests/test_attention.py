@@ -8,8 +8,8 @@ import copy
 import pytest
 import torch
 
-from matbench.attention import grouped_sdpa_forward
-from matbench.models import resolve_attn
+from matbench.kernels.attention import grouped_sdpa_forward
+from matbench.models.loading import resolve_attn
 from tests.conftest import engine_for, gated_records
 
 
@@ -45,7 +45,7 @@ def test_grouped_attention_equals_repeated_heads():
 def test_causal_forward_equals_the_explicit_mask(tiny, impl, monkeypatch):
     """`causal=True` (no past, right padding, position gaps) gives the rows and logits of the
     explicit coordinate mask; on full-attention models the mask is really left out."""
-    from matbench.runtime import ModelRunner, cache_rows, new_cache
+    from matbench.engine.runtime import ModelRunner, cache_rows, new_cache
 
     loaded = _with_attn(tiny, impl)
     runner = ModelRunner(loaded.model, loaded.text_config)
@@ -94,9 +94,9 @@ def test_sdpa_grouped_gives_the_records_of_eager(tiny, pairs, serving, monkeypat
     eager_engine = engine_for(_with_attn(tiny, "eager"), serving=serving)
     for pair, record in zip(pairs, grouped):
         ref = eager_engine.score(pair, *eager_engine.prepare(pair))
-        for arm, entry in record["arms"].items():
-            assert entry["class"] == ref["arms"][arm]["class"]
-            for got, want in zip(entry["probe_logp"], ref["arms"][arm]["probe_logp"]):
+        for arm, entry in record.arms.items():
+            assert entry.outcome == ref.arms[arm].outcome
+            for got, want in zip(entry.probe_logp, ref.arms[arm].probe_logp):
                 assert got == pytest.approx(want, abs=1e-4)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from matbench.batched_prefill import prefill_pairs
-from matbench.cache import prefill_pair
 from matbench.data_gen import SUITES
-from matbench.pairs import layout_pair
+from matbench.engine.cache import prefill_pair
+from matbench.engine.layout import layout_pair
+from matbench.engine.prefill import prefill_pairs
 from tests.conftest import engine_for
 
 
@@ -51,10 +51,10 @@ def test_engine_records_do_not_depend_on_batched_prefill(tiny):
     ref = one.score_many([(p, *one.prepare(p)) for p in pairs], [("probe", one.serving)])
     got = many.score_many(many.prepare_many(pairs), [("probe", many.serving)])
     for r, g in zip(ref, got):
-        for arm, entry in r[("probe", one.serving)]["arms"].items():
-            other = g[("probe", many.serving)]["arms"][arm]
-            assert (entry["class"], entry["probe_answers"]) == (other["class"], other["probe_answers"])
-            assert entry["shift"] == pytest.approx(other["shift"], abs=1e-4)
+        for arm, entry in r[("probe", one.serving)].arms.items():
+            other = g[("probe", many.serving)].arms[arm]
+            assert (entry.outcome, entry.probe_answers) == (other.outcome, other.probe_answers)
+            assert entry.shift == pytest.approx(other.shift, abs=1e-4)
 
 
 def test_prefetched_layouts_are_used_once(tiny_llama):
@@ -70,7 +70,7 @@ def test_prefetched_layouts_are_used_once(tiny_llama):
 def test_the_gpu_batch_estimate_reads_prefetched_layouts(tiny_llama, monkeypatch):
     import torch
 
-    from matbench.memory import batch_pairs_for, choose_batch_pairs
+    from matbench.engine.memory import batch_pairs_for, choose_batch_pairs
 
     engine = engine_for(tiny_llama)
     pairs = SUITES.get("discovery").generate(0, 20)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from matbench.engine import PairEngine
-from matbench.runtime import ModelRunner, layer_windows
+from matbench.engine.pair_engine import PairEngine
+from matbench.engine.runtime import ModelRunner
+from matbench.models.windows import layer_windows
 from tests.conftest import tiny_config
 
 
@@ -18,19 +19,19 @@ def test_batched_equals_one_at_a_time(tiny, pairs, serving):
     for item, batched in zip(items, together):
         alone = engine.score_many([item], combos)[0]
         for combo in combos:
-            for arm, entry in batched[combo]["arms"].items():
-                ref = alone[combo]["arms"][arm]
-                assert entry["class"] == ref["class"] and entry["answers"] == ref["answers"]
-                assert entry["shift"] == pytest.approx(ref["shift"], abs=1e-4)
+            for arm, entry in batched[combo].arms.items():
+                ref = alone[combo].arms[arm]
+                assert entry.outcome == ref.outcome and entry.answers == ref.answers
+                assert entry.shift == pytest.approx(ref.shift, abs=1e-4)
         # The probe is shared by every readout of a serving mode.
-        assert batched[combos[0]]["arms"]["root"]["shift"] == batched[combos[1]]["arms"]["root"]["shift"]
+        assert batched[combos[0]].arms["root"].shift == batched[combos[1]].arms["root"].shift
 
 
 def test_chunked_prefill_matches_one_shot(tiny_gemma, pairs):
     whole = PairEngine(tiny_gemma).run_pair(pairs[0])
     chunked = PairEngine(tiny_gemma, chunk_size=50).run_pair(pairs[0])
-    for arm, entry in whole["arms"].items():
-        for got, ref in zip(chunked["arms"][arm]["probe_logp"], entry["probe_logp"]):
+    for arm, entry in whole.arms.items():
+        for got, ref in zip(chunked.arms[arm].probe_logp, entry.probe_logp):
             assert got == pytest.approx(ref, abs=1e-4)
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from matbench.data_gen import SUITES
 from matbench.data_gen.checks import check_pair, donor_words
-
 from matbench.errors import MatbenchError
-from matbench.pairs import Arm, DonorPair
+from matbench.protocol.pairs import Arm, DonorPair
 from tests.conftest import dialog_sources
 
 

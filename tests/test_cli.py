@@ -75,7 +75,7 @@ def test_unservable_architectures(capsys, tmp_path, make, expected):
 
 
 def test_truncated_gguf(capsys, tmp_path):
-    from matbench.models import resolve_source
+    from matbench.models.loading import resolve_source
 
     source = resolve_source("smollm2-135m")
     full = Path(source.location) / source.gguf_file
@@ -115,12 +115,12 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
     assert results["items"]["log"] == "discovery_short_compact.items.jsonl" and results["items"]["n_from_log"] == 0
 
     # A rerun recomputes nothing: scoring would raise.
-    import matbench.engine
+    import matbench.engine.pair_engine
 
     def boom(*a, **k):
         raise AssertionError("recomputed a finished item")
 
-    monkeypatch.setattr(matbench.engine.PairEngine, "score", boom)
+    monkeypatch.setattr(matbench.engine.pair_engine.PairEngine, "score", boom)
     code, _, _ = run_cli(args, capsys)
     assert code == 0
     again = json.loads((out / "discovery_short_compact.json").read_text())
@@ -173,7 +173,7 @@ def test_first_line_of_an_empty_exception_is_its_type():
 
 def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_dir):
     from matbench.data_gen import SUITES
-    from matbench.result_schema import read_results
+    from matbench.results.schema import read_results
     from tests.conftest import SHARED_DATA
 
     out = tmp_path / "contract"
@@ -205,12 +205,12 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
 def test_out_of_memory_is_one_line_and_says_what_to_lower(capsys, monkeypatch, tmp_path):
     import torch
 
-    import matbench.evaluate
+    import matbench.run.evaluate
 
     def exhausted(cfg, loaded=None, shard=None):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.16 GiB.\nmore detail")
 
-    monkeypatch.setattr(matbench.evaluate, "run_eval", exhausted)
+    monkeypatch.setattr(matbench.run.evaluate, "run_eval", exhausted)
     code = main(["eval", "--model", "smollm2-135m", "--output", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 3 and err.count("\n") == 1
@@ -220,11 +220,11 @@ def test_out_of_memory_is_one_line_and_says_what_to_lower(capsys, monkeypatch, t
 def test_out_of_memory_backs_off_without_losing_or_changing_items(capsys, tmp_path, tiny_dir, monkeypatch):
     import torch
 
-    import matbench.engine
+    import matbench.engine.pair_engine
 
     base = ["eval", "--model", str(tiny_dir), "--limit", "5", "--no-progress"]
     assert main([*base, "--batch-pairs", "1", "--output", str(tmp_path / "one")]) == 0
-    real = matbench.engine.PairEngine.score_many
+    real = matbench.engine.pair_engine.PairEngine.score_many
     sizes = []
 
     def tight(self, items, combos):
@@ -233,7 +233,7 @@ def test_out_of_memory_backs_off_without_losing_or_changing_items(capsys, tmp_pa
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB.")
         return real(self, items, combos)
 
-    monkeypatch.setattr(matbench.engine.PairEngine, "score_many", tight)
+    monkeypatch.setattr(matbench.engine.pair_engine.PairEngine, "score_many", tight)
     assert main([*base, "--batch-pairs", "4", "--output", str(tmp_path / "tight")]) == 0
     assert sizes == [4, 2, 1, 1, 1, 1, 1]  # halved twice, then every pair once
     name = "discovery_probe_compact.items.jsonl"

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from matbench.evaluators import EVALUATORS
 
-from matbench.evaluate import _gate_summary
-from matbench.report import discovery_rows
+from matbench.evaluators import EVALUATORS
+from matbench.protocol.records import PairRecord
+from matbench.results.report import discovery_rows
+from matbench.run.evaluate import _gate_summary
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 FILES = sorted(RESULTS.glob("*/discovery_*.json"))
@@ -37,7 +38,8 @@ def test_there_are_twelve_committed_runs():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_metrics_recompute_from_the_item_log(path):
     results = json.loads(path.read_text())
-    records = [json.loads(line) for line in (path.parent / results["items_log"]).read_text().splitlines()]
+    log = (path.parent / results["items_log"]).read_text().splitlines()
+    records = [PairRecord.from_json(json.loads(line)) for line in log]
     assert len(records) == results["config"]["n_items"] == 64
     evaluator = EVALUATORS.get(results["config"]["suite"])(suite=results["config"]["suite"])
     _close(evaluator.summarize(records), results["metrics"])
@@ -63,8 +65,8 @@ def test_the_contract_runs_are_committed_for_both_models():
 
 @pytest.mark.parametrize("path", CONTRACT, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.stem}")
 def test_contract_results_validate_and_recompute_from_their_logs(path):
-    from matbench.rescore import log_records
-    from matbench.result_schema import read_results
+    from matbench.results.rescore import log_records
+    from matbench.results.schema import read_results
 
     results = read_results(path)
     # The evidence is the log the run wrote (sha256 checked); a larger earlier run may have logged more.
@@ -76,7 +78,7 @@ def test_contract_results_validate_and_recompute_from_their_logs(path):
 
 @pytest.mark.parametrize("directory", sorted({p.parent for p in CONTRACT}), ids=lambda d: f"{d.parent.name}/{d.name}")
 def test_contract_scorecards_rebuild_from_the_results(directory):
-    from matbench.scorecard import build_scorecard
+    from matbench.results.scorecard import build_scorecard
 
     committed = json.loads((directory / "scorecard.json").read_text())
     _close(json.loads(json.dumps(build_scorecard(directory))), committed)
@@ -84,8 +86,8 @@ def test_contract_scorecards_rebuild_from_the_results(directory):
 
 @pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
 def test_each_model_has_one_scorecard_over_its_largest_runs(model):
-    from matbench.result_schema import read_results
-    from matbench.scorecard import build_scorecard
+    from matbench.results.schema import read_results
+    from matbench.results.scorecard import build_scorecard
 
     dirs = [RESULTS / "contract" / model, RESULTS / "contract-cpu" / model]
     card = json.loads((RESULTS / "scorecards" / f"{model}.json").read_text())

@@ -6,17 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+
+from matbench.cli import main
 from matbench.data_gen import SUITES
 from matbench.data_gen.harvest import HARVEST_FIELDS
+from matbench.data_gen.loading import load_pairs
 from matbench.data_gen.publish import PARQUET, push_to_hub, write_repo
 from matbench.data_gen.rows import (
     ROW_FIELDS,
-    load_pairs,
     pair_to_row,
     row_to_pair,
 )
-
-from matbench.cli import main
 from matbench.errors import MatbenchError
 from tests.conftest import dialog_sources
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from matbench.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.errors import MatbenchError
-from matbench.results import ItemLog
+from matbench.protocol.records import ArmRecord, PairRecord
+from matbench.results.logs import ItemLog
+from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
 
 
 def test_blocks_cover_every_item_once_in_order():
@@ -42,19 +43,25 @@ def test_shard_from_env(monkeypatch):
         Shard.from_env()
 
 
+def _line(item_id: str, config_hash: str = "k") -> str:
+    arm = ArmRecord(answers=("ON", "OFF"), outcome="follow", probe_answers=("ON", "OFF"),
+                    probe_logp=((-0.1, -2.0), (-2.0, -0.1)), shift=3.8)
+    record = PairRecord(item_id=item_id, variant="", values=("ON", "OFF"), menu=("ON", "OFF"), budget=2, length=50,
+                        n_tokens=(50, 50), arms={"root": arm}, config_hash=config_hash)
+    return json.dumps(record.to_json()) + "\n"
+
+
 def test_merge_puts_records_in_the_given_order_and_drops_a_cut_line(tmp_path):
     path = tmp_path / "s.items.jsonl"
     log = ItemLog(path, "k")
-    log.append({"item_id": "b"})
-    (tmp_path / "s.items.rank1.jsonl").write_text(
-        json.dumps({"item_id": "d", "config_hash": "k"}) + "\n" + '{"item_id": "e", "conf')
-    (tmp_path / "s.items.rank0.jsonl").write_text(
-        "".join(json.dumps({"item_id": i, "config_hash": "k"}) + "\n" for i in ("c", "a", "b")))
+    log.append(PairRecord.from_json(json.loads(_line("b"))))
+    (tmp_path / "s.items.rank1.jsonl").write_text(_line("d") + '{"item_id": "e", "conf')
+    (tmp_path / "s.items.rank0.jsonl").write_text("".join(_line(i) for i in ("c", "a", "b")))
     assert [p.name for p in shard_logs(path)] == ["s.items.rank0.jsonl", "s.items.rank1.jsonl"]
     assert merge_shard_logs(log, ["a", "b", "c", "d", "e"]) == 3
     assert [json.loads(line)["item_id"] for line in path.read_text().splitlines()] == ["b", "a", "c", "d"]
     assert shard_logs(path) == []
-    (tmp_path / "s.items.rank0.jsonl").write_text(json.dumps({"item_id": "x", "config_hash": "other"}) + "\n")
+    (tmp_path / "s.items.rank0.jsonl").write_text(_line("x", "other"))
     with pytest.raises(MatbenchError, match="another configuration"):
         merge_shard_logs(ItemLog(path, "k"), ["x"])
 

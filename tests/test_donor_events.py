@@ -7,11 +7,12 @@ import dataclasses
 import pytest
 import torch
 
+from matbench.engine.gates import run_gates
+from matbench.engine.layout import layout_pair
+from matbench.engine.render import Renderer
+from matbench.engine.serving import ServeRequest, serve_compact
 from matbench.errors import MatbenchError
-from matbench.gates import run_gates
-from matbench.pairs import Arm, DonorPair, layout_pair
-from matbench.render import Renderer
-from matbench.serving import ServeRequest, serve_compact
+from matbench.protocol.pairs import Arm, DonorPair
 from tests.conftest import engine_for
 
 MENU = ("EXCEEDED", "NORMAL")
@@ -63,13 +64,13 @@ def test_gates_and_fixed_query_position_on_a_tiny_model(tiny_llama):
     layout, caches = engine.prepare(pair)
     record = engine.score(pair, layout, caches)
     assert all(g.passed for g in run_gates(engine, pair, layout, caches, record))
-    assert record["arms"]["control"]["shift"] == 0.0
-    moved, plain = record["arms"]["filler_at_end"], record["arms"]["filler"]
-    assert moved["probe_logp"] != plain["probe_logp"]  # the query position matters...
+    assert record.arms["control"].shift == 0.0
+    moved, plain = record.arms["filler_at_end"], record.arms["filler"]
+    assert moved.probe_logp != plain.probe_logp  # the query position matters...
     ids = engine.query_ids(pair, pair.arm("filler"), engine.probe_readout)
     _, logits = serve_compact(engine.runner, [ServeRequest(caches[0], (0, 6), ids)], query_position=layout.length)
     expected = engine.scorer(MENU).log_probs(logits)[0]
-    assert torch.allclose(torch.tensor(moved["probe_logp"][0]), expected, atol=1e-5)  # ...and it is L
+    assert torch.allclose(torch.tensor(moved.probe_logp[0]), expected, atol=1e-5)  # ...and it is L
 
 
 def test_rows_round_trip_donor_events_and_variants():

@@ -5,18 +5,20 @@ from __future__ import annotations
 import pytest
 
 from matbench.evaluators import EVALUATORS
+from matbench.protocol.records import ArmRecord, PairRecord
 
-VALUES = ["ONLINE", "OFFLINE"]
-
-
-def arm(kind: str, shift: float = 0.0) -> dict:
-    answers = {"follow": VALUES, "anti": VALUES[::-1], "const": ["ONLINE", "ONLINE"]}[kind]
-    return {"answers": list(answers), "class": kind, "probe_answers": list(answers), "shift": shift,
-            "probe_logp": [[0.0, 0.0], [0.0, 0.0]]}
+VALUES = ("ONLINE", "OFFLINE")
 
 
-def record(item: int, variant: str, **arms) -> dict:
-    return {"item_id": f"x-v1-s0-{item:05d}", "variant": variant, "values": VALUES, "menu": VALUES, "arms": arms}
+def arm(kind: str, shift: float = 0.0) -> ArmRecord:
+    answers = {"follow": VALUES, "anti": VALUES[::-1], "const": ("ONLINE", "ONLINE")}[kind]
+    return ArmRecord(answers=answers, outcome=kind, probe_answers=answers, probe_logp=((0.0, 0.0), (0.0, 0.0)),
+                     shift=shift)
+
+
+def record(item: int, variant: str, **arms: ArmRecord) -> PairRecord:
+    return PairRecord(item_id=f"x-v1-s0-{item:05d}", variant=variant, values=VALUES, menu=VALUES, budget=2,
+                      length=100, n_tokens=(100, 100), arms=arms)
 
 
 def test_trigger_classes_follow_comprehension_and_bh():

@@ -7,14 +7,14 @@ import copy
 import pytest
 import torch
 
-from matbench.fused import available, fuse
-from matbench.runtime import ModelRunner, new_cache
+from matbench.engine.runtime import ModelRunner, new_cache
+from matbench.kernels.fused import available, fuse
 
 
 def test_fused_modules_give_the_same_logits(tiny, monkeypatch):
     # aot_eager traces and runs the same graph as inductor without generating code (fast, any
     # machine); the GPU path differs only in the backend that turns the graph into kernels.
-    import matbench.fused as fused_mod
+    import matbench.kernels.fused as fused_mod
 
     monkeypatch.setattr(fused_mod, "MIN_ELEMENTS", 0)  # tiny inputs take the compiled path too
     model = copy.deepcopy(tiny.model)
@@ -36,7 +36,7 @@ def test_fused_modules_give_the_same_logits(tiny, monkeypatch):
 
 
 def test_small_inputs_take_the_eager_forward(tiny, monkeypatch):
-    import matbench.fused as fused_mod
+    import matbench.kernels.fused as fused_mod
 
     model = copy.deepcopy(tiny.model)
     calls = []
@@ -57,7 +57,7 @@ def test_fusing_is_for_cuda_only(device):
 
 def test_fused_kernels_setting_is_checked():
     from matbench.errors import MatbenchError
-    from matbench.fused import resolve
+    from matbench.kernels.fused import resolve
 
     assert resolve("auto", "cpu") is False and resolve("off", "cuda") is False
     with pytest.raises(MatbenchError, match="--fused-kernels on needs a CUDA device and Triton"):
@@ -71,7 +71,7 @@ def test_cpu_runs_record_no_fused_kernels(tiny_llama):
 
 
 def test_only_one_tensor_forwards_are_fused():
-    from matbench.fused import _row_wise
+    from matbench.kernels.fused import _row_wise
 
     class TwoInputMLP(torch.nn.Module):
         def forward(self, hidden, routing):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import matbench.serving as serving
-from matbench.gates import (
+import matbench.engine.serving as serving
+from matbench.engine.gates import (
     FLOAT32_TOL,
     control_gate,
     gate_a,
@@ -15,7 +15,7 @@ from matbench.gates import (
     mask_gate,
     run_gates,
 )
-from matbench.runtime import ModelRunner
+from matbench.engine.runtime import ModelRunner
 from tests.conftest import engine_for
 
 
@@ -35,7 +35,7 @@ def test_all_gates_pass(tiny, pairs):
         assert results["A"].max_abs_diff <= FLOAT32_TOL
         assert results["mask"].max_abs_diff == 0.0
         assert results["layout"].max_abs_diff <= FLOAT32_TOL
-        assert record["arms"]["control"]["shift"] == 0.0
+        assert record.arms["control"].shift == 0.0
 
 
 def test_gate_b_compares_for_full_attention_only(tiny_llama, tiny_gemma, pairs):
@@ -48,7 +48,7 @@ def test_gate_b_compares_for_full_attention_only(tiny_llama, tiny_gemma, pairs):
 
 def test_sliding_window_makes_compact_and_native_differ(tiny_gemma, pairs):
     """The window is measured in original positions natively and in slots when compacted."""
-    from matbench.engine import probe_logits
+    from matbench.engine.pair_engine import probe_logits
 
     engine, layout, caches, _ = _gates(tiny_gemma, pairs[0])
     arm = pairs[0].arm("root")
@@ -122,7 +122,7 @@ def test_layout_gate_catches_gathered_native_rows_at_slot_coordinates(tiny_gemma
 
 
 def test_control_gate_catches_a_span_that_runs_into_the_source(tiny_llama, pairs, monkeypatch):
-    from matbench.cache import EventCache
+    from matbench.engine.cache import EventCache
 
     def spans_too_long(self, served):
         slots = list(range(*self.header_span))
@@ -139,7 +139,7 @@ def test_control_gate_catches_a_span_that_runs_into_the_source(tiny_llama, pairs
 def test_control_gate_catches_a_non_causal_prefill_without_prefix_sharing(tiny_llama, pairs, monkeypatch):
     import dataclasses
 
-    import matbench.batched_prefill as prefill_mod
+    import matbench.engine.prefill as prefill_mod
 
     original_mask, original_prefill = ModelRunner.build_masks, prefill_mod.prefill_pairs
 
@@ -156,9 +156,9 @@ def test_control_gate_catches_a_non_causal_prefill_without_prefix_sharing(tiny_l
 
 
 def test_identity_gate_catches_a_missing_position_budget(tiny_llama, pairs, monkeypatch):
-    import matbench.pairs as pairs_mod
+    import matbench.engine.layout as pairs_mod
+    from matbench.engine.render import Renderer
     from matbench.errors import MatbenchError
-    from matbench.render import Renderer
 
     renderer = Renderer(tiny_llama.tokenizer)
     layout = pairs_mod.layout_pair(pairs[0], renderer)

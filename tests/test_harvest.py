@@ -8,6 +8,7 @@ import shutil
 from collections import Counter
 
 import pytest
+
 from matbench.data_gen import SUITES
 from matbench.data_gen.dialogs import (
     DialogSources,
@@ -16,7 +17,6 @@ from matbench.data_gen.dialogs import (
     resolve_evidence,
 )
 from matbench.data_gen.harvest import N_CARRIERS, N_INJECTED, content_words, gold_answer
-
 from matbench.errors import MatbenchError
 from tests.conftest import SHARED_DATA, dialog_sources
 

@@ -11,7 +11,6 @@ from matbench.data_gen.landing import (
     ROOT_AT,
 )
 from matbench.evaluators import EVALUATORS
-
 from tests.conftest import gated_records
 
 
@@ -48,7 +47,7 @@ def test_swapping_every_donor_carrying_row_turns_one_member_into_the_other(tiny_
     import pytest
 
     from matbench.errors import MatbenchError
-    from matbench.pairs import Arm
+    from matbench.protocol.pairs import Arm
     from tests.conftest import engine_for
 
     pair = SUITES.get("landing").generate(0, 1)[0]
@@ -58,11 +57,11 @@ def test_swapping_every_donor_carrying_row_turns_one_member_into_the_other(tiny_
     pair.validate()
     engine = engine_for(tiny_llama)
     record = engine.score(pair, *engine.prepare(pair))
-    same, swapped, cross = (record["arms"][a]["probe_logp"] for a in ("root_edge", "full_swap", "root_edge_cross"))
+    same, swapped, cross = (record.arms[a].probe_logp for a in ("root_edge", "full_swap", "root_edge_cross"))
     # The decoy precedes the source (identical rows); with root and edge swapped, member A is served
     # exactly member B's rows and vice versa.
     assert swapped[0] == same[1] and swapped[1] == same[0]
-    assert record["arms"]["full_swap"]["shift"] == -record["arms"]["root_edge"]["shift"]
+    assert record.arms["full_swap"].shift == -record.arms["root_edge"].shift
     # Crossing only the edge gives neither member's rows.
     assert cross[0] not in (same[0], same[1])
     bad = dataclasses.replace(pair, arms=(Arm("x", (0, ROOT_AT), question, swapped=(EDGE_AT,)),))

@@ -8,15 +8,25 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+
 from matbench.cli import main
 from matbench.errors import MatbenchError
 from matbench.leaderboard.collect import MAX_RESULTS_BYTES, find_runs
 from matbench.leaderboard.reported import SUITES, load_reported
 from matbench.leaderboard.site import build_site
-from matbench.leaderboard.submit import open_hub_pull_request, store_submission, verify_submission
-from matbench.results import file_sha256
-
-from tests.leaderboard_fixtures import HOSTILE, SUBMISSIONS, committed_runs, copy_run, synthetic_runs
+from matbench.leaderboard.submit import (
+    open_hub_pull_request,
+    store_submission,
+    verify_submission,
+)
+from matbench.results.files import file_sha256
+from tests.leaderboard_fixtures import (
+    HOSTILE,
+    SUBMISSIONS,
+    committed_runs,
+    copy_run,
+    synthetic_runs,
+)
 
 UPDATE = next(p for p in committed_runs() if p.name == "update_probe_compact.json")
 
@@ -134,10 +144,13 @@ def _edit_first_record(line: str, edit) -> str:
 
 
 @pytest.mark.parametrize("edit_line, message", [
-    (lambda line: "{not json", "holds a line that is not a JSON record with an item_id (JSONDecodeError"),
-    (lambda line: "[1, 2]", "holds a line that is not a JSON record with an item_id (TypeError"),
-    (lambda line: _edit_first_record(line, lambda r: r.pop("item_id")), "not a JSON record with an item_id (KeyError"),
-    (lambda line: _edit_first_record(line, lambda r: r.pop("arms")), "lacks what the update evaluator reads (KeyError"),
+    (lambda line: "{not json", "line 1 is not JSON"),
+    (lambda line: "[1, 2]", "line 1: missing field 'item_id'"),
+    (lambda line: _edit_first_record(line, lambda r: r.pop("item_id")), "line 1: missing field 'item_id'"),
+    (lambda line: _edit_first_record(line, lambda r: r.pop("arms")), "missing field 'arms'"),
+    (lambda line: _edit_first_record(line, lambda r: r["arms"]["bare"].__setitem__("class", "won")),
+     "arm bare: class 'won' is not one of follow, anti, const, other"),
+    (lambda line: _edit_first_record(line, lambda r: r.__setitem__("scrore", 1)), "unknown field 'scrore'"),
 ])
 def test_a_submission_whose_log_lacks_records_is_refused_in_one_line(tmp_path, capsys, edit_line, message):
     # The log matches the results file's sha256 (both forged together), but its lines are not records.

@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from matbench.leaderboard.reported import load_reported
 from matbench.leaderboard.site import build_site
-
 from tests.leaderboard_fixtures import HOSTILE, committed_runs, copy_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

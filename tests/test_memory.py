@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 
-from matbench.memory import MAX_BATCH_PAIRS, batch_pairs_for, kv_bytes_per_token, pair_bytes
+from matbench.engine.memory import (
+    MAX_BATCH_PAIRS,
+    batch_pairs_for,
+    kv_bytes_per_token,
+    pair_bytes,
+)
 
 
 def _qwen3_8b():
     from transformers import AutoConfig
 
-    from matbench.shapes import SHAPES
+    from matbench.models.shapes import SHAPES
 
     shape = SHAPES.get("qwen3-8b")
     return AutoConfig.for_model(shape.model_type, **shape.sizes)
@@ -40,7 +45,7 @@ def test_results_report_peak_memory_and_batching(tmp_path, tiny_dir):
                  "--output", str(tmp_path)]) == 0
     payload = json.loads((tmp_path / "discovery_probe_compact.json").read_text())
     resources = payload["resources"]
-    from matbench.result_schema import SCHEMA_VERSION
+    from matbench.results.schema import SCHEMA_VERSION
 
     assert payload["schema_version"] == SCHEMA_VERSION  # written at the current version (resources: 1.2 on)
     assert resources["memory_kind"] == "cpu_rss" and resources["peak_memory_gib"] > 0.1

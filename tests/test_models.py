@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from matbench.gates import run_gates
-from matbench.models import LoadedModel, ModelSource, check_servable
+from matbench.engine.gates import run_gates
+from matbench.models.loading import LoadedModel, ModelSource, check_servable
 from tests.conftest import engine_for, tiny_config
 
 
@@ -50,8 +50,8 @@ def test_gates_pass_with_eager_attention(tokenizer, pairs, kind):
 
 
 def test_flash_attention_is_refused(tiny_llama):
+    from matbench.engine.runtime import ModelRunner
     from matbench.errors import MatbenchError
-    from matbench.runtime import ModelRunner
 
     model = tiny_llama.model
     original = model.config._attn_implementation

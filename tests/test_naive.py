@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from matbench.naive import naive_pair
+from matbench.engine.naive import naive_pair
 from tests.conftest import engine_for
 
 
@@ -17,9 +17,9 @@ def test_engine_equals_the_naive_path(tiny, pairs, serving):
     for pair, record in zip(pairs, records):
         naive = naive_pair(engine, pair, serving)
         for arm, n in naive["arms"].items():
-            probe, short = record[("probe", serving)]["arms"][arm], record[("short", serving)]["arms"][arm]
-            assert (probe["class"], probe["probe_answers"]) == (n["probe_class"], n["probe_answers"])
-            assert (short["class"], short["answers"]) == (n["class"], n["answers"])
-            for got, ref in zip(probe["probe_logp"], n["probe_logp"]):
+            probe, short = record[("probe", serving)].arms[arm], record[("short", serving)].arms[arm]
+            assert (probe.outcome, probe.probe_answers) == (n["probe_class"], tuple(n["probe_answers"]))
+            assert (short.outcome, short.answers) == (n["class"], tuple(n["answers"]))
+            for got, ref in zip(probe.probe_logp, n["probe_logp"]):
                 assert got == pytest.approx(ref, abs=1e-4)  # float32: shared prefix and batching
-            assert probe["shift"] == pytest.approx(n["shift"], abs=1e-4)
+            assert probe.shift == pytest.approx(n["shift"], abs=1e-4)

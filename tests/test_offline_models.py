@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from matbench.engine import PairEngine, probe_logits
-from matbench.gates import FLOAT32_TOL, gate_a, run_gates
-from matbench.pairs import Arm, DonorPair
+from matbench.engine.gates import FLOAT32_TOL, gate_a, run_gates
+from matbench.engine.pair_engine import PairEngine, probe_logits
+from matbench.protocol.pairs import Arm, DonorPair
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ def _check_all(loaded, pairs):
         assert all(g.passed for g in results.values()), results
         assert results["A"].max_abs_diff <= FLOAT32_TOL
         assert results["mask"].max_abs_diff == 0.0
-        assert record["arms"]["control"]["shift"] == 0.0
+        assert record.arms["control"].shift == 0.0
     return engine, results
 
 
@@ -91,7 +91,7 @@ def test_access_encodings_on_the_offline_models(model, request):
         layout, caches = engine.prepare(pair)
         record = engine.score(pair, layout, caches)
         assert all(g.passed for g in run_gates(engine, pair, layout, caches, record)), pair.variant
-        for name, arm in record["arms"].items():
+        for name, arm in record.arms.items():
             if name.startswith(("sel_ikv", "sel_txt", "control")):
-                assert arm["shift"] == 0.0, (pair.variant, name)
+                assert arm.shift == 0.0, (pair.variant, name)
 

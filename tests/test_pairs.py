@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from matbench.data_gen import SUITES
 from matbench.data_gen.discovery import MENU
-
+from matbench.engine.layout import layout_pair
+from matbench.engine.render import Renderer
 from matbench.errors import MatbenchError
-from matbench.pairs import layout_pair
-from matbench.render import HDR, Renderer, event_text
+from matbench.protocol.frames import HDR, event_text
 
 
 @pytest.fixture(scope="module")

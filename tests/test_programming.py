@@ -8,7 +8,6 @@ import re
 from matbench.data_gen import SUITES
 from matbench.data_gen.programming import KINDS, REVIEW_AT
 from matbench.evaluators import EVALUATORS
-
 from tests.conftest import gated_records
 
 

@@ -5,15 +5,11 @@ import math
 import pytest
 import torch
 
+from matbench.engine.probe import ProbeScorer
 from matbench.errors import MatbenchError
-from matbench.readouts import (
-    READOUTS,
-    ProbeScorer,
-    donor_margin,
-    donor_shift,
-    find_menu_words,
-    parse_option,
-)
+from matbench.protocol.margins import donor_margin, donor_shift
+from matbench.protocol.menus import find_menu_words
+from matbench.protocol.readouts import READOUTS
 
 NAME8 = ("ALPHA", "BRAVO", "DELTA", "ECHO", "GOLF", "HOTEL", "KILO", "TANGO")
 
@@ -38,9 +34,9 @@ def test_short_takes_first_and_trace_takes_last():
 
 
 def test_option_letters_are_case_sensitive():
-    assert parse_option("I think a good answer is B.") == "B"
-    assert parse_option("A.") == "A"
-    assert parse_option("Neither, sorry") is None
+    assert find_menu_words("I think a good answer is B.", ("A", "B")) == ["B"]
+    assert find_menu_words("A.", ("A", "B")) == ["A"]
+    assert find_menu_words("Neither, sorry", ("A", "B")) == []
 
 
 def test_suffixes_carry_the_menu():

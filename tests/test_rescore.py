@@ -7,11 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from matbench.cli import main
 from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS
-from matbench.rescore import rescore_file
-from matbench.result_schema import SCHEMA_VERSION, read_results
+from matbench.protocol.records import PairRecord
+from matbench.results.rescore import rescore_file
+from matbench.results.schema import SCHEMA_VERSION, read_results
 
 SOURCE = Path(__file__).resolve().parent.parent / "results" / "contract" / "smollm2-135m"
 STEM = "update_probe_compact"
@@ -34,7 +36,8 @@ def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, capsys):
 
     assert main(["rescore", str(run_dir)]) == 0
     new = read_results(path)
-    records = sorted((json.loads(x) for x in log_before.decode().splitlines()), key=lambda r: r["item_id"])
+    records = sorted((PairRecord.from_json(json.loads(x)) for x in log_before.decode().splitlines()),
+                     key=lambda r: r.item_id)
     assert new.metrics == json.loads(json.dumps(EVALUATORS.get("update")(suite="update").summarize(records)))
     assert "despite_patch" in new.metrics and new.metrics["despite_patch"] == old["metrics"]["despite_patch"]
     assert new.schema_version == SCHEMA_VERSION and new.rescored.from_schema_version == "1.0"

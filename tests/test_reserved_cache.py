@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from matbench.runtime import ReservedLayer, cache_from_rows, cache_rows
-from matbench.serving import SERVING, ServeRequest, greedy_decode
+from matbench.engine.runtime import ReservedLayer, cache_from_rows, cache_rows
+from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 from tests.conftest import engine_for
 
 
@@ -37,7 +37,7 @@ def test_cache_from_rows_with_room_reads_like_a_dynamic_cache():
 
 @pytest.mark.parametrize("serving", ["compact", "native"])
 def test_serving_and_decoding_do_not_depend_on_the_room(tiny, pairs, serving, monkeypatch):
-    import matbench.runtime as runtime
+    import matbench.engine.runtime as runtime
 
     engine = engine_for(tiny, serving=serving)
     pair = pairs[0]

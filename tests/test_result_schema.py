@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from matbench.errors import MatbenchError
-from matbench.result_schema import read_results, schema_markdown, validate_results
+from matbench.results.schema import read_results, schema_markdown, validate_results
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "results-schema.md"
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from matbench.data_gen import SUITES
 from matbench.data_gen.trigger import CARRIER_AT, CONSTRUCTIONS
+from matbench.engine.layout import layout_pair
+from matbench.engine.render import Renderer
 from matbench.evaluators import EVALUATORS
-
-from matbench.pairs import layout_pair
-from matbench.render import Renderer
 from tests.conftest import gated_records
 
 

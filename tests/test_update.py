@@ -7,8 +7,9 @@ import pytest
 from matbench.data_gen import SUITES
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import _expected_metrics
-
-from matbench.render import event_text
+from matbench.protocol.frames import event_text
+from matbench.protocol.outcomes import outcome
+from matbench.protocol.records import ArmRecord, PairRecord
 from tests.conftest import engine_for, gated_records
 
 
@@ -33,10 +34,9 @@ def test_patch_is_rendered_before_the_question(tiny_llama):
 
 
 def test_expected_answer_metrics_count_wins_and_old_value_leaks():
-    records = [
-        {"values": ["ONLINE", "OFFLINE"], "arms": {"bare": {"expected": "ONLINE", "answers": ["ONLINE", "OFFLINE"]}}},
-        {"values": ["ONLINE", "OFFLINE"], "arms": {"bare": {"expected": "OFFLINE", "answers": ["OFFLINE", "OFFLINE"]}}},
-    ]
+    values = ("ONLINE", "OFFLINE")
+    records = [_record(values, _arm("ONLINE", ("ONLINE", "OFFLINE"), values, ((0.0, 0.0), (0.0, 0.0)))),
+               _record(values, _arm("OFFLINE", ("OFFLINE", "OFFLINE"), values, ((0.0, 0.0), (0.0, 0.0))))]
     m = _expected_metrics(records, "bare")
     # Wins: ONLINE, OFFLINE, OFFLINE = 3 of 4. At risk: member B of item 1 (donor OFFLINE != ONLINE),
     # member A of item 2 (donor ONLINE != OFFLINE); the first leaks, the second does not.
@@ -52,33 +52,38 @@ def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
     assert metrics["headline"]["control_clean"] is True
 
 
-def _arm(expected, answers, values, logp):
-    from matbench.engine import outcome
+def _arm(expected, answers, values, logp) -> ArmRecord:
+    return ArmRecord(answers=answers, outcome=outcome(answers, values), probe_answers=answers, probe_logp=logp,
+                     shift=0.0, expected=expected)
 
-    return {"expected": expected, "answers": answers, "class": outcome(tuple(answers), tuple(values)),
-            "probe_answers": answers, "probe_logp": logp, "shift": 0.0}
+
+def _record(values, bare: ArmRecord, base: ArmRecord | None = None, menu=("ONLINE", "OFFLINE")) -> PairRecord:
+    arms = {"bare": bare, **({"base": base} if base is not None else {})}
+    return PairRecord(item_id="u", variant="", values=values, menu=menu, budget=2, length=100, n_tokens=(100, 100),
+                      arms=arms)
+
+
+def _base(logp) -> ArmRecord:
+    return ArmRecord(answers=("ONLINE", "ONLINE"), outcome="const", probe_answers=("ONLINE", "ONLINE"),
+                     probe_logp=logp, shift=0.0)
 
 
 def test_despite_patch_separates_donor_following_leaks_from_one_word_habits():
     from matbench.evaluators.base import arm_metrics
     from matbench.evaluators.update import despite_patch
 
-    menu = ["ONLINE", "OFFLINE"]
     # Item 1: patch ONLINE; member B's donor OFFLINE and it answers OFFLINE while A answers ONLINE:
     # the pair follows the donor, so B's leak is the donor beating the patch.
     # Item 2: patch OFFLINE; both answer OFFLINE (const): member A's donor ONLINE does not leak.
     # Item 3: patch ONLINE; both answer OFFLINE (const): member B's donor OFFLINE "leaks" by habit.
-    values = ["ONLINE", "OFFLINE"]
+    values = ("ONLINE", "OFFLINE")
     records = [
-        {"menu": menu, "values": values, "arms": {
-            "bare": _arm("ONLINE", ["ONLINE", "OFFLINE"], values, [[-0.1, -2.0], [-1.0, -0.5]]),
-            "base": {"probe_logp": [[-0.5, -1.0], [-0.5, -1.0]]}}},
-        {"menu": menu, "values": values, "arms": {
-            "bare": _arm("OFFLINE", ["OFFLINE", "OFFLINE"], values, [[-2.0, -0.2], [-2.0, -0.2]]),
-            "base": {"probe_logp": [[-1.0, -1.0], [-1.0, -1.0]]}}},
-        {"menu": menu, "values": values, "arms": {
-            "bare": _arm("ONLINE", ["OFFLINE", "OFFLINE"], values, [[-1.0, -0.5], [-1.0, -0.5]]),
-            "base": {"probe_logp": [[-0.8, -0.6], [-0.8, -0.6]]}}},
+        _record(values, _arm("ONLINE", ("ONLINE", "OFFLINE"), values, ((-0.1, -2.0), (-1.0, -0.5))),
+                _base(((-0.5, -1.0), (-0.5, -1.0)))),
+        _record(values, _arm("OFFLINE", ("OFFLINE", "OFFLINE"), values, ((-2.0, -0.2), (-2.0, -0.2))),
+                _base(((-1.0, -1.0), (-1.0, -1.0)))),
+        _record(values, _arm("ONLINE", ("OFFLINE", "OFFLINE"), values, ((-1.0, -0.5), (-1.0, -0.5))),
+                _base(((-0.8, -0.6), (-0.8, -0.6)))),
     ]
     d = despite_patch(records, "bare", arm_metrics(records, "bare"))
     assert (d["follow"], d["anti"]) == (1, 0)
@@ -95,7 +100,9 @@ def test_expected_margin_is_the_donor_margin_on_a_larger_menu():
 
     from matbench.evaluators.update import _expected_margin
 
-    # log p(expected) minus logsumexp of the others, as matbench.readouts.donor_margin; not the best other.
-    record = {"menu": ["A", "B", "C"], "arms": {"bare": {"probe_logp": [[-1.0, -2.0, -2.0], [-0.5, -1.5, -3.0]]}}}
+    # log p(expected) minus logsumexp of the others, as protocol.margins.donor_margin; not the best other.
+    bare = ArmRecord(answers=("A", "A"), outcome="const", probe_answers=("A", "A"),
+                     probe_logp=((-1.0, -2.0, -2.0), (-0.5, -1.5, -3.0)), shift=0.0)
+    record = _record(("A", "B"), bare, menu=("A", "B", "C"))
     margins = [-2.0 - math.log(math.exp(-1.0) + math.exp(-2.0)), -1.5 - math.log(math.exp(-0.5) + math.exp(-3.0))]
     assert _expected_margin(record, "bare", "B") == pytest.approx(sum(margins) / 2)

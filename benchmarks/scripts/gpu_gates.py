@@ -2,12 +2,17 @@
 # each shape first as transformers runs it and then with matbench's fused kernels (matbench.fused),
 # plus how far the fused probe log-probs are from the unfused ones.
 # `python benchmarks/scripts/gpu_gates.py OUT.json` with tokenizer folders at /tmp/tok/{smollm2,gemma}.
-import sys, json, torch
-from matbench import fused
-from matbench.shapes import random_model
-from matbench.engine import PairEngine
-from matbench.gates import run_gates
+import json
+import sys
+
+import torch
+
 from matbench.data_gen import SUITES
+from matbench.engine.gates import run_gates
+from matbench.engine.pair_engine import PairEngine
+from matbench.kernels import fused
+from matbench.models.shapes import random_model
+
 out = {}
 for shape, tok, impl, dtype in [("qwen3-8b", "/tmp/tok/smollm2", "sdpa_grouped", "float32"),
                                 ("qwen3-8b", "/tmp/tok/smollm2", "eager", "float32"),
@@ -25,7 +30,7 @@ for shape, tok, impl, dtype in [("qwen3-8b", "/tmp/tok/smollm2", "sdpa_grouped",
             layout, caches = engine.prepare(pair)
             record = engine.score(pair, layout, caches)
             res.append({g.name: (g.passed, g.max_abs_diff) for g in run_gates(engine, pair, layout, caches, record)})
-            probes[kernels] += [(a["probe_logp"], a["class"]) for a in record["arms"].values()]
+            probes[kernels] += [(a.probe_logp, a.outcome) for a in record.arms.values()]
         key = f"{shape}/{impl}/{dtype}/{kernels}"
         out[key] = res
         print(key, json.dumps(res), flush=True)

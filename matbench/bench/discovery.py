@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
-from matbench.memory import peak_memory, reset_peak
+from matbench.bench.common import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
+from matbench.engine.memory import peak_memory, reset_peak
 
 
 @BENCHMARKS.register("discovery")
@@ -28,8 +28,8 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     import torch
 
     from matbench.data_gen import SUITES
-    from matbench.engine import PairEngine
-    from matbench.naive import naive_pair
+    from matbench.engine.naive import naive_pair
+    from matbench.engine.pair_engine import PairEngine
 
     loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, device_map, fused_kernels)
     device = loaded.device
@@ -75,8 +75,8 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     flips = []
     for pair, eng, nav in zip(naive_items, engine_records, naive_records):
         for arm, n_arm in nav["arms"].items():
-            probe, short = eng[combos[0]]["arms"][arm], eng[combos[1]]["arms"][arm]
-            for key, got, ref in (("probe", probe["class"], n_arm["probe_class"]), ("short", short["class"], n_arm["class"])):
+            probe, short = eng[combos[0]].arms[arm], eng[combos[1]].arms[arm]
+            for key, got, ref in (("probe", probe.outcome, n_arm["probe_class"]), ("short", short.outcome, n_arm["class"])):
                 compared += 1
                 if got != ref:
                     disagree += 1

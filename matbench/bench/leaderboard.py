@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from matbench.bench import BENCHMARKS, machine
+from matbench.bench.common import BENCHMARKS, machine
 
 
 @BENCHMARKS.register("leaderboard")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
-from matbench.memory import peak_memory, reset_peak
+from matbench.bench.common import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
+from matbench.engine.memory import peak_memory, reset_peak
 from matbench.errors import MatbenchError
 
 HEADER, EVENT, SERVED, QUERY, NEW_TOKENS = 256, 512, 4, 48, 12
@@ -28,10 +28,10 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
                  tokenizer: str | None = None, fused_kernels: str | None = None) -> dict[str, Any]:
     import torch
 
-    from matbench.batched_prefill import prefill_rows
-    from matbench.cache import EventCache
-    from matbench.engine import PairEngine
-    from matbench.serving import SERVING, ServeRequest, greedy_decode
+    from matbench.engine.cache import EventCache
+    from matbench.engine.pair_engine import PairEngine
+    from matbench.engine.prefill import prefill_rows
+    from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 
     if context < HEADER + SERVED * EVENT or chunk_size < 1 or requests < 1:
         raise MatbenchError(f"--context must be at least {HEADER + SERVED * EVENT} tokens, --chunk-size and --requests at least 1")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench import BENCHMARKS, load_for_bench, machine, sync
+from matbench.bench.common import BENCHMARKS, load_for_bench, machine, sync
+from matbench.engine.memory import peak_memory
 from matbench.errors import MatbenchError
-from matbench.memory import peak_memory
 
 
 @BENCHMARKS.register("scaling")
@@ -24,8 +24,8 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
     import torch.distributed as dist
 
     from matbench.data_gen import SUITES
-    from matbench.distributed import Shard
-    from matbench.engine import PairEngine
+    from matbench.engine.pair_engine import PairEngine
+    from matbench.run.distributed import Shard
 
     shard = Shard.from_env()
     if not shard.active:
@@ -73,15 +73,15 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
         flips = []
         for a, b in zip(one, together):
             for combo in combos:
-                for arm, entry in a[combo]["arms"].items():
+                for arm, entry in a[combo].arms.items():
                     compared += 1
-                    other = b[combo]["arms"][arm]
-                    if entry["class"] == other["class"]:
+                    other = b[combo].arms[arm]
+                    if entry.outcome == other.outcome:
                         agree += 1
                     else:
-                        margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in entry["probe_logp"]]
-                        flips.append({"item": a["item_id"], "arm": arm, "readout": combo[0], "one": entry["class"],
-                                      "all": other["class"], "probe_margins": margins})
+                        margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in entry.probe_logp]
+                        flips.append({"item": a[combo].item_id, "arm": arm, "readout": combo[0], "one": entry.outcome,
+                                      "all": other.outcome, "probe_margins": margins})
         return {
             "benchmark": "scaling", "model": loaded.source.name, "device": device, "dtype": loaded.dtype,
             "attn_implementation": loaded.attn_implementation,

@@ -7,7 +7,7 @@ import json
 import sys
 
 from matbench.errors import MatbenchError
-from matbench.models import ATTN_IMPLEMENTATIONS
+from matbench.models.loading import ATTN_IMPLEMENTATIONS
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from matbench.bench import BENCHMARKS
-    from matbench.results import write_json
+    from matbench.results.files import write_json
 
     for name in ("n", "naive_n", "context", "chunk_size", "requests", "batch_pairs"):
         value = getattr(args, name)

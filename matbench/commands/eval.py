@@ -7,7 +7,7 @@ import json
 
 from matbench.commands.common import add_dialog_sources, choices
 from matbench.errors import MatbenchError
-from matbench.models import ATTN_IMPLEMENTATIONS
+from matbench.models.loading import ATTN_IMPLEMENTATIONS
 
 EVAL_EPILOG = """examples:
   matbench eval --model smollm2-135m --output out/smollm2
@@ -66,7 +66,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from matbench.evaluate import EvalConfig, run_eval
+    from matbench.run.evaluate import EvalConfig, run_eval
 
     if args.dataset and args.seed is not None:
         raise MatbenchError("--seed applies to generated suites; the rows of --dataset carry their own seed")
@@ -80,13 +80,13 @@ def run(args: argparse.Namespace) -> int:
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress,
     )
-    from matbench.distributed import Shard
+    from matbench.run.distributed import Shard
 
     shard = Shard.from_env()  # several processes under torchrun / accelerate launch
     shard.start()
     try:
         if args.suite == "all":
-            from matbench.evaluate import run_contract
+            from matbench.run.evaluate import run_contract
 
             _, card = run_contract(cfg, shard)
             if shard.is_main:

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from matbench.data_gen import SUITES
     from matbench.data_gen.publish import push_to_hub, write_repo
-    from matbench.results import git_revision
+    from matbench.results.provenance import git_revision
 
     if args.n_items is not None and args.n_items < 1:
         raise MatbenchError(f"--n-items must be at least 1 (got {args.n_items})")

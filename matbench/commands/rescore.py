@@ -41,9 +41,9 @@ def card_sources(card_path: Path) -> tuple[str, list[Path]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from matbench.rescore import rescore_file, results_files
-    from matbench.results import write_json
-    from matbench.scorecard import build_scorecard
+    from matbench.results.files import write_json
+    from matbench.results.rescore import rescore_file, results_files
+    from matbench.results.scorecard import build_scorecard
 
     for target in map(Path, args.paths):
         for path in results_files(target):

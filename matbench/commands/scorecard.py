@@ -21,8 +21,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from matbench.results import write_json
-    from matbench.scorecard import build_scorecard
+    from matbench.results.files import write_json
+    from matbench.results.scorecard import build_scorecard
 
     target = Path(args.output) if args.output else Path(args.directories[0]) / "scorecard.json"
     card = build_scorecard([Path(d) for d in args.directories], args.readout, home=target.parent)

@@ -7,27 +7,16 @@ The identity gate runs on every pair unconditionally (`layout_pair`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from matbench.engine import PairEngine, probe_logits
+from matbench.engine.layout import PairLayout
+from matbench.engine.pair_engine import PairEngine, probe_logits
 from matbench.errors import GateFailure
-from matbench.pairs import Arm, DonorPair, PairLayout
+from matbench.protocol.pairs import Arm, DonorPair
+from matbench.protocol.records import GateResult, PairRecord
 
 FLOAT32_TOL = 1e-3
 NEAR_TIE = 0.1  # top-2 logit gap under which a low-precision argmax flip is reported, not failed
-
-
-@dataclass(frozen=True)
-class GateResult:
-    name: str
-    passed: bool
-    max_abs_diff: float | None
-    detail: str = ""
-
-    def as_dict(self) -> dict:
-        return {"gate": self.name, "passed": self.passed, "max_abs_diff": self.max_abs_diff, "detail": self.detail}
 
 
 def compare_logits(name: str, got: torch.Tensor, ref: torch.Tensor, exact_dtype: bool) -> GateResult:
@@ -122,11 +111,11 @@ def _arms_without_source(pair: DonorPair) -> list[Arm]:
     return [arm for arm in pair.arms if not arm.uses_source]
 
 
-def control_gate(record: dict, arm: str = "control") -> GateResult:
+def control_gate(record: PairRecord, arm: str = "control") -> GateResult:
     """Serving only events before the source: no donor-sensitive class, shift exactly 0."""
-    entry = record["arms"][arm]
-    ok = entry["class"] not in ("follow", "anti") and entry["shift"] == 0.0
-    return GateResult("control", ok, abs(entry["shift"]), f"class {entry['class']}, shift {entry['shift']!r}")
+    entry = record.arms[arm]
+    ok = entry.outcome not in ("follow", "anti") and entry.shift == 0.0
+    return GateResult("control", ok, abs(entry.shift), f"class {entry.outcome}, shift {entry.shift!r}")
 
 
 def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> list[GateResult]:
@@ -136,10 +125,10 @@ def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout,
 
 
 def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-              record: dict | None = None) -> list[GateResult]:
+              record: PairRecord | None = None) -> list[GateResult]:
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
                *native_layout_gates(engine, pair, layout, caches)]
-    if record is not None and "control" in record["arms"]:
+    if record is not None and "control" in record.arms:
         results.append(control_gate(record))
     return results
 

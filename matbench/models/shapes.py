@@ -44,7 +44,7 @@ def shape_tokenizer(shape: Shape, tokenizer: str | None = None):
 
     from transformers import AutoTokenizer
 
-    from matbench.models import load_model
+    from matbench.models.loading import load_model
 
     source = tokenizer or shape.tokenizer_from
     if Path(source).is_dir():
@@ -60,9 +60,17 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from matbench.fused import resolve as resolve_fused
-    from matbench.models import (LoadedModel, ModelSource, check_device_map, default_attn, resolve_attn,
-                                 resolve_device, resolve_dtype, with_fused_kernels)
+    from matbench.kernels.fused import resolve as resolve_fused
+    from matbench.models.loading import (
+        LoadedModel,
+        ModelSource,
+        check_device_map,
+        default_attn,
+        resolve_attn,
+        resolve_device,
+        resolve_dtype,
+        with_fused_kernels,
+    )
 
     shape = SHAPES.get(shape_name)
     device = resolve_device(device)

@@ -1,7 +1,8 @@
 """Donor pairs (SPEC 1, 2.2): two renderings of one item that differ only in the dropped source.
 
-`DonorPair` is what a suite row becomes; `PairLayout` is its tokenization for one model, with the
-position budget applied, and the identity and leak checks that make a pair causally clean.
+`DonorPair` is what a suite row becomes, with the structural and leak checks of a row;
+`matbench.engine.layout.PairLayout` is its tokenization for one model, with the position budget
+and the identity check.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from matbench.errors import MatbenchError
-from matbench.render import FRAMES, Renderer
+from matbench.protocol.frames import FRAMES
 
 ENCODINGS = ("joint", "isolated", "text")
 
@@ -170,84 +171,3 @@ class DonorPair:
                         raise MatbenchError(
                             f"{where}, arm {arm.name}: served event {i} leaks the source ({self.events[i]!r})"
                         )
-
-
-@dataclass(frozen=True)
-class MemberLayout:
-    """Token ids and original positions of one member's global prefill (header + all events)."""
-
-    input_ids: tuple[int, ...]
-    positions: tuple[int, ...]
-    # (start, end) token-index range of the header and of each event in `input_ids`.
-    header_span: tuple[int, int]
-    event_spans: tuple[tuple[int, int], ...]
-
-    def served_tokens(self, served: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        index = list(range(*self.header_span))
-        for i in sorted(served):
-            index.extend(range(*self.event_spans[i]))
-        return tuple(self.input_ids[j] for j in index), tuple(self.positions[j] for j in index)
-
-
-@dataclass(frozen=True)
-class PairLayout:
-    """Both members tokenized with the position budget: every non-source token has the same id
-    and position in both, and the events after the source start at `source_start + budget`."""
-
-    pair: DonorPair
-    members: tuple[MemberLayout, MemberLayout]
-    budget: int  # the source slot's position budget
-    length: int  # L: the first position after the trajectory (the native query position)
-    prefix_tokens: int  # tokens before the first donor-dependent event, identical in both members
-
-    def check_identity(self) -> None:
-        """Identity gate: every arm that does not serve the source serves identical ids and positions."""
-        for arm in self.pair.arms:
-            if arm.uses_source:
-                continue
-            a = self.members[0].served_tokens(arm.served)
-            b = self.members[1].served_tokens(arm.served)
-            if a != b:
-                raise MatbenchError(
-                    f"identity gate: item {self.pair.item_id}, arm {arm.name} serves different token ids or "
-                    "positions in the two donor members"
-                )
-
-
-def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
-    frame = FRAMES[pair.frame]
-    header = renderer.header_ids(frame.header)
-    texts = [list(pair.member(m).texts()) for m in (0, 1)]
-    ids = [[renderer.ids(t) for t in member] for member in texts]
-    for m in (0, 1):
-        renderer.check_piecewise([renderer.head + frame.header] + texts[m], [header] + ids[m])
-    # Each donor-dependent slot gets a position budget: the longer member's length; a slot with
-    # alternatives gets the longest alternative's length (positions are skipped, no pad tokens).
-    budgets = {i: max(len(ids[0][i]), len(ids[1][i])) for i in pair.varying()}
-    for i, bodies in pair.slot_alternatives:
-        longest = max(len(renderer.ids(frame.render_event(i, body))) for body in bodies)
-        budgets[i] = max(budgets.get(i, 0), longest, len(ids[0][i]), len(ids[1][i]))
-    layouts, ends = [], []
-    for m in (0, 1):
-        tokens = list(header)
-        positions = list(range(len(header)))
-        spans = []
-        pos = len(header)
-        for i, event_ids in enumerate(ids[m]):
-            start = len(tokens)
-            tokens.extend(event_ids)
-            positions.extend(range(pos, pos + len(event_ids)))
-            spans.append((start, len(tokens)))
-            pos += budgets.get(i, len(event_ids))
-        layouts.append(MemberLayout(tuple(tokens), tuple(positions), (0, len(header)), tuple(spans)))
-        ends.append(pos)  # a budgeted last slot reserves its whole budget
-    length = ends[0]
-    if ends[1] != length:
-        raise MatbenchError(f"item {pair.item_id}: members end at different positions despite the budget")
-    first = min(pair.varying())
-    # Identical members (an unpaired item) share their whole prefill.
-    prefix = layouts[0].event_spans[first][0] if pair.paired else len(layouts[0].input_ids)
-    layout = PairLayout(pair, (layouts[0], layouts[1]), budgets[pair.source], length, prefix)
-    layout.check_identity()
-    return layout
-

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence, TypeVar
 
 from matbench.errors import MatbenchError
+from matbench.protocol.records import PairRecord
 
 T = TypeVar("T")
 
@@ -133,8 +134,7 @@ def merge_shard_logs(log: Any, order: Sequence[str]) -> int:
     merged = 0
     for item_id in sorted(records, key=lambda i: rank.get(i, len(rank))):
         if item_id not in log:
-            record = {k: v for k, v in records[item_id].items() if k != "config_hash"}
-            log.append(record)
+            log.append(PairRecord.from_json(records[item_id], f"{log.path} shard record"))
             merged += 1
     for shard in shards:
         shard.unlink()

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from matbench.pairs import MemberLayout, PairLayout
-from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache
+from matbench.engine.layout import MemberLayout, PairLayout
+from matbench.engine.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache
 
 
 @dataclass(frozen=True)

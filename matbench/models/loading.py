@@ -203,7 +203,7 @@ class LoadedModel:
 
     @property
     def has_sliding_layers(self) -> bool:
-        from matbench.runtime import layer_windows
+        from matbench.models.windows import layer_windows
 
         return any(w is not None for w in layer_windows(self.text_config))
 
@@ -278,7 +278,7 @@ def resolve_attn(attn_implementation: str) -> str:
         raise MatbenchError(f"unknown attention implementation {attn_implementation!r}; "
                             f"use one of {', '.join(ATTN_IMPLEMENTATIONS)}")
     if attn_implementation == "sdpa_grouped":
-        from matbench.attention import register
+        from matbench.kernels.attention import register
 
         register()
     return attn_implementation
@@ -361,7 +361,7 @@ def load_model(
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from matbench import fused
+    from matbench.kernels import fused
 
     # matbench shows its own progress; transformers' loading bars and advice would bury it.
     transformers.utils.logging.disable_progress_bar()
@@ -403,7 +403,7 @@ def load_model(
 def with_fused_kernels(loaded: LoadedModel, fuse: bool) -> LoadedModel:
     """`loaded` with its RMSNorm and MLP forwards compiled when `fuse` (`fused.resolve`, checked
     before the model is loaded)."""
-    from matbench import fused
+    from matbench.kernels import fused
 
     if fuse:
         fused.fuse(loaded.model)

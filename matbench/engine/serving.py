@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
-from matbench.cache import EventCache
-from matbench.runtime import ModelRunner, cache_from_rows, to_device
+from matbench.engine.cache import EventCache
+from matbench.engine.runtime import ModelRunner, cache_from_rows, to_device
 
 _PAD_ID = 0  # any id: padded tokens are masked as keys and their outputs are never read
 

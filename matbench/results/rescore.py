@@ -15,8 +15,15 @@ from typing import Any
 
 from matbench import __version__
 from matbench.errors import MatbenchError, first_line
-from matbench.result_schema import SCHEMA_VERSION, ResultsFile, parse_results, validate_results
-from matbench.results import file_sha256, git_revision, write_json
+from matbench.protocol.records import PairRecord
+from matbench.results.files import file_sha256, write_json
+from matbench.results.provenance import git_revision
+from matbench.results.schema import (
+    SCHEMA_VERSION,
+    ResultsFile,
+    parse_results,
+    validate_results,
+)
 
 RESULTS_GLOB = "*_*_*.json"  # <suite>_<readout>_<serving>.json; scorecard.json does not match
 
@@ -35,24 +42,32 @@ def verified_log(path: Path, parsed: ResultsFile, max_bytes: int | None = None) 
     return log
 
 
-def log_records(path: Path, parsed: ResultsFile) -> list[dict[str, Any]]:
+def log_records(path: Path, parsed: ResultsFile) -> list[PairRecord]:
     """The records behind the metrics of the results file `path`, after checking its log's sha256."""
     return read_records(verified_log(path, parsed), parsed.items.n_records)
 
 
-def read_records(log: Path, n_records: int) -> list[dict[str, Any]]:
+def read_records(log: Path, n_records: int) -> list[PairRecord]:
     """The first `n_records` records of a log already checked, in item order; one line naming the
-    log when a line is not a JSON record with an item_id."""
+    log and the line when a line is not a JSON record of the per-item shape."""
+    records = []
     try:
-        records = sorted((json.loads(line) for line in log.read_text().splitlines() if line.strip()),
-                         key=lambda r: r["item_id"])
-    except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise MatbenchError(f"per-item log {log} holds a line that is not a JSON record with an item_id "
-                            f"({type(exc).__name__}: {first_line(exc)})") from None
+        lines = log.read_text().splitlines()
+    except UnicodeDecodeError as exc:
+        raise MatbenchError(f"per-item log {log} is not UTF-8 text ({first_line(exc)})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise MatbenchError(f"per-item log {log}: line {number} is not JSON ({first_line(exc)})") from None
+        records.append(PairRecord.from_json(data, f"per-item log {log}, line {number}"))
+    records.sort(key=lambda r: r.item_id)
     return records[:n_records]  # a larger earlier run under the same config may have logged more
 
 
-def recompute_metrics(parsed: ResultsFile, records: list[dict[str, Any]]) -> dict[str, Any]:
+def recompute_metrics(parsed: ResultsFile, records: list[PairRecord]) -> dict[str, Any]:
     """The metrics the installed evaluator of the run's suite gives on `records`, as JSON holds them."""
     from matbench.evaluators import EVALUATORS
 

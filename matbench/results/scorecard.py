@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
-from matbench.result_schema import read_results
+from matbench.results.schema import read_results
 
 
 def _get(metrics: dict, path: str) -> Any:

@@ -1,4 +1,5 @@
-"""Rendering of SPEC 2.1: chat head + HDR, events, question, chat tail; token ids per piece.
+"""Rendering for one tokenizer (SPEC 2.1): chat head + header, events, question, chat tail; token
+ids per piece.
 
 Pieces are tokenized without special tokens; BOS is placed once, by hand, at the start of the
 header when the tokenizer would add one and the chat head does not already carry it.
@@ -7,56 +8,12 @@ header when the tokenizer would add one and the chat head does not already carry
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from matbench.errors import MatbenchError
+from matbench.protocol.frames import BASE_ANSWER_PREFIX, HDR, question_text
 
-HDR = (
-    "You are reviewing a completed agent trajectory. Use it to answer the question precisely.\n\n"
-    "Task: run register maintenance and report values faithfully.\n\nTrajectory:\n"
-)
 _SENTINEL = "MATBENCHUSERCONTENTSENTINEL"
-BASE_ANSWER_PREFIX = "Answer:"
-
-
-DIALOG_HDR = (
-    "You are reading a long conversation between two people. Use it to answer the question precisely.\n\n"
-    "Conversation:\n"
-)
-
-
-def event_text(index: int, body: str) -> str:
-    """Event `index` (0-based) as it appears in the trajectory."""
-    return f"<step {index + 1}>\naction: reg_op()\nobservation: {body}\n"
-
-
-def turn_text(index: int, body: str) -> str:
-    """A dialog turn (SPEC 3.6): the body is already "[session n date] speaker: text"."""
-    return f"{body}\n"
-
-
-@dataclass(frozen=True)
-class Frame:
-    """How a pair's events are rendered: the instruction after the chat head, and one event."""
-
-    name: str
-    header: str
-    render_event: Callable[[int, str], str]
-
-
-FRAMES = {
-    "trajectory": Frame("trajectory", HDR, event_text),  # synthetic agent trajectories (SPEC 2.1)
-    "dialog": Frame("dialog", DIALOG_HDR, turn_text),  # real multi-session dialogs (harvest)
-}
-
-
-def question_text(question: str, suffix: str = "") -> str:
-    # SPEC 2.1 writes "\n\nQuestion: ..."; after an event's final "\n" that separator merges into
-    # a "\n\n" token in the SmolLM2 and Gemma tokenizers (piecewise != one-shot), and "\nQuestion"
-    # still merges in Gemma's. With no separator every boundary is clean, which the piecewise check
-    # asserts for every query (see README, "Protocol notes").
-    return f"Question: {question}{suffix}"
-
 
 def _chat_frame(tokenizer: Any) -> tuple[str, str] | None:
     """(head, tail) around the user message, or None for a base model without a template."""

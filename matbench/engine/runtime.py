@@ -18,8 +18,9 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from matbench.attention import NAME as GROUPED_SDPA
 from matbench.errors import MatbenchError
+from matbench.kernels.attention import NAME as GROUPED_SDPA
+from matbench.models.windows import layer_windows
 
 
 def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
@@ -32,18 +33,6 @@ def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
     if tensor.device.type != "cpu" or torch.device(device).type != "cuda":
         return tensor.to(device)
     return tensor.pin_memory().to(device, non_blocking=True)
-
-
-def layer_windows(text_config: Any) -> list[int | None]:
-    """Sliding window of every decoder layer (None = full attention)."""
-    n = text_config.num_hidden_layers
-    window = getattr(text_config, "sliding_window", None)
-    layer_types = getattr(text_config, "layer_types", None)
-    if layer_types:
-        return [window if t == "sliding_attention" else None for t in layer_types[:n]]
-    if window and getattr(text_config, "use_sliding_window", True):
-        return [window] * n
-    return [None] * n
 
 
 def new_cache() -> Any:

@@ -12,30 +12,20 @@ from typing import Any
 
 import torch
 
-from matbench.cache import EventCache, isolated_cache, spliced_cache, text_cache
+from matbench.engine.cache import EventCache, isolated_cache, spliced_cache, text_cache
+from matbench.engine.layout import PairLayout, layout_pair
+from matbench.engine.probe import ProbeScorer
+from matbench.engine.render import Renderer
+from matbench.engine.runtime import ModelRunner
+from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 from matbench.errors import MatbenchError
-from matbench.models import LoadedModel
-from matbench.pairs import Arm, DonorPair, PairLayout, layout_pair
-from matbench.readouts import READOUTS, ProbeScorer, Readout, donor_shift
-from matbench.render import FRAMES, Renderer
-from matbench.runtime import ModelRunner
-from matbench.serving import SERVING, ServeRequest, greedy_decode
-
-OUTCOMES = ("follow", "anti", "const", "other")
-
-
-def outcome(answers: tuple[str | None, str | None], values: tuple[str, str]) -> str:
-    """SPEC 2.6: follow / anti / const / other for one donor pair."""
-    a, b = answers
-    if a is None or b is None:
-        return "other"
-    if (a, b) == values:
-        return "follow"
-    if (b, a) == values:
-        return "anti"
-    if a == b:
-        return "const"
-    return "other"
+from matbench.models.loading import LoadedModel
+from matbench.protocol.frames import FRAMES
+from matbench.protocol.margins import donor_shift
+from matbench.protocol.outcomes import outcome
+from matbench.protocol.pairs import Arm, DonorPair
+from matbench.protocol.readouts import READOUTS, Readout
+from matbench.protocol.records import ArmRecord, PairRecord
 
 
 @dataclass
@@ -94,7 +84,7 @@ class PairEngine:
         """Layouts and global prefills of `pairs`: one batched prefill of the distinct token
         layouts (`matbench.batched_prefill`). Items over one long dialog (harvest) share their
         layout, within the group and with the last prefill of the previous group."""
-        from matbench.batched_prefill import prefill_pairs
+        from matbench.engine.prefill import prefill_pairs
 
         layouts = [self._layouts.pop(p, None) or layout_pair(p, self.renderer) for p in pairs]
         keys = [tuple((m.input_ids, m.positions) for m in lay.members) for lay in layouts]
@@ -173,7 +163,7 @@ class PairEngine:
             out[arm.name] = made[key]
         return out
 
-    def run_pair(self, pair: DonorPair) -> dict[str, Any]:
+    def run_pair(self, pair: DonorPair) -> PairRecord:
         layout, caches = self.prepare(pair)
         return self.score(pair, layout, caches)
 
@@ -184,17 +174,13 @@ class PairEngine:
             raise MatbenchError(f"unknown serving mode {serving!r}; use compact, native or auto")
         return serving
 
-    def score(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, Any]:
+    def score(self, pair: DonorPair, layout: PairLayout, caches) -> PairRecord:
         """Per-item record for the engine's own readout and serving mode."""
         combo = (self.readout, self.serving)
-        return self.score_all(pair, layout, caches, [combo])[combo]
-
-    def score_all(self, pair: DonorPair, layout: PairLayout, caches,
-                  combos: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        return self.score_many([(pair, layout, caches)], combos)[0]
+        return self.score_many([(pair, layout, caches)], [combo])[0][combo]
 
     def score_many(self, items: list[tuple[DonorPair, PairLayout, Any]],
-                   combos: list[tuple[str, str]]) -> list[dict[tuple[str, str], dict[str, Any]]]:
+                   combos: list[tuple[str, str]]) -> list[dict[tuple[str, str], PairRecord]]:
         """One record per item and (readout, serving), serving every arm x member of every item
         in one batch. The probe (and with it the donor shift) runs once per serving mode and is
         shared by every readout; greedy decoding advances all rows together."""
@@ -204,7 +190,7 @@ class PairEngine:
             spans.append((offset, offset + 2 * len(pair.arms)))
             offset += 2 * len(pair.arms)
         probes: dict[str, list[tuple[list[torch.Tensor], list[str]]]] = {}
-        out: list[dict] = [{} for _ in items]
+        out: list[dict[tuple[str, str], PairRecord]] = [{} for _ in items]
         for readout_name, serving in combos:
             serve = SERVING[serving]
             if serving not in probes:
@@ -242,31 +228,25 @@ class PairEngine:
         return cands, answers
 
     @staticmethod
-    def _record(pair, layout, answers, probe_answers, cand, texts) -> dict[str, Any]:
+    def _record(pair, layout, answers, probe_answers, cand, texts) -> PairRecord:
         arms = {}
         for k, arm in enumerate(pair.arms):
             a, b = 2 * k, 2 * k + 1
             menu, values = pair.arm_menu(arm), pair.arm_values(arm)
-            arms[arm.name] = {
-                **({"expected": arm.expected} if arm.expected is not None else {}),
-                **({"menu": list(menu), "values": list(values)} if arm.menu else {}),
-                "answers": [answers[a], answers[b]],
-                "class": outcome((answers[a], answers[b]), values),
-                "probe_answers": [probe_answers[a], probe_answers[b]],
-                "probe_logp": [cand[a].tolist(), cand[b].tolist()],
-                "shift": donor_shift(cand[a], cand[b], menu, values),
-                **({"texts": [texts[a], texts[b]]} if texts is not None else {}),
-            }
-        return {
-            "item_id": pair.item_id,
-            "variant": pair.variant,
-            "values": list(pair.values),
-            "menu": list(pair.menu),
-            "budget": layout.budget,
-            "length": layout.length,
-            "n_tokens": [len(m.input_ids) for m in layout.members],
-            "arms": arms,
-        }
+            arms[arm.name] = ArmRecord(
+                answers=(answers[a], answers[b]),
+                outcome=outcome((answers[a], answers[b]), values),
+                probe_answers=(probe_answers[a], probe_answers[b]),
+                probe_logp=(tuple(cand[a].tolist()), tuple(cand[b].tolist())),
+                shift=donor_shift(cand[a].numpy(), cand[b].numpy(), menu, values),
+                menu=tuple(menu) if arm.menu else None,
+                values=tuple(values) if arm.menu else None,  # type: ignore[arg-type]
+                expected=arm.expected,
+                texts=(texts[a], texts[b]) if texts is not None else None,
+            )
+        return PairRecord(item_id=pair.item_id, variant=pair.variant, values=pair.values, menu=pair.menu,
+                          budget=layout.budget, length=layout.length,
+                          n_tokens=(len(layout.members[0].input_ids), len(layout.members[1].input_ids)), arms=arms)
 
 
 def probe_logits(engine: PairEngine, pair: DonorPair, caches, arm: Arm, members=(0, 1),

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from matbench.distributed import Shard, merge_shard_logs, shard_logs
+from matbench.engine.memory import choose_batch_pairs, peak_memory, reset_peak
 from matbench.errors import MatbenchError, is_out_of_memory
-from matbench.memory import choose_batch_pairs, peak_memory, reset_peak
-from matbench.result_schema import SCHEMA_VERSION, validate_results
-from matbench.results import ItemLog, config_hash, environment, file_sha256, item_hash, write_json
+from matbench.protocol.records import PairRecord
+from matbench.results.files import config_hash, file_sha256, item_hash, write_json
+from matbench.results.logs import ItemLog
+from matbench.results.provenance import environment
+from matbench.results.schema import SCHEMA_VERSION, validate_results
+from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
     from dataclasses import replace
 
     from matbench.data_gen import SUITES
-    from matbench.scorecard import build_scorecard
+    from matbench.results.scorecard import build_scorecard
 
     loaded = _load(cfg, shard)
     names = SUITES.names()
@@ -66,7 +69,7 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
 
 
 def _load(cfg: EvalConfig, shard: Shard):
-    from matbench.models import load_model
+    from matbench.models.loading import load_model
 
     return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
                       attn_implementation=cfg.attn_implementation, fused_kernels=cfg.fused_kernels, trust_remote_code=cfg.trust_remote_code,
@@ -81,10 +84,10 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     from tqdm import tqdm
 
     from matbench.data_gen import SUITES
-    from matbench.engine import PairEngine
+    from matbench.engine.gates import require, run_gates
+    from matbench.engine.pair_engine import PairEngine
     from matbench.evaluators import EVALUATORS
-    from matbench.gates import require, run_gates
-    from matbench.readouts import READOUTS
+    from matbench.protocol.readouts import READOUTS
 
     if cfg.limit is not None and cfg.limit < 1:
         raise MatbenchError(f"--limit must be at least 1 (got {cfg.limit})")
@@ -103,7 +106,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
 
     sources = DialogSources(cfg.locomo, cfg.realtalk)
     if cfg.dataset:
-        from matbench.data_gen.rows import load_pairs
+        from matbench.data_gen.loading import load_pairs
 
         pairs, source_info = load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision, sources=sources)
     else:
@@ -187,10 +190,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
             for combo in missing:
                 if pair.item_id in runs[combo][3]:
                     continue
-                record = records[combo]
-                if gates is not None:
-                    record["gates"] = [g.as_dict() for g in gates]
-                runs[combo][3].append({**record, "item_hash": hashes[pair.item_id]})
+                record = replace(records[combo], item_hash=hashes[pair.item_id],
+                                 gates=tuple(gates) if gates is not None else None)
+                runs[combo][3].append(record)
             progress.update(1)
     progress.close()
     shard.barrier()
@@ -230,17 +232,17 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     return payloads
 
 
-def _gate_summary(records: list[dict]) -> dict[str, dict]:
+def _gate_summary(records: list[PairRecord]) -> dict[str, dict]:
     """Per gate: items checked, passed, skipped (not applicable, e.g. gate B with sliding
     windows) and the worst |dlogit| among those compared."""
     summary: dict[str, dict] = {}
     for record in records:
-        for g in record.get("gates", []):
-            s = summary.setdefault(g["gate"], {"checked": 0, "passed": 0, "skipped": 0, "max_abs_diff": None})
-            if g["max_abs_diff"] is None and g["passed"]:
+        for g in record.gates or ():
+            s = summary.setdefault(g.name, {"checked": 0, "passed": 0, "skipped": 0, "max_abs_diff": None})
+            if g.max_abs_diff is None and g.passed:
                 s["skipped"] += 1
                 continue
             s["checked"] += 1
-            s["passed"] += g["passed"]
-            s["max_abs_diff"] = max(s["max_abs_diff"] or 0.0, g["max_abs_diff"] or 0.0)
+            s["passed"] += g.passed
+            s["max_abs_diff"] = max(s["max_abs_diff"] or 0.0, g.max_abs_diff or 0.0)
     return summary

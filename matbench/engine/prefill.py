@@ -19,10 +19,16 @@ from typing import NamedTuple
 
 import torch
 
-from matbench.cache import EventCache
-from matbench.pairs import PairLayout
-from matbench.runtime import ModelRunner, cache_from_rows, cache_rows, new_cache, to_device
-from matbench.serving import device_copies, gather_rows
+from matbench.engine.cache import EventCache
+from matbench.engine.layout import PairLayout
+from matbench.engine.runtime import (
+    ModelRunner,
+    cache_from_rows,
+    cache_rows,
+    new_cache,
+    to_device,
+)
+from matbench.engine.serving import device_copies, gather_rows
 
 _PAD_ID = 0  # any id: padded tokens are invalid keys and their outputs are never read
 

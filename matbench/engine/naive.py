@@ -13,13 +13,16 @@ from typing import Any
 
 import torch
 
-from matbench.cache import EventCache, prefill
-from matbench.engine import PairEngine, outcome
+from matbench.engine.cache import EventCache, prefill
+from matbench.engine.layout import MemberLayout, layout_pair
+from matbench.engine.pair_engine import PairEngine
+from matbench.engine.runtime import cache_rows, new_cache
+from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 from matbench.errors import MatbenchError
-from matbench.pairs import DonorPair, MemberLayout, layout_pair
-from matbench.readouts import READOUTS, donor_shift
-from matbench.runtime import cache_rows, new_cache
-from matbench.serving import SERVING, ServeRequest, greedy_decode
+from matbench.protocol.margins import donor_shift
+from matbench.protocol.outcomes import outcome
+from matbench.protocol.pairs import DonorPair
+from matbench.protocol.readouts import READOUTS
 
 
 def member_cache(engine: PairEngine, member: MemberLayout, length: int) -> EventCache:
@@ -60,6 +63,6 @@ def naive_pair(engine: PairEngine, pair: DonorPair, serving: str, readout: str =
             "answers": answers,
             "class": outcome(tuple(answers), values),
             "probe_logp": [c.tolist() for c in cands],
-            "shift": donor_shift(cands[0], cands[1], menu, values),
+            "shift": donor_shift(cands[0].cpu().numpy(), cands[1].cpu().numpy(), menu, values),
         }
     return {"item_id": pair.item_id, "arms": arms}

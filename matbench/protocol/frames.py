@@ -1,0 +1,55 @@
+"""The texts of SPEC 2.1, before any tokenizer: HDR, events, dialog turns, the question.
+
+A `Frame` says how one pair's header and events read; `matbench.engine.render.Renderer` turns
+these texts into token ids for one model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+HDR = (
+    "You are reviewing a completed agent trajectory. Use it to answer the question precisely.\n\n"
+    "Task: run register maintenance and report values faithfully.\n\nTrajectory:\n"
+)
+BASE_ANSWER_PREFIX = "Answer:"
+
+
+DIALOG_HDR = (
+    "You are reading a long conversation between two people. Use it to answer the question precisely.\n\n"
+    "Conversation:\n"
+)
+
+
+def event_text(index: int, body: str) -> str:
+    """Event `index` (0-based) as it appears in the trajectory."""
+    return f"<step {index + 1}>\naction: reg_op()\nobservation: {body}\n"
+
+
+def turn_text(index: int, body: str) -> str:
+    """A dialog turn (SPEC 3.6): the body is already "[session n date] speaker: text"."""
+    return f"{body}\n"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """How a pair's events are rendered: the instruction after the chat head, and one event."""
+
+    name: str
+    header: str
+    render_event: Callable[[int, str], str]
+
+
+FRAMES = {
+    "trajectory": Frame("trajectory", HDR, event_text),  # synthetic agent trajectories (SPEC 2.1)
+    "dialog": Frame("dialog", DIALOG_HDR, turn_text),  # real multi-session dialogs (harvest)
+}
+
+
+def question_text(question: str, suffix: str = "") -> str:
+    # SPEC 2.1 writes "\n\nQuestion: ..."; after an event's final "\n" that separator merges into
+    # a "\n\n" token in the SmolLM2 and Gemma tokenizers (piecewise != one-shot), and "\nQuestion"
+    # still merges in Gemma's. With no separator every boundary is clean, which the piecewise check
+    # asserts for every query (see README, "Protocol notes").
+    return f"Question: {question}{suffix}"

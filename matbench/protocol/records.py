@@ -1,0 +1,178 @@
+"""Typed per-item records: what the engine returns for one donor pair under one (readout, serving),
+what the per-item log stores one JSON line per pair, and what evaluators read.
+
+`to_json` writes exactly the keys earlier matbench versions wrote (optional ones only when set),
+so logs of every release read back as records and rescore to the same metrics; `from_json`
+checks a line's shape and names the first bad field in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from matbench.errors import MatbenchError
+from matbench.protocol.outcomes import OUTCOMES
+
+
+def _require(data: Any, key: str, kinds: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(data, dict) or key not in data:
+        raise MatbenchError(f"{where}: missing field {key!r}")
+    value = data[key]
+    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):  # JSON true is no count
+        raise MatbenchError(f"{where}: field {key!r} has type {type(value).__name__}")
+    return value
+
+
+def _optional(data: dict, key: str, kinds: type | tuple[type, ...], where: str) -> Any:
+    return _require(data, key, kinds, where) if data.get(key) is not None else None
+
+
+def _pair_of(value: list, where: str, key: str) -> tuple:
+    if len(value) != 2:
+        raise MatbenchError(f"{where}: field {key!r} must hold one entry per donor member (2), not {len(value)}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One faithfulness gate (SPEC 2.4) on one pair: passed, and the worst |dlogit| compared
+    (None where the gate does not apply, e.g. gate B with sliding windows)."""
+
+    name: str
+    passed: bool
+    max_abs_diff: float | None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gate": self.name, "passed": self.passed, "max_abs_diff": self.max_abs_diff, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> GateResult:
+        return cls(_require(data, "gate", str, where), _require(data, "passed", bool, where),
+                   _optional(data, "max_abs_diff", (int, float), where), data.get("detail", ""))
+
+
+@dataclass(frozen=True)
+class ArmRecord:
+    """One arm of one pair: each member's answer under the readout, its outcome class, and the
+    probe's candidate log-probabilities and donor margin shift (SPEC 2.6, 2.7).
+
+    `answers`, `probe_answers`, `probe_logp` and `texts` hold member A then member B. `menu` and
+    `values` are set only where the arm asks its own question of the rows (else the pair's);
+    `expected` only where the arm should give a non-donor answer (a served patch); `texts` only
+    under a generating readout."""
+
+    answers: tuple[str | None, str | None]
+    outcome: str
+    probe_answers: tuple[str, str]
+    probe_logp: tuple[tuple[float, ...], tuple[float, ...]]
+    shift: float
+    menu: tuple[str, ...] | None = None
+    values: tuple[str, str] | None = None
+    expected: str | None = None
+    texts: tuple[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **({"expected": self.expected} if self.expected is not None else {}),
+            **({"menu": list(self.menu), "values": list(self.values)} if self.menu is not None else {}),  # type: ignore[arg-type]
+            "answers": list(self.answers),
+            "class": self.outcome,
+            "probe_answers": list(self.probe_answers),
+            "probe_logp": [list(row) for row in self.probe_logp],
+            "shift": self.shift,
+            **({"texts": list(self.texts)} if self.texts is not None else {}),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> ArmRecord:
+        outcome = _require(data, "class", str, where)
+        if outcome not in OUTCOMES:
+            raise MatbenchError(f"{where}: class {outcome!r} is not one of {', '.join(OUTCOMES)}")
+        menu = _optional(data, "menu", list, where)
+        values = _optional(data, "values", list, where)
+        texts = _optional(data, "texts", list, where)
+        return cls(
+            answers=_pair_of(_require(data, "answers", list, where), where, "answers"),
+            outcome=outcome,
+            probe_answers=_pair_of(_require(data, "probe_answers", list, where), where, "probe_answers"),
+            probe_logp=tuple(tuple(row) for row in _pair_of(_require(data, "probe_logp", list, where), where,
+                                                            "probe_logp")),
+            shift=_require(data, "shift", (int, float), where),
+            menu=tuple(menu) if menu is not None else None,
+            values=_pair_of(values, where, "values") if values is not None else None,
+            expected=_optional(data, "expected", str, where),
+            texts=_pair_of(texts, where, "texts") if texts is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """Everything one donor pair gave under one (readout, serving): per arm an `ArmRecord`; the
+    pair's donor values and menu; its tokenization (source budget, trajectory length L, tokens
+    per member); the gates when run with --check; and, once logged, the hashes tying it to its
+    item and its run's config."""
+
+    item_id: str
+    variant: str | None  # None only in logs of schema 0.1, which had no variants
+    values: tuple[str, str]
+    menu: tuple[str, ...]
+    budget: int
+    length: int
+    n_tokens: tuple[int, int]
+    arms: Mapping[str, ArmRecord]
+    gates: tuple[GateResult, ...] | None = None
+    item_hash: str | None = None
+    config_hash: str | None = None
+
+    def arm_menu(self, arm: str) -> tuple[str, ...]:
+        """The arm's own menu where it asks another question of the same rows, else the pair's."""
+        return self.arms[arm].menu or self.menu
+
+    def arm_values(self, arm: str) -> tuple[str, str]:
+        return self.arms[arm].values or self.values
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "item_id": self.item_id,
+            **({"variant": self.variant} if self.variant is not None else {}),
+            "values": list(self.values),
+            "menu": list(self.menu),
+            "budget": self.budget,
+            "length": self.length,
+            "n_tokens": list(self.n_tokens),
+            "arms": {name: arm.to_json() for name, arm in self.arms.items()},
+            **({"gates": [g.to_json() for g in self.gates]} if self.gates is not None else {}),
+            **({"item_hash": self.item_hash} if self.item_hash is not None else {}),
+            **({"config_hash": self.config_hash} if self.config_hash is not None else {}),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "record") -> PairRecord:
+        item_id = _require(data, "item_id", str, where)
+        where = f"{where} (item {item_id})"
+        arms = _require(data, "arms", dict, where)
+        gates = _optional(data, "gates", list, where)
+        unknown = sorted(set(data) - _PAIR_FIELDS)
+        if unknown:
+            raise MatbenchError(f"{where}: unknown field {unknown[0]!r}")
+        return cls(
+            item_id=item_id,
+            variant=_optional(data, "variant", str, where),
+            values=_pair_of(_require(data, "values", list, where), where, "values"),
+            menu=tuple(_require(data, "menu", list, where)),
+            budget=_require(data, "budget", int, where),
+            length=_require(data, "length", int, where),
+            n_tokens=_pair_of(_require(data, "n_tokens", list, where), where, "n_tokens"),
+            arms={name: ArmRecord.from_json(arm, f"{where}, arm {name}") for name, arm in arms.items()},
+            gates=tuple(GateResult.from_json(g, f"{where}, gates") for g in gates) if gates is not None else None,
+            item_hash=_optional(data, "item_hash", str, where),
+            config_hash=_optional(data, "config_hash", str, where),
+        )
+
+
+_PAIR_FIELDS = {"item_id", "variant", "values", "menu", "budget", "length", "n_tokens", "arms", "gates", "item_hash",
+                "config_hash"}
