@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 
 from matbench.evaluators import EVALUATORS
-from matbench.protocol.records import PairRecord
 from matbench.results.report import discovery_rows
+from matbench.results.rescore import log_records
+from matbench.results.schema import read_results
 from matbench.run.evaluate import _gate_summary
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
-FILES = sorted(RESULTS.glob("*/discovery_*.json"))
+CONTRACT = sorted(RESULTS.glob("contract*/*/*_probe_*.json"))
+FILES = sorted(RESULTS.glob("*/discovery_*.json"))  # all readouts x serving modes, under results/<model>/
 
 
 def _close(a, b):
@@ -31,28 +33,27 @@ def _close(a, b):
         assert a == b
 
 
-def test_there_are_twelve_committed_runs():
-    assert len(FILES) == 12  # 2 models x 3 readouts x 2 serving modes
-
-
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_metrics_recompute_from_the_item_log(path):
-    results = json.loads(path.read_text())
-    log = (path.parent / results["items_log"]).read_text().splitlines()
-    records = [PairRecord.from_json(json.loads(line)) for line in log]
-    assert len(records) == results["config"]["n_items"] == 64
-    evaluator = EVALUATORS.get(results["config"]["suite"])(suite=results["config"]["suite"])
-    _close(evaluator.summarize(records), results["metrics"])
-    assert _gate_summary(records) == results["gates"]
+def test_discovery_runs_read_in_the_current_schema_and_recompute_from_their_logs(path):
+    results = read_results(path)
+    assert results.items.n_records == results.config.n_items == 64
+    records = log_records(path, results)
+    evaluator = EVALUATORS.get(results.config.suite)(suite=results.config.suite)
+    _close(evaluator.summarize(records), results.metrics)
+    assert _gate_summary(records) == {k: v.model_dump() for k, v in results.gates.items()}
+
+
+def test_the_leaderboard_builds_from_the_whole_results_folder(tmp_path):
+    from matbench.leaderboard.site import build_site
+
+    summary = build_site([RESULTS], tmp_path / "site")
+    assert summary.n_runs == len(FILES) + len(CONTRACT) and summary.n_models == 2
 
 
 def test_results_readme_table_is_generated_from_the_files():
     readme = (RESULTS / "README.md").read_text()
     for row in discovery_rows(FILES):
         assert row in readme
-
-
-CONTRACT = sorted(RESULTS.glob("contract*/*/*_probe_*.json"))
 
 
 def test_the_contract_runs_are_committed_for_both_models():
