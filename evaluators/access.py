@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from matbench.evaluators.base import (
+    CONTROL_CLEAN,
     EVALUATORS,
     Evaluator,
     arm_metrics,
     control_clean,
 )
+from matbench.protocol.metrics import Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 
@@ -28,8 +30,33 @@ def _recovery(metrics: dict, chance: float) -> dict[str, Any]:
             "shift_mean": metrics["donor_shift"]["mean"]}
 
 
+GENERATING = ("short", "trace")
+
+
+def _recovery_metric(key: str, pool: str, chance: float | None, overview: bool = False,
+                     readouts: tuple[str, ...] | None = None) -> Metric:
+    return Metric(key, f"headline.{pool}.harv_kv", f"{pool} recovery", f"harv_kv recovery of the dropped {pool} value: "
+                  "menu accuracy with its Wilson 95% CI (chance and sel_ikv beside it in the results)",
+                  Scale.ACCURACY, Format.RATE_CI, chance=chance, readouts=readouts, overview=overview,
+                  fields=("accuracy", "ci"))
+
+
 @EVALUATORS.register("access")
 class AccessEvaluator(Evaluator):
+    order = 4
+    contract = (
+        *(_recovery_metric(key, pool, chance, overview=True)
+          for key, pool, chance in (("bin2", "bin2", 0.5), ("dir4", "dir4", 0.25), ("name8", "name8", 0.125))),
+        # Exact recovery of a three-digit number means something only when the model writes it: the
+        # probe chooses between the two donors' first tokens (its chance is in the value itself).
+        _recovery_metric("digit3_exact", "digit3/exact", None, readouts=GENERATING),
+        _recovery_metric("digit3_above500", "digit3/above500", 0.5),
+        _recovery_metric("digit3_first_digit", "digit3/first_digit", 1 / 9),
+        _recovery_metric("phrase_verbatim", "phrase/verbatim", None),
+        _recovery_metric("phrase_polarity", "phrase/polarity", 0.5),
+        CONTROL_CLEAN,
+    )
+
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         by_variant: dict[str, Any] = {}
         headline: dict[str, Any] = {}

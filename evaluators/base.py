@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from matbench import stats
+from matbench.errors import MatbenchError
+from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.outcomes import OUTCOMES, outcome
 from matbench.protocol.records import PairRecord
 from matbench.registry import Registry
@@ -93,11 +95,28 @@ def control_clean(control: dict[str, Any]) -> bool:
             and control["donor_shift"]["zero"] == control["n_pairs"])
 
 
+CONTROL_CLEAN = Metric("control_clean", "headline.control_clean", "control clean",
+                       "serving only events before the source gave no donor-sensitive pair and every shift 0",
+                       Scale.CHECK, Format.BOOL, Direction.NONE)
+
+
 @dataclass(frozen=True)
 class Evaluator:
-    """Turns a suite's per-item records into its metrics. Subclasses override `summarize`."""
+    """Turns a suite's per-item records into its metrics. Subclasses override `summarize` and
+    declare `contract`: the metrics of their suite in the memory-contract scorecard, which the
+    scorecard, the report and the leaderboard loop over. `order` places the suite in tables."""
 
     suite: str
+    contract: ClassVar[tuple[Metric, ...]] = ()
+    order: ClassVar[int] = 100
+
+    @classmethod
+    def metric(cls, key: str) -> Metric:
+        for m in cls.contract:
+            if m.key == key:
+                return m
+        raise MatbenchError(f"{cls.__name__} declares no metric {key!r}; it declares "
+                            f"{', '.join(m.key for m in cls.contract)}")
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         arms = list(records[0].arms)
@@ -106,3 +125,7 @@ class Evaluator:
 
 EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator")
 
+
+def suites_in_order() -> list[str]:
+    """Registered suites in the order tables show them (declared `order`, then name)."""
+    return sorted(EVALUATORS, key=lambda name: (EVALUATORS.get(name).order, name))

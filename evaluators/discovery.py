@@ -5,12 +5,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
+from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, control_clean
+from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 
 @EVALUATORS.register("discovery")
 class DiscoveryEvaluator(Evaluator):
+    order = 1
+    contract = (
+        Metric("root_classes", "arms.root.classes", "root f:a", "root arm (serve decoy + root, ask M): pairs by "
+               "outcome class; follow:anti among donor-sensitive pairs", Scale.FOLLOW, Format.CLASSES,
+               overview=True, rank=True),
+        Metric("root_follow_anti_p", "arms.root.follow_anti_p", "root p", "exact two-sided sign test of follow vs anti",
+               Scale.P_VALUE, Format.P_VALUE, Direction.LOWER),
+        Metric("chain_classes", "arms.chain.classes", "chain f:a", "chain arm (serve every carrier, ask T): "
+               "follow:anti of the source's donor two hops away", Scale.FOLLOW, Format.CLASSES),
+        Metric("root_shift", "arms.root.donor_shift", "root donor shift", "root arm donor margin shift (SPEC 2.7): "
+               "mean with bootstrap 95% CI", Scale.SHIFT, Format.SIGNED_CI, overview=True),
+        Metric("comprehension", "arms.txt.menu_accuracy", "comprehension", "full-context (txt) menu accuracy",
+               Scale.ACCURACY, chance=0.5),
+        CONTROL_CLEAN,
+    )
+
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]

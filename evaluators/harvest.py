@@ -14,6 +14,7 @@ from typing import Any
 
 from matbench import stats
 from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics
+from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 EQUIVALENCE_BOUND = 0.05
@@ -43,6 +44,18 @@ def natural_summary(records: Sequence[PairRecord]) -> dict[str, Any]:
 
 @EVALUATORS.register("harvest")
 class HarvestEvaluator(Evaluator):
+    order = 6
+    contract = (
+        Metric("locomo", "natural.locomo.harv_minus_iso", "harv − iso (LoCoMo)", "recognition accuracy with rows "
+               "from the full-history prefill minus the same turns encoded alone; 95% CI clustered by conversation, "
+               "TOST at ±.05", Scale.DIFFERENCE, Format.SIGNED_CI, Direction.ZERO, overview=True, optional=True),
+        Metric("realtalk", "natural.realtalk.harv_minus_iso", "harv − iso (REALTALK)", "as for LoCoMo, descriptive "
+               "(3 connected participant components)", Scale.DIFFERENCE, Format.SIGNED_CI, Direction.ZERO,
+               optional=True),
+        Metric("injected_follow_anti", "headline.injected_follow_anti", "injected f:a", "injected counterfactual "
+               "carrier (positive control): follow:anti of harv", Scale.FOLLOW, Format.CLASSES, optional=True),
+    )
+
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics: dict[str, Any] = {"natural": {}, "injected": {}}
         headline: dict[str, Any] = {}

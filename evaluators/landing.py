@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from matbench import stats
-from matbench.evaluators.base import EVALUATORS, Evaluator, control_clean
+from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, control_clean
+from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 
@@ -37,6 +38,22 @@ def downstream_effect(records: Sequence[PairRecord], same: str, cross: str) -> d
 
 @EVALUATORS.register("landing")
 class LandingEvaluator(Evaluator):
+    order = 3
+    contract = (
+        Metric("root_edge_follow_anti", "headline.root_edge_follow_anti", "root+edge f:a", "root and edge served, "
+               "ask T: follow:anti of the root's donor", Scale.FOLLOW, Format.CLASSES, overview=True),
+        Metric("edge_only_follow_anti", "headline.edge_only_follow_anti", "edge-only f:a", "edge served without the "
+               "root, ask T", Scale.FOLLOW, Format.CLASSES),
+        Metric("downstream_effect", "headline.downstream_effect", "downstream effect", "P(root donor) with the "
+               "downstream rows of the same member minus the other member's (TOST at ±.075)", Scale.DIFFERENCE,
+               Format.MAPPING, Direction.ZERO),
+        Metric("depth3_root_follow_rate", "headline.depth3_root_follow_rate", "depth-3 follow (root)",
+               "depth-3 chain with the root served: follow rate", Scale.FOLLOW_RATE),
+        Metric("depth3_noroot_follow_rate", "headline.depth3_noroot_follow_rate", "depth-3 follow (no root)",
+               "depth-3 chain without the root: follow rate", Scale.FOLLOW_RATE),
+        CONTROL_CLEAN,
+    )
+
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]

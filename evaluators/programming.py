@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from matbench import stats
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.protocol.metrics import Format, Metric, Scale
 from matbench.protocol.records import ArmRecord, PairRecord
 
 GROUP = 10  # items per group of shared draws (data_gen/programming.py)
@@ -52,6 +53,16 @@ def paired_contrast(records: Sequence[PairRecord], kind: str, base: str, arm: st
 
 @EVALUATORS.register("programming")
 class ProgrammingEvaluator(Evaluator):
+    order = 5
+    contract = (
+        Metric("nld_minus_pas", "nld_minus_pas.both", "nld − pas", "carrier + review served: donor-follow rate of the "
+               "natural-language directive minus the passive mention, paired by group (cluster bootstrap CI)",
+               Scale.DIFFERENCE, Format.SIGNED_CI, fields=("follow_difference", "follow_difference_ci"), overview=True),
+        CONTROL_CLEAN,
+        Metric("follow_rate", "headline.follow_rate", "follow rate by carrier", "donor-follow rate per carrier kind "
+               "and serve set (the leaderboard's bar chart)", Scale.FOLLOW_RATE, Format.MAPPING, in_scorecard=False),
+    )
+
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         kinds = sorted({r.variant.split("/")[0] for r in records})

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from matbench import stats
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.protocol.metrics import Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 FDR = 0.05
@@ -30,6 +31,21 @@ def classify(comprehended: bool, q: float) -> str:
 
 @EVALUATORS.register("trigger")
 class TriggerEvaluator(Evaluator):
+    order = 2
+    contract = (
+        Metric("classes", "headline.classes", "W/U/N", "constructions by class: W write-through (BH q < .05) and "
+               "comprehended, U comprehended only, N not comprehended", Scale.COUNT, Format.COUNTS, overview=True),
+        Metric("classes_shift", "headline.classes_shift", "W/U/N by shift", "the same classes from the kv donor shift",
+               Scale.COUNT, Format.COUNTS),
+        Metric("kv_shift_toward_donor", "headline.kv_shift_toward_donor", "shift → donor", "constructions whose kv "
+               "donor shift leans toward the donor (one-sided sign test, BH q < .05)", Scale.COUNT, overview=True),
+        Metric("kv_shift_mean", "headline.kv_shift_mean", "kv shift mean", "mean kv donor shift over all pairs",
+               Scale.SHIFT),
+        CONTROL_CLEAN,
+        Metric("by_construction", "by_construction", "per construction", "write-through, class and kv shift of each "
+               "construction (the leaderboard's heat maps)", Scale.FOLLOW_RATE, Format.MAPPING, in_scorecard=False),
+    )
+
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         constructions = sorted({r.variant for r in records})

@@ -10,12 +10,14 @@ import numpy as np
 
 from matbench import stats
 from matbench.evaluators.base import (
+    CONTROL_CLEAN,
     EVALUATORS,
     Evaluator,
     control_clean,
     signed_summary,
 )
 from matbench.protocol.margins import donor_margin
+from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 PATCHED = ("bare", "versioned", "structured")
@@ -65,6 +67,22 @@ def despite_patch(records: Sequence[PairRecord], arm: str, metrics: dict[str, An
 
 @EVALUATORS.register("update")
 class UpdateEvaluator(Evaluator):
+    order = 7
+    contract = (
+        Metric("patch_win_rate", "headline.patch_win_rate", "patch wins", "share of answers equal to the served "
+               "patch's value, per patch form", Scale.ACCURACY, Format.MAPPING, overview=True, overview_key="bare"),
+        Metric("old_value_leaks", "headline.old_value_leaks", "old-value leaks", "members answering their dropped "
+               "donor value against the patch : members at risk", Scale.COUNT, Format.MAPPING, Direction.LOWER),
+        Metric("donor_follow_despite_patch", "headline.donor_follow_despite_patch", "donor f:a despite patch",
+               "follow:anti of the dropped donor in patched arms", Scale.FOLLOW, Format.MAPPING, Direction.LOWER,
+               overview=True, overview_key="bare"),
+        Metric("patch_margin_gain", "headline.patch_margin_gain", "patch margin gain", "probe margin of the patch "
+               "value, patched minus unpatched arm", Scale.SHIFT, Format.MAPPING),
+        Metric("controls_unchanged", "headline.controls_unchanged", "controls unchanged", "answers unchanged by a "
+               "wrong-register or dummy patch", Scale.ACCURACY, Format.MAPPING),
+        CONTROL_CLEAN,
+    )
+
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         arms = metrics["arms"]

@@ -2,7 +2,9 @@
 
 collect    find and validate results files, group them into one entry per model and revision
 reported   the paper's published figures (reported.json), marked "reported", never measured
-plots      inline SVG figures (access envelope, trigger heat map, programming arms, harvest deltas)
+tables     table rows: columns are loops over each suite's declared metrics
+plots      inline SVG primitives (line chart, heat map, bars, forest)
+figures    one registered figure per suite that has one, reading declared metrics only
 site       `matbench leaderboard build`: jinja2 templates -> a static site that works from file://
 submit     `matbench submit`: a results file checked against its per-item log, stored content-addressed
 """

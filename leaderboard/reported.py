@@ -1,8 +1,9 @@
 """The paper's published figures (reported.json): shown as "reported" rows, never as measurements.
 
-SPEC section 3 quotes them per suite; where it does not name the model (access, update, the
-trigger comprehension range) they are shown on the suite page as the paper's reference, not
-attached to a model row.
+A figure names the declared metric it is comparable to (`metric`, with the `scale` it was
+measured on, which must be that metric's) and is then shown in that metric's column; a figure
+on another scale has a `name` instead and is shown as text on its suite page. `model` is null
+where the paper does not name the model.
 """
 
 from __future__ import annotations
@@ -14,36 +15,70 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError, first_line
-
-SUITES = ("discovery", "trigger", "landing", "access", "programming", "harvest", "update")
+from matbench.evaluators import EVALUATORS
+from matbench.evaluators.base import suites_in_order
+from matbench.protocol.metrics import Metric, plain_text
 
 
 @dataclass(frozen=True)
-class ReportedModel:
-    model: str
-    figures: dict[str, Any]
+class ReportedFigure:
+    model: str | None
+    suite: str
+    value: Any
+    metric: Metric | None = None  # the declared metric it is comparable to, else None (text only)
+    name: str | None = None
+    note: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.metric.label if self.metric else self.name or ""
+
+    def text(self, value: Any = None) -> str:
+        """The figure (or part of it, `value`) as its metric reads, with its note."""
+        value = self.value if value is None else value
+        shown = self.metric.text(value) if self.metric else plain_text(value)
+        return shown + (f" ({self.note})" if self.note else "")
 
 
 @dataclass(frozen=True)
 class Reported:
     source: str
-    models: tuple[ReportedModel, ...]
-    model_not_named: dict[str, Any]
+    figures: tuple[ReportedFigure, ...]
+
+    @property
+    def models(self) -> list[str]:
+        """Named models, in the order the file first names them."""
+        return list(dict.fromkeys(f.model for f in self.figures if f.model))
+
+    def of(self, model: str | None, suite: str | None = None) -> list[ReportedFigure]:
+        return [f for f in self.figures if f.model == model and (suite is None or f.suite == suite)]
+
+
+def _figure(raw: dict[str, Any], where: str) -> ReportedFigure:
+    suite = raw["suite"]
+    if suite not in EVALUATORS:
+        raise MatbenchError(f"{where} names an unknown suite {suite!r}; known: {', '.join(suites_in_order())}")
+    metric = None
+    if raw.get("metric") is not None:
+        metric = EVALUATORS.get(suite).metric(raw["metric"])
+        if raw.get("scale") != metric.scale.value:
+            raise MatbenchError(f"{where}: a figure on scale {raw.get('scale')!r} is not comparable to {suite} "
+                                f"metric {metric.key!r} ({metric.scale.value}); give it a name instead of a metric")
+    elif not raw.get("name"):
+        raise MatbenchError(f"{where}: a figure needs the declared metric it is comparable to, or a name")
+    return ReportedFigure(raw.get("model"), suite, raw["value"], metric, raw.get("name"), raw.get("note"))
 
 
 def load_reported(path: Path | None = None) -> Reported:
-    """The committed figures (or `path`), checked for shape: suites must be known ones."""
+    """The committed figures (or `path`), checked: known suites, declared metrics, matching scales."""
+    where = f"reported figures {path or 'reported.json'}"
     try:
         text = Path(path).read_text() if path else resources.files(__package__).joinpath("reported.json").read_text()
         data = json.loads(text)
-        models = tuple(ReportedModel(m["model"], m["figures"]) for m in data["models"])
-        unnamed = data["model_not_named"]
+        figures = tuple(_figure(raw, f"{where}, figure {k + 1}") for k, raw in enumerate(data["figures"]))
         source = data["source"]
     except OSError as exc:
-        raise MatbenchError(f"reported figures {path or 'reported.json'} cannot be read ({first_line(exc)})") from None
+        raise MatbenchError(f"{where} cannot be read ({first_line(exc)})") from None
     except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise MatbenchError(f"reported figures {path or 'reported.json'} are malformed ({exc!r})") from None
-    for suite in [s for m in models for s in m.figures] + list(unnamed):
-        if suite not in SUITES:
-            raise MatbenchError(f"reported figures name an unknown suite {suite!r}; known: {', '.join(SUITES)}")
-    return Reported(source, models, unnamed)
+        raise MatbenchError(f"{where} are malformed ({exc!r})") from None
+    return Reported(source, figures)

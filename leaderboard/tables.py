@@ -1,18 +1,24 @@
 """Table rows for the pages: every cell is (text, sort key, evidence link), formatted here so the
-templates only lay out and escape."""
+templates only lay out and escape.
+
+Columns are loops over the metrics each suite's evaluator declares (`Evaluator.contract`): the
+overview shows those declared `overview`, a suite page all of its scorecard metrics, and the
+paper's figures sit in the column of the metric they name.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from matbench import stats
 from matbench.errors import MatbenchError
+from matbench.evaluators import EVALUATORS
+from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry
-from matbench.leaderboard.reported import Reported
+from matbench.leaderboard.reported import Reported, ReportedFigure
+from matbench.protocol.metrics import Metric, plain_text
 
 
 @dataclass(frozen=True)
@@ -29,38 +35,22 @@ class Row:
     cells: list[Cell]
 
 
-OVERVIEW_HEADER = ["rank", "model", "revision", "discovery root f:a", "root donor shift", "trigger W/U/N",
-                   "trigger shift → donor", "landing root+edge f:a", "access 2-way", "access 4-way", "access 8-way",
-                   "nld − pas", "harvest harv − iso (LoCoMo)", "update patch wins", "update donor-follow despite patch"]
 RUNS_HEADER = ["model", "revision", "suite", "readout", "serving", "items", "device", "dtype", "gates", "matbench",
                "results", "items log"]
 EMPTY = Cell("—")
 
 
-@contextmanager
-def metrics_of(entry: ModelEntry) -> Iterator[None]:
-    """A results file can pass the schema (metrics is an open mapping) and still lack the metrics
-    this matbench reads: name its files in one line instead of failing deep inside a page."""
-    try:
-        yield
-    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
-        files = ", ".join(str(r.path) for r in entry.runs)
-        raise MatbenchError(f"results of {entry.name!r} ({files}) lack the metrics this matbench reads "
-                            f"({type(exc).__name__}: {exc}); run matbench rescore on them, or submit again") from None
+def overview_columns() -> list[tuple[str, Metric]]:
+    """(suite, metric) of every metric declared for the overview, suites in table order."""
+    return [(s, m) for s in suites_in_order() for m in EVALUATORS.get(s).contract if m.overview]
 
 
-def fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
-    if isinstance(value, dict):
-        if "mean" in value and "ci" in value:
-            return f"{value['mean']:+.3f} [{value['ci'][0]:+.3f}, {value['ci'][1]:+.3f}]"
-        return ", ".join(f"{k}: {fmt(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return ":".join(fmt(v) for v in value) if all(isinstance(v, int) for v in value) else ", ".join(map(fmt, value))
-    return str(value)
+def overview_header() -> list[str]:
+    return ["rank", "model", "revision", *[f"{suite} {m.label}" for suite, m in overview_columns()]]
+
+
+def scorecard_metrics(suite: str) -> list[Metric]:
+    return [m for m in EVALUATORS.get(suite).contract if m.in_scorecard]
 
 
 def evidence_link(evidence: dict[str, Any], links: dict[Path, tuple[str, str]], out: Path) -> str | None:
@@ -68,100 +58,85 @@ def evidence_link(evidence: dict[str, Any], links: dict[Path, tuple[str, str]], 
     return links.get(results, (None, None))[0]
 
 
-def _ci(value: float, ci: list[float] | None) -> str:
-    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{value:.3f}"
+def metric_text(metric: Metric, value: Any, overview: bool = False) -> tuple[str, float | None]:
+    """(text, sort key) of a value as its metric reads; in the overview, only the entry
+    `overview_key` of a mapping."""
+    if overview and metric.overview_key is not None:
+        metric.check(value)
+        part = value.get(metric.overview_key) if isinstance(value, dict) else None
+        return (plain_text(part) if part is not None else "—"), metric.sort_key(part)
+    return metric.text(value), metric.sort_key(value)
 
 
-def root_follow(entry: ModelEntry) -> tuple[float, float, float] | None:
-    """Discovery root donor-follow rate (follow / pairs) with its Wilson 95% CI: the rank key."""
-    d = entry.contract.get("discovery")
-    if not d:
-        return None
-    n = d["evidence"]["n_items"]
-    follow = d["root_classes"]["follow"]
-    return (follow / n, *stats.wilson(follow, n).as_list())
+def metric_cell(metric: Metric, entry: ModelEntry, suite: str, href: str | None, overview: bool = False) -> Cell:
+    """A measured value's cell; a value of the wrong shape is one line naming the model, its results
+    file and the metric (the results schema leaves metrics open: only the declaration knows their shape)."""
+    card = entry.contract[suite]
+    try:
+        text, sort = metric_text(metric, card[metric.key], overview)
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise MatbenchError(f"results of {entry.name!r} ({card['evidence']['results']}): metric {metric.key!r} has a "
+                            f"value of another shape ({type(exc).__name__}: {exc}); run matbench rescore on them, "
+                            "or submit again") from None
+    return Cell(text, sort, href)
+
+
+def rank_value(entry: ModelEntry) -> tuple[float, float, float] | None:
+    """The rank key: the follow rate (follow / pairs) of the metric declared `rank`, with its
+    Wilson 95% CI."""
+    for suite in suites_in_order():
+        for m in EVALUATORS.get(suite).contract:
+            if m.rank and suite in entry.contract:
+                n = entry.contract[suite]["evidence"]["n_items"]
+                follow = entry.contract[suite][m.key]["follow"]
+                return (follow / n, *stats.wilson(follow, n).as_list())
+    return None
 
 
 def tie_ranks(entries: list[ModelEntry]) -> dict[str, int]:
     """Rank = 1 + the number of models whose CI lies wholly above this one's: models whose
     intervals overlap share a rank (a tie group) instead of being ordered by noise."""
-    keyed = {}
-    for e in entries:
-        with metrics_of(e):
-            follow = root_follow(e)
-        if follow is not None:
-            keyed[e.slug] = follow
+    keyed = {e.slug: v for e in entries if (v := rank_value(e)) is not None}
     return {k: 1 + sum(other[1] > mine[2] for other in keyed.values()) for k, mine in keyed.items()}
 
 
 def overview_rows(entries: list[ModelEntry], ranks: dict[str, int], links, out: Path) -> list[Row]:
-    rows = []
-    for e in entries:
-        with metrics_of(e):
-            rows.append(_overview_row(e, ranks, links, out))
+    rows = [_overview_row(e, ranks, links, out) for e in entries]
     return sorted(rows, key=lambda r: (r.cells[0].sort is None, r.cells[0].sort or 0, r.cells[1].text))
 
 
 def _overview_row(e: ModelEntry, ranks: dict[str, int], links, out: Path) -> Row:
-    c = e.contract
+    rank, follow = ranks.get(e.slug), rank_value(e)
+    cells = [Cell(f"{rank}" if rank else "—", rank if rank else None,
+                  title=f"rank key: follow rate {follow[0]:.3f} [{follow[1]:.3f}, {follow[2]:.3f}]" if follow else None),
+             Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision)]
+    for suite, metric in overview_columns():
+        entry = e.contract.get(suite)
+        if not entry or metric.key not in entry:
+            cells.append(EMPTY)
+            continue
+        cells.append(metric_cell(metric, e, suite, evidence_link(entry["evidence"], links, out), overview=True))
+    return Row("measured", cells)
 
-    def cell(suite: str, text_sort) -> Cell:
-        entry = c.get(suite)
-        if not entry:
-            return EMPTY
-        text, sort = text_sort(entry)
-        return Cell(text, sort, evidence_link(entry["evidence"], links, out))
 
-    rank = ranks.get(e.slug)
-    follow = root_follow(e)
-    access = {p: (lambda a, p=p: (_ci(a[p]["accuracy"], a[p]["ci"]), a[p]["accuracy"])) for p in ("bin2", "dir4", "name8")}
-    return Row("measured", [
-        Cell(f"{rank}" if rank else "—", rank if rank else None,
-             title=f"root follow rate {_ci(*follow[:1], list(follow[1:]))}" if follow else None),
-        Cell(e.name, e.name, f"model-{e.slug}.html"),
-        Cell(e.revision[:16], e.revision),
-        cell("discovery", lambda d: (f"{fmt(d['root_classes']['follow'])}:{d['root_classes']['anti']} (p {d['root_follow_anti_p']:.2g})",
-                                     follow[0] if follow else None)),
-        cell("discovery", lambda d: (fmt(d["root_shift"]), d["root_shift"]["mean"])),
-        cell("trigger", lambda t: (f"{t['classes']['W']}/{t['classes']['U']}/{t['classes']['N']}", t["classes"]["W"])),
-        cell("trigger", lambda t: (f"{t.get('kv_shift_toward_donor', '—')} of {sum(t['classes'].values())}",
-                                   t.get("kv_shift_toward_donor"))),
-        cell("landing", lambda x: (fmt(x["root_edge_follow_anti"]), x["root_edge_follow_anti"][0])),
-        cell("access", access["bin2"]), cell("access", access["dir4"]), cell("access", access["name8"]),
-        cell("programming", lambda p: (_ci(p["nld_minus_pas"]["follow_difference"], p["nld_minus_pas"]["follow_difference_ci"]),
-                                       p["nld_minus_pas"]["follow_difference"])),
-        cell("harvest", lambda h: (fmt(h["locomo"]) + (" ≈0" if h["locomo"]["equivalent"] else ""), h["locomo"]["mean"])
-             if h.get("locomo") else ("—", None)),
-        cell("update", lambda u: (f"{u['patch_win_rate']['bare']:.3f}", u["patch_win_rate"]["bare"])),
-        cell("update", lambda u: (fmt(u["donor_follow_despite_patch"]["bare"]) if "donor_follow_despite_patch" in u else "—",
-                                  u.get("donor_follow_despite_patch", {}).get("bare", [None])[0])),
-    ])
+def _reported_cell(figure: ReportedFigure | None, metric: Metric) -> Cell:
+    if figure is None:
+        return EMPTY
+    text, sort = metric_text(metric, figure.value, overview=True)
+    return Cell(text + (f" ({figure.note})" if figure.note else ""), sort, title=figure.note)
+
+
+def _figure_for(figures: list[ReportedFigure], suite: str, metric: Metric) -> ReportedFigure | None:
+    return next((f for f in figures if f.suite == suite and f.metric is not None and f.metric.key == metric.key), None)
 
 
 def reported_rows(reported: Reported) -> list[Row]:
+    """One overview row per model the paper names: its figures in the columns of their metrics."""
     rows = []
-    for m in reported.models:
-        f = m.figures
-        d, lnd = f.get("discovery", {}), f.get("landing", {})
-        prog, harv = f.get("programming", {}).get("carrier_follow"), f.get("harvest")
-        cells = [Cell("reported"), Cell(m.model, m.model), Cell("paper")]
-        cells.append(Cell(fmt(d["root_follow_anti"]) + (f" (p {d['root_sign_p']:.2g})" if "root_sign_p" in d else ""), None)
-                     if d else EMPTY)
-        cells += [EMPTY, EMPTY, EMPTY]
-        cells.append(Cell(fmt(lnd["root_edge_follow_anti"]), lnd["root_edge_follow_anti"][0]) if "root_edge_follow_anti" in lnd else EMPTY)
-        cells += [EMPTY, EMPTY, EMPTY]
-        if prog:
-            diff = prog["nld"][0] / prog["nld"][1] - prog["pas"][0] / prog["pas"][1]
-            cells.append(Cell(f"{diff:.3f} (unpaired)", diff))
-        else:
-            cells.append(EMPTY)
-        if harv:
-            ci = harv.get("locomo_ci")
-            text = f"{harv['locomo_harv_minus_iso']:+.3f}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
-            cells.append(Cell(text, harv["locomo_harv_minus_iso"]))
-        else:
-            cells.append(EMPTY)
-        cells += [EMPTY, EMPTY]
+    for model in reported.models:
+        figures = reported.of(model)
+        cells = [Cell("reported"), Cell(model, model), Cell("paper")]
+        cells += [_reported_cell(_figure_for(figures, s, m), m) for s, m in overview_columns()]
         rows.append(Row("reported", cells))
     return rows
 
@@ -183,51 +158,31 @@ def runs_rows(entries: list[ModelEntry], links) -> list[Row]:
     return rows
 
 
-SUITE_FIELDS = {
-    "discovery": ["root_classes", "root_follow_anti_p", "root_shift", "comprehension", "control_clean"],
-    "trigger": ["classes", "classes_shift", "kv_shift_toward_donor", "kv_shift_mean", "control_clean"],
-    "landing": ["root_edge_follow_anti", "edge_only_follow_anti", "downstream_effect", "depth3_root_follow_rate",
-                "depth3_noroot_follow_rate", "control_clean"],
-    "access": ["bin2", "dir4", "name8", "digit3_exact", "phrase_verbatim", "phrase_polarity", "control_clean"],
-    "programming": ["nld_minus_pas", "control_clean"],
-    "harvest": ["locomo", "realtalk", "injected_follow_anti"],
-    "update": ["patch_win_rate", "old_value_leaks", "donor_follow_despite_patch", "patch_margin_gain",
-               "controls_unchanged", "control_clean"],
-}
-
-
-def _access_cell(v: dict) -> str:
-    return f"{_ci(v['accuracy'], v['ci'])} (chance {v['chance']:.3f}, shift {v['shift_mean']:+.3f})"
-
-
 def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links, out: Path) -> tuple[list[str], list[Row]]:
-    fields = SUITE_FIELDS[suite]
-    header = ["model", "revision", "items", *fields]
+    """The suite page: one column per scorecard metric the suite declares; the paper's figures in
+    their metric's column, the ones on another scale as text in the last column."""
+    metrics = scorecard_metrics(suite)
+    header = ["model", "revision", "items", *[m.label for m in metrics]]
     rows = []
     for e in entries:
         entry = e.contract.get(suite)
         if not entry:
             continue
-        with metrics_of(e):
-            href = evidence_link(entry["evidence"], links, out)
-            cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
-                     Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
-            for name in fields:
-                v = entry.get(name)
-                text = _access_cell(v) if suite == "access" and isinstance(v, dict) and "accuracy" in v else fmt(v) if v is not None else "—"
-                sort = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-                cells.append(Cell(text, sort, href))
+        href = evidence_link(entry["evidence"], links, out)
+        cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
+                 Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
+        cells += [metric_cell(m, e, suite, href) if m.key in entry else EMPTY for m in metrics]
         rows.append(Row("measured", cells))
-    for m in reported.models:
-        figures = m.figures.get(suite)
-        if figures:
-            cells = [Cell(m.model, m.model), Cell("paper"), EMPTY]
-            cells += [Cell(fmt(figures[f]), None) if f in figures else EMPTY for f in fields]
-            cells.append(Cell("; ".join(f"{k}: {fmt(v)}" for k, v in figures.items() if k not in fields)))
-            rows.append(Row("reported", cells))
+    for model in [*reported.models, None]:
+        figures = reported.of(model, suite)
+        if not figures:
+            continue
+        cells = [Cell(model or "paper (model not named)", model or ""), Cell("paper"), EMPTY]
+        cells += [Cell(f.text(), m.sort_key(f.value), title=f.note) if (f := _figure_for(figures, suite, m)) else EMPTY
+                  for m in metrics]
+        cells.append(Cell("; ".join(f"{f.label}: {f.text()}" for f in figures if f.metric is None or f.metric not in metrics)))
+        rows.append(Row("reported", cells))
     if any(r.kind == "reported" for r in rows):
         header = [*header, "other reported figures"]
         rows = [r if len(r.cells) == len(header) else Row(r.kind, [*r.cells, EMPTY]) for r in rows]
     return header, rows
-
-

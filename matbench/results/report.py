@@ -1,40 +1,39 @@
-"""Markdown summary of discovery results files (one row per model x readout x serving)."""
+"""Markdown tables of results files: one table per suite, one row per file, one column per metric
+the suite's evaluator declares (`python -m matbench.results.report FILE...`)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from matbench.evaluators import EVALUATORS
+from matbench.evaluators.base import suites_in_order
+from matbench.results.schema import read_results
 
-def _classes(arm: dict) -> str:
-    c = arm["classes"]
-    return f"{c['follow']}/{c['anti']}/{c['const']}/{c['other']}"
+
+def _gates(gates) -> str:
+    return ", ".join(f"{g} {v.passed}/{v.checked}" + (f" ({v.skipped} n/a)" if v.skipped else "")
+                     for g, v in sorted(gates.items())) or "not run"
 
 
-def discovery_rows(paths: list[Path]) -> list[str]:
-    head = ("| model | readout | serving | root f/a/c/o | root p | prevalence | chain f/a/c/o | chain p "
-            "| comprehension (txt) [95% CI] | root shift mean [95% CI] | root shift +:- (sign p) "
-            "| control f+a, shift≠0 | gates passed |")
-    rows = [head, "|" + "---|" * (head.count("|") - 1)]
-    for path in sorted(paths):
-        r = json.loads(path.read_text())
-        cfg, arms = r["config"], r["metrics"]["arms"]
-        root, chain, txt, ctl = arms["root"], arms["chain"], arms["txt"], arms["control"]
-        shift = root["donor_shift"]
-        gates = ", ".join(f"{g} {v['passed']}/{v['checked']}" + (f" ({v['skipped']} n/a)" if v.get("skipped") else "")
-                          for g, v in sorted(r.get("gates", {}).items())) or "not run"
-        rows.append(
-            f"| {cfg['model']['model']} | {cfg['readout']} | {cfg['serving']} | {_classes(root)} "
-            f"| {root['follow_anti_p']:.3g} | {root['prevalence']:.3f} | {_classes(chain)} | {chain['follow_anti_p']:.3g} "
-            f"| {txt['menu_accuracy']:.3f} [{txt['menu_accuracy_ci'][0]:.3f}, {txt['menu_accuracy_ci'][1]:.3f}] "
-            f"| {shift['mean']:+.4f} [{shift['ci'][0]:+.4f}, {shift['ci'][1]:+.4f}] "
-            f"| {shift['positive']}:{shift['negative']} ({shift['sign_p']:.3g}) "
-            f"| {ctl['classes']['follow'] + ctl['classes']['anti']}, {ctl['donor_shift']['positive'] + ctl['donor_shift']['negative']} "
-            f"| {gates} |"
-        )
-    return rows
+def report_rows(paths: list[Path]) -> list[str]:
+    runs = [(p, read_results(p)) for p in sorted(paths)]
+    lines: list[str] = []
+    for suite in suites_in_order():
+        mine = [(p, r) for p, r in runs if r.config.suite == suite]
+        if not mine:
+            continue
+        metrics = [m for m in EVALUATORS.get(suite).contract if m.in_scorecard]
+        head = ["model", "readout", "serving", "items", *[m.label for m in metrics], "gates passed"]
+        lines += [f"### {suite}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for path, r in mine:
+            cells = [m.text(m.value(r.metrics, f"results file {path}")) if m.valid_for(r.config.readout) else "n/a"
+                     for m in metrics]
+            lines.append("| " + " | ".join([r.config.model.model, r.config.readout, r.config.serving,
+                                            str(r.config.n_items), *cells, _gates(r.gates)]) + " |")
+        lines.append("")
+    return lines
 
 
 if __name__ == "__main__":
-    print("\n".join(discovery_rows([Path(p) for p in sys.argv[1:]])))
+    print("\n".join(report_rows([Path(p) for p in sys.argv[1:]])))

@@ -1,7 +1,8 @@
 """The memory-contract scorecard: one object per model summarising every part of the contract.
 
-Built from the validated results files of one or more output directories of one model, for one
-readout and serving mode (default: the probe, which works for every model, under the serving mode
+Each suite's entry holds the metrics its evaluator declares (`Evaluator.contract`), those valid
+under the card's readout. Built from the validated results files of one or more output
+directories of one model, for one readout and serving mode (default: the probe, which works for every model, under the serving mode
 the runs used). Where several directories hold a suite, the run with the most items counts (a
 full-size CPU run beats a short GPU one). Every entry names its evidence: the results file and
 log (relative to the scorecard), the metric keys, the item count and the device.
@@ -15,25 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
+from matbench.evaluators import EVALUATORS, Evaluator
+from matbench.evaluators.base import suites_in_order
 from matbench.results.schema import read_results
 
 
-def _get(metrics: dict, path: str) -> Any:
-    value: Any = metrics
-    for key in path.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
-def _entry(results: dict, suite: str, fields: dict[str, str], home: Path) -> dict[str, Any] | None:
-    """{name: metric at path} from `suite`'s results, with the evidence it came from."""
-    if suite not in results:
-        return None
-    path, parsed = results[suite]
-    out = {name: _get(parsed.metrics, key) for name, key in fields.items()}
+def _entry(path: Path, parsed: Any, evaluator: type[Evaluator], readout: str, home: Path) -> dict[str, Any]:
+    """{metric key: value} of every scorecard metric the suite's evaluator declares (and that means
+    something under `readout`), with the evidence it came from."""
+    metrics = [m for m in evaluator.contract if m.in_scorecard and m.valid_for(readout)]
+    out = {m.key: m.value(parsed.metrics, f"results file {path}") for m in metrics}
     out["evidence"] = {"results": os.path.relpath(path, home),
                        "items": os.path.relpath(path.parent / parsed.items.log, home),
-                       "keys": {name: f"metrics.{key}" for name, key in fields.items()},
+                       "keys": {m.key: f"metrics.{m.path}" for m in metrics},
                        "n_items": parsed.config.n_items, "device": parsed.config.model.device}
     return out
 
@@ -76,45 +71,12 @@ def scorecard_of_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe", 
     if len(models) > 1:
         raise MatbenchError(f"{where} holds results of several models {sorted(models)}; a scorecard is per model")
 
-    def entry(suite: str, fields: dict[str, str]) -> dict[str, Any] | None:
-        return _entry(results, suite, fields, home)
-
-    access_pools = {}
-    for pool in ("bin2", "dir4", "name8", "digit3/exact", "digit3/above500", "digit3/first_digit",
-                 "phrase/verbatim", "phrase/polarity"):
-        access_pools[pool.replace("/", "_")] = f"headline.{pool}.harv_kv"
-    contract = {
-        "discovery": entry("discovery", {
-            "root_classes": "arms.root.classes", "root_follow_anti_p": "arms.root.follow_anti_p",
-            "root_shift": "arms.root.donor_shift", "comprehension": "arms.txt.menu_accuracy",
-            "control_clean": "headline.control_clean"}),
-        "trigger": entry("trigger", {
-            "classes": "headline.classes", "classes_shift": "headline.classes_shift",
-            "kv_shift_toward_donor": "headline.kv_shift_toward_donor", "kv_shift_mean": "headline.kv_shift_mean",
-            "control_clean": "headline.control_clean"}),
-        "landing": entry("landing", {
-            "root_edge_follow_anti": "headline.root_edge_follow_anti",
-            "edge_only_follow_anti": "headline.edge_only_follow_anti",
-            "downstream_effect": "headline.downstream_effect",
-            "depth3_root_follow_rate": "headline.depth3_root_follow_rate",
-            "depth3_noroot_follow_rate": "headline.depth3_noroot_follow_rate",
-            "control_clean": "headline.control_clean"}),
-        "access": entry("access", {**access_pools, "control_clean": "headline.control_clean"}),
-        "programming": entry("programming", {
-            "nld_minus_pas": "nld_minus_pas.both", "control_clean": "headline.control_clean"}),
-        "harvest": entry("harvest", {
-            "locomo": "natural.locomo.harv_minus_iso", "realtalk": "natural.realtalk.harv_minus_iso",
-            "injected_follow_anti": "headline.injected_follow_anti"}),
-        "update": entry("update", {
-            "patch_win_rate": "headline.patch_win_rate", "old_value_leaks": "headline.old_value_leaks",
-            "donor_follow_despite_patch": "headline.donor_follow_despite_patch",
-            "patch_margin_gain": "headline.patch_margin_gain",
-            "controls_unchanged": "headline.controls_unchanged", "control_clean": "headline.control_clean"}),
-    }
+    contract = {suite: _entry(*results[suite], EVALUATORS.get(suite), readout, home)
+                 for suite in suites_in_order() if suite in results}
     return {
         "model": first.config.model.model_dump(exclude_unset=True),  # as the results file wrote it
         "readout": readout,
         "serving": sorted({p.config.serving for _, p in results.values()}),
         "suites": sorted(results),
-        "contract": {k: v for k, v in contract.items() if v is not None},
+        "contract": contract,
     }
