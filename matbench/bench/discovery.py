@@ -28,6 +28,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     import torch
 
     from matbench.data_gen import SUITES
+    from matbench.engine.batches import BatchTimes, score_in_batches
     from matbench.engine.naive import naive_pair
     from matbench.engine.pair_engine import PairEngine
 
@@ -43,25 +44,17 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     # Warm-up (kernels, allocator), not timed.
     engine.score_many([(pairs[0], *engine.prepare(pairs[0]))], combos)
     engine.release_memory()  # the timed run prefills everything itself
-    prefill_s = serve_s = 0.0
+    times = BatchTimes()
     prefill_tokens = 0
     engine_records = []
     sync(device)
     started = time.perf_counter()
-    for start in range(0, n, group):
-        chunk = pairs[start:start + group]
-        t0 = time.perf_counter()
-        items = engine.prepare_many(chunk)
-        engine.prefetch_layouts(pairs[start + group:start + 2 * group])  # CPU work while the GPU prefills
-        sync(device)
-        t1 = time.perf_counter()
-        engine_records += engine.score_many(items, combos)
-        sync(device)
-        prefill_s += t1 - t0
-        serve_s += time.perf_counter() - t1
-        for _, layout, _ in items:
+    for batch in score_in_batches(engine, pairs, combos, group, sync=lambda: sync(device), times=times):
+        for (_, layout, _), records in batch:
+            engine_records.append(records)
             a, b = layout.members
             prefill_tokens += len(a.input_ids) + (len(b.input_ids) - layout.prefix_tokens if a != b else 0)
+    prefill_s, serve_s = times.prefill_s, times.score_s
     engine_s = time.perf_counter() - started
 
     naive_items = pairs[:min(naive_n, n)]

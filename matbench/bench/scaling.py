@@ -24,6 +24,7 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
     import torch.distributed as dist
 
     from matbench.data_gen import SUITES
+    from matbench.engine.batches import score_in_batches
     from matbench.engine.pair_engine import PairEngine
     from matbench.run.distributed import Shard
 
@@ -42,11 +43,7 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
         combos = [("probe", engine.serving), ("short", engine.serving)]
 
         def run(items: list) -> list[dict]:
-            records = []
-            for start in range(0, len(items), group):
-                prepared = engine.prepare_many(items[start:start + group])
-                engine.prefetch_layouts(items[start + group:start + 2 * group])
-                records += engine.score_many(prepared, combos)
+            records = [r for batch in score_in_batches(engine, items, combos, group) for _, r in batch]
             sync(device)
             return records
 

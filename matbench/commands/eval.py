@@ -49,6 +49,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--serving", default="auto", type=choices("serving", ("auto", "compact", "native")),
                    help="compact, native, compact,native, or auto (default: native for models with "
                    "sliding-window layers, else compact)")
+    p.add_argument("--policy", default="oracle", metavar="NAME[:ARGS]",
+                   help="serving policy that chooses the kept rows of the arms that measure materialization: "
+                   "oracle (default: the suite's declared events, the paper's protocol) or recent:N (the header and "
+                   "the last N positions); controls and comprehension arms keep their declared rows")
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
     p.add_argument("--device-map", choices=["auto"], help="spread a model too large for one GPU over every visible GPU (accelerate); one process")
     p.add_argument("--dtype", help="float32, bfloat16, float16 (default: float32 on CPU, bfloat16 on GPU)")
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
-        progress=not args.no_progress,
+        progress=not args.no_progress, policy=args.policy,
     )
     from matbench.run.distributed import Shard
 

@@ -14,9 +14,12 @@ import torch
 
 from matbench.engine.cache import EventCache, isolated_cache, spliced_cache, text_cache
 from matbench.engine.layout import PairLayout, layout_pair
+from matbench.engine.policies import ServingPolicy
+from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.probe import ProbeScorer
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
+from matbench.engine.selection import governed, select
 from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 from matbench.errors import MatbenchError
 from matbench.models.loading import LoadedModel
@@ -25,7 +28,7 @@ from matbench.protocol.margins import donor_shift
 from matbench.protocol.outcomes import outcome
 from matbench.protocol.pairs import Arm, DonorPair
 from matbench.protocol.readouts import READOUTS, Readout
-from matbench.protocol.records import ArmRecord, PairRecord
+from matbench.protocol.records import ArmRecord, PairRecord, Selection
 
 
 @dataclass
@@ -36,6 +39,8 @@ class PairEngine:
     serving: str = "auto"  # "compact", "native", or "auto" (native where sliding windows exist)
     readout: str = "probe"
     chunk_size: int | None = None
+    # Which rows are kept (matbench.engine.policies); the oracle is the suite's own served events.
+    policy: ServingPolicy = field(default_factory=OracleEvents)
     runner: ModelRunner = field(init=False)
     renderer: Renderer = field(init=False)
     _scorers: dict = field(init=False, default_factory=dict)
@@ -128,13 +133,21 @@ class PairEngine:
                 width = longest
         return groups
 
-    def requests(self, pair: DonorPair, caches, readout: Readout, derived=None) -> list[ServeRequest]:
+    def selections(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[tuple, Selection]]:
+        """Per arm the policy governs (none under the oracle): both members' served slots and what
+        the selection did, under the engine's donor discipline (`matbench.engine.selection`)."""
+        if self.policy.is_oracle:
+            return {}
+        return {arm.name: select(self.policy, pair, layout, caches, arm) for arm in pair.arms if governed(pair, arm)}
+
+    def requests(self, pair: DonorPair, caches, readout: Readout, derived=None, chosen=None) -> list[ServeRequest]:
         requests = []
         for arm in pair.arms:
             ids = self.query_ids(pair, arm, readout)  # identical for both members
             arm_caches = (derived or {}).get(arm.name, caches)
+            slots = (chosen or {}).get(arm.name, ((None, None), None))[0]
             requests += [ServeRequest(arm_caches[m], arm.served, ids,
-                                      arm_caches[m].length if arm.query_at_end else None)
+                                      arm_caches[m].length if arm.query_at_end else None, slots[m])
                          for m in (0, 1)]
         return requests
 
@@ -185,6 +198,7 @@ class PairEngine:
         in one batch. The probe (and with it the donor shift) runs once per serving mode and is
         shared by every readout; greedy decoding advances all rows together."""
         derived = [self.derived_caches(pair, layout, caches) for pair, layout, caches in items]
+        chosen = [self.selections(pair, layout, caches) for pair, layout, caches in items]
         spans, offset = [], 0
         for pair, _, _ in items:
             spans.append((offset, offset + 2 * len(pair.arms)))
@@ -194,12 +208,12 @@ class PairEngine:
         for readout_name, serving in combos:
             serve = SERVING[serving]
             if serving not in probes:
-                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout, derived))
+                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout, derived, chosen))
                 probes[serving] = [self._probe(pair, logits[lo:hi]) for (pair, _, _), (lo, hi) in zip(items, spans)]
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
             if readout.max_new_tokens:
-                batch, first = serve(self.runner, self._batch_requests(items, readout, derived),
+                batch, first = serve(self.runner, self._batch_requests(items, readout, derived, chosen),
                                      reserve=readout.max_new_tokens)
                 generated = greedy_decode(self.runner, batch, first, readout.max_new_tokens, self.stop_ids)
                 decoded = [self.renderer.decode(g) for g in generated]
@@ -210,11 +224,13 @@ class PairEngine:
                 if texts[k] is not None:
                     answers = [readout.parse(t, pair.arm_menu(pair.arms[j // 2]), pair.registers)
                                for j, t in enumerate(texts[k])]
-                out[k][(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts[k])
+                out[k][(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts[k],
+                                                               chosen[k])
         return out
 
-    def _batch_requests(self, items, readout: Readout, derived) -> list[ServeRequest]:
-        return [r for (pair, _, caches), d in zip(items, derived) for r in self.requests(pair, caches, readout, d)]
+    def _batch_requests(self, items, readout: Readout, derived, chosen) -> list[ServeRequest]:
+        return [r for (pair, _, caches), d, c in zip(items, derived, chosen)
+                for r in self.requests(pair, caches, readout, d, c)]
 
     def _probe(self, pair: DonorPair, logits: torch.Tensor) -> tuple[list[torch.Tensor], list[str]]:
         """Per request row of `pair` (arm-major, member-minor): candidate log-probs over the arm's
@@ -228,7 +244,7 @@ class PairEngine:
         return cands, answers
 
     @staticmethod
-    def _record(pair, layout, answers, probe_answers, cand, texts) -> PairRecord:
+    def _record(pair, layout, answers, probe_answers, cand, texts, chosen) -> PairRecord:
         arms = {}
         for k, arm in enumerate(pair.arms):
             a, b = 2 * k, 2 * k + 1
@@ -243,6 +259,7 @@ class PairEngine:
                 values=tuple(values) if arm.menu else None,  # type: ignore[arg-type]
                 expected=arm.expected,
                 texts=(texts[a], texts[b]) if texts is not None else None,
+                selection=chosen[arm.name][1] if arm.name in chosen else None,
             )
         return PairRecord(item_id=pair.item_id, variant=pair.variant, values=pair.values, menu=pair.menu,
                           budget=layout.budget, length=layout.length,

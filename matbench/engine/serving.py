@@ -31,14 +31,20 @@ _PAD_ID = 0  # any id: padded tokens are masked as keys and their outputs are ne
 
 @dataclass(frozen=True)
 class ServeRequest:
-    """Serve the header and the events `served` of `cache`, then ask `query_ids`.
-    `query_position` fixes the query's first position in compact serving (default: after the
-    last kept row); native serving always asks at L."""
+    """Serve the header and the events `served` of `cache` (or, when a serving policy chose them,
+    the token `slots`), then ask `query_ids`. `query_position` fixes the query's first position in
+    compact serving (default: after the last kept row); native serving always asks at L."""
 
     cache: EventCache
     served: tuple[int, ...]
     query_ids: tuple[int, ...]
     query_position: int | None = None
+    slots: tuple[int, ...] | None = None
+
+    def kept_slots(self) -> torch.Tensor:
+        if self.slots is not None:
+            return torch.tensor(self.slots, dtype=torch.long)
+        return self.cache.kept_slots(self.served)
 
 
 @dataclass
@@ -148,7 +154,7 @@ def serve_compact(runner: ModelRunner, requests: list[ServeRequest], query_posit
                   reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
     """Compact serving; `query_position` overrides every request's query position (Gate B);
     `reserve`: tokens to be decoded after the query (room kept in the cache)."""
-    kept = [r.cache.kept_slots(r.served) for r in requests]
+    kept = [r.kept_slots() for r in requests]
     starts = []
     for r, s in zip(requests, kept):
         fixed = query_position if query_position is not None else r.query_position
@@ -163,7 +169,7 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
     """Native serving: mask coordinates are original positions, the query sits at L."""
     lengths = torch.tensor([r.cache.length for r in requests])
     if not full_layout:
-        kept = [r.cache.kept_slots(r.served) for r in requests]
+        kept = [r.kept_slots() for r in requests]
         return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
                       lengths, lengths.clone(), reserve=reserve)
     slots, valid = [], []
@@ -171,7 +177,7 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
         at_position = torch.full((r.cache.length,), -1, dtype=torch.long)
         at_position[r.cache.positions] = torch.arange(r.cache.positions.shape[0])
         shown = torch.zeros(r.cache.length, dtype=torch.bool)
-        shown[r.cache.positions[r.cache.kept_slots(r.served)]] = True
+        shown[r.cache.positions[r.kept_slots()]] = True
         slots.append(at_position)
         valid.append(shown)
     return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests],

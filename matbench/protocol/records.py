@@ -56,6 +56,27 @@ class GateResult:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """What a serving policy other than the oracle kept for one arm of one pair: the tokens served
+    (per member, the same positions in both), whether the policy's own picks differed between the
+    donor members (a selection leak), and whether the served rows hold a donor-dependent token
+    (then the arm sees the donor directly and its outcome is no evidence of materialization)."""
+
+    kept_tokens: int
+    members_differ: bool
+    donor_visible: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kept_tokens": self.kept_tokens, "members_differ": self.members_differ,
+                "donor_visible": self.donor_visible}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Selection:
+        return cls(_require(data, "kept_tokens", int, where), _require(data, "members_differ", bool, where),
+                   _require(data, "donor_visible", bool, where))
+
+
+@dataclass(frozen=True)
 class ArmRecord:
     """One arm of one pair: each member's answer under the readout, its outcome class, and the
     probe's candidate log-probabilities and donor margin shift (SPEC 2.6, 2.7).
@@ -63,7 +84,8 @@ class ArmRecord:
     `answers`, `probe_answers`, `probe_logp` and `texts` hold member A then member B. `menu` and
     `values` are set only where the arm asks its own question of the rows (else the pair's);
     `expected` only where the arm should give a non-donor answer (a served patch); `texts` only
-    under a generating readout."""
+    under a generating readout; `selection` only where a serving policy other than the oracle
+    chose the arm's rows."""
 
     answers: tuple[str | None, str | None]
     outcome: str
@@ -74,6 +96,7 @@ class ArmRecord:
     values: tuple[str, str] | None = None
     expected: str | None = None
     texts: tuple[str, str] | None = None
+    selection: Selection | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,11 +108,15 @@ class ArmRecord:
             "probe_logp": [list(row) for row in self.probe_logp],
             "shift": self.shift,
             **({"texts": list(self.texts)} if self.texts is not None else {}),
+            **({"selection": self.selection.to_json()} if self.selection is not None else {}),
         }
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> ArmRecord:
         outcome = _require(data, "class", str, where)
+        unknown = sorted(set(data) - _ARM_FIELDS)
+        if unknown:
+            raise MatbenchError(f"{where}: unknown field {unknown[0]!r}")
         if outcome not in OUTCOMES:
             raise MatbenchError(f"{where}: class {outcome!r} is not one of {', '.join(OUTCOMES)}")
         menu = _optional(data, "menu", list, where)
@@ -106,6 +133,7 @@ class ArmRecord:
             values=_pair_of(values, where, "values") if values is not None else None,
             expected=_optional(data, "expected", str, where),
             texts=_pair_of(texts, where, "texts") if texts is not None else None,
+            selection=Selection.from_json(data["selection"], f"{where}, selection") if "selection" in data else None,
         )
 
 
@@ -174,5 +202,7 @@ class PairRecord:
         )
 
 
+_ARM_FIELDS = {"answers", "class", "probe_answers", "probe_logp", "shift", "menu", "values", "expected", "texts",
+               "selection"}
 _PAIR_FIELDS = {"item_id", "variant", "values", "menu", "budget", "length", "n_tokens", "arms", "gates", "item_hash",
                 "config_hash"}

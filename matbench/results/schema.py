@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matbench.errors import MatbenchError
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
-# `fused_kernels`; older files are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
+# `fused_kernels`, 1.4 the config's optional `policy`; older files are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
 
 
 class _Strict(BaseModel):
@@ -61,6 +61,8 @@ class RunConfig(_Strict):
     serving: Literal["compact", "native"] = Field(description="serving mode (SPEC 2.3)")
     chunk_size: int | None = Field(description="prefill chunk size in tokens, null = one chunk")
     check: bool = Field(description="whether the faithfulness gates ran on every item")
+    policy: str | None = Field(default=None, description="serving policy that chose the kept rows (`--policy`, "
+                               "e.g. recent:64; schema 1.4); absent = the oracle, the suite's own served events")
 
 
 class Environment(_Strict):

@@ -1,4 +1,9 @@
-"""`matbench eval`: a suite through one model, written as a results JSON and a per-item log."""
+"""`matbench eval`: a suite through one model, written as a results JSON and a per-item log.
+
+`run_eval` plans one `RunSpec` per readout x serving mode, opens (or resumes) a per-item log for
+each, scores the pairs a log still lacks through the engine in batches (one global prefill per
+pair serves every spec), and writes each spec's results file.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from matbench.engine.memory import choose_batch_pairs, peak_memory, reset_peak
-from matbench.errors import MatbenchError, is_out_of_memory
+from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
+from matbench.protocol.runspec import RunSpec
 from matbench.results.files import config_hash, file_sha256, item_hash, write_json
 from matbench.results.logs import ItemLog
 from matbench.results.provenance import environment
@@ -42,6 +48,7 @@ class EvalConfig:
     check: bool = False
     fresh: bool = False
     progress: bool = True
+    policy: str = "oracle"  # serving policy spec (matbench.engine.policies): oracle, recent:N, ...
 
 
 def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -76,160 +83,197 @@ def _load(cfg: EvalConfig, shard: Shard):
                       device_map=cfg.device_map)
 
 
-def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> list[dict[str, Any]]:
-    """Evaluate every (readout, serving) combination from one global prefill per pair; one
-    results file and one per-item log per combination. Returns the results payloads (none on
-    ranks other than 0 of a sharded run, see `matbench.distributed`).
-    `loaded`: a model already loaded (several suites in one run)."""
-    from tqdm import tqdm
-
+def check_config(cfg: EvalConfig, shard: Shard) -> None:
+    """Every option that can be refused before anything loads, each as one line."""
     from matbench.data_gen import SUITES
-    from matbench.engine.gates import require, run_gates
-    from matbench.engine.pair_engine import PairEngine
-    from matbench.evaluators import EVALUATORS
+    from matbench.engine.policies import parse_policy
     from matbench.protocol.readouts import READOUTS
 
-    if cfg.limit is not None and cfg.limit < 1:
-        raise MatbenchError(f"--limit must be at least 1 (got {cfg.limit})")
-    if cfg.batch_pairs is not None and cfg.batch_pairs < 1:
-        raise MatbenchError(f"--batch-pairs must be at least 1 (got {cfg.batch_pairs})")
-    if cfg.chunk_size is not None and cfg.chunk_size < 1:
-        raise MatbenchError(f"--chunk-size must be at least 1 (got {cfg.chunk_size})")
+    for name, value in (("--limit", cfg.limit), ("--batch-pairs", cfg.batch_pairs), ("--chunk-size", cfg.chunk_size)):
+        if value is not None and value < 1:
+            raise MatbenchError(f"{name} must be at least 1 (got {value})")
     if cfg.device_map and shard.active:
         raise MatbenchError("--device-map spreads one model over all GPUs of one process; launch without torchrun, "
                             "or shard pairs over GPUs (torchrun) without --device-map")
     SUITES.get(cfg.suite)  # a misspelt suite is named as a suite, with a suggestion
-    evaluator = EVALUATORS.get(cfg.suite)(suite=cfg.suite)
+    evaluator_for(cfg.suite)
     for readout in cfg.readouts:
         READOUTS.get(readout)
+    parse_policy(cfg.policy)
+
+
+def load_suite(cfg: EvalConfig) -> tuple[list[Any], dict[str, Any]]:
+    """The suite's donor pairs (from a dataset repository, or generated) and where they came from."""
+    from matbench.data_gen import SUITES
     from matbench.data_gen.dialogs import DialogSources
 
     sources = DialogSources(cfg.locomo, cfg.realtalk)
     if cfg.dataset:
         from matbench.data_gen.loading import load_pairs
 
-        pairs, source_info = load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision, sources=sources)
-    else:
-        suite = SUITES.get(cfg.suite)
-        pairs = suite.generate(cfg.seed, cfg.limit, sources)
-        source_info = {"dataset": None, "suite_version": suite.version, "seed": cfg.seed}
+        return load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision, sources=sources)
+    suite = SUITES.get(cfg.suite)
+    return suite.generate(cfg.seed, cfg.limit, sources), {"dataset": None, "suite_version": suite.version,
+                                                           "seed": cfg.seed}
 
-    started = time.time()
-    if loaded is None:
-        loaded = _load(cfg, shard)
-    engine = PairEngine(loaded, chunk_size=cfg.chunk_size)
-    servings = list(dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings))
-    combos = [(r, s) for s in servings for r in dict.fromkeys(cfg.readouts)]
+
+def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
+    """One spec per serving mode x readout (`auto` resolved for the loaded model)."""
+    servings = dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings)
+    return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=engine.policy.spec,
+                    revision=cfg.revision, dataset=cfg.dataset, dataset_revision=cfg.dataset_revision, dtype=cfg.dtype,
+                    attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size)
+            for s in servings for r in dict.fromkeys(cfg.readouts)]
+
+
+@dataclass
+class PlannedRun:
+    """A spec with the results config it writes, the config's hash and its per-item log."""
+
+    spec: RunSpec
+    config: dict[str, Any]
+    key: str
+    log: ItemLog
+
+
+def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str, Any], n_items: int,
+               check: bool) -> dict[str, Any]:
+    """The results file's `config`; its hash (without n_items and check) keys the per-item log.
+    The policy is written only when it is not the oracle, so earlier runs keep their hashes."""
+    return {"model": model_info, "suite": spec.suite, **source_info, "n_items": n_items, "readout": spec.readout,
+            "serving": spec.serving, "chunk_size": spec.chunk_size, "check": check,
+            **({"policy": spec.policy} if spec.policy != "oracle" else {})}
+
+
+def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConfig, shard: Shard,
+              suite_order: list[str]) -> list[PlannedRun]:
+    """A per-item log per spec: rank 0 alone starts afresh or merges what an interrupted sharded
+    run left, then every rank opens it (appending to its own shard log when sharded)."""
     out = Path(cfg.output)
-    model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
-    runs = {}
-    for readout, serving in combos:
-        run_config = {
-            "model": model_info,
-            "suite": cfg.suite,
-            **source_info,
-            "n_items": len(pairs),
-            "readout": readout,
-            "serving": serving,
-            "chunk_size": cfg.chunk_size,
-            "check": cfg.check,
-        }
-        key = config_hash({k: v for k, v in run_config.items() if k not in ("n_items", "check")})
-        stem = f"{cfg.suite}_{readout}_{serving}"
-        runs[(readout, serving)] = (run_config, key, stem, out / f"{stem}.items.jsonl")
-    suite_order = [p.item_id for p in pairs]
-    if shard.is_main:  # rank 0 alone starts afresh or merges what an interrupted sharded run left
-        for run_config, key, stem, path in runs.values():
+    keys = [config_hash({k: v for k, v in c.items() if k not in ("n_items", "check")}) for c in configs]
+    paths = [out / f"{spec.stem}.items.jsonl" for spec in specs]
+    if shard.is_main:
+        for key, path in zip(keys, paths):
             if cfg.fresh:
                 for leftover in shard_logs(path):
                     leftover.unlink()
             merge_shard_logs(ItemLog(path, key, fresh=cfg.fresh), suite_order)
     shard.barrier()
-    runs = {combo: (run_config, key, stem, ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None))
-            for combo, (run_config, key, stem, path) in runs.items()}
+    return [PlannedRun(spec, c, key, ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None))
+            for spec, c, key, path in zip(specs, configs, keys, paths)]
 
+
+def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: dict[str, str], cfg: EvalConfig,
+                  group: int, progress: Any) -> None:
+    """Score every pair of `todo` for the specs whose logs lack it and append the records (with
+    the gates when --check), a batch at a time."""
+    from matbench.engine.batches import score_in_batches
+    from matbench.engine.gates import require, run_gates
+
+    by_combo = {run.spec.combo: run for run in runs}
+
+    def missing(chunk: list[Any]) -> list[tuple[str, str]]:
+        return [c for c, run in by_combo.items() if any(p.item_id not in run.log for p in chunk)]
+
+    def backoff(old: int, new: int) -> None:
+        engine.release_memory()
+        progress.write(f"out of memory serving {old} pairs together; continuing with {new}")
+
+    for batch in score_in_batches(engine, todo, missing, group, on_backoff=backoff):
+        for (pair, layout, caches), records in batch:
+            gates = None
+            if cfg.check:
+                gates = run_gates(engine, pair, layout, caches, next(iter(records.values())))
+                require(gates, pair.item_id)
+            for combo, record in records.items():
+                if pair.item_id not in by_combo[combo].log:
+                    by_combo[combo].log.append(replace(record, item_hash=hashes[pair.item_id],
+                                                       gates=tuple(gates) if gates is not None else None))
+            progress.update(1)
+
+
+def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> list[dict[str, Any]]:
+    """Evaluate every (readout, serving) combination from one global prefill per pair; one
+    results file and one per-item log per combination. Returns the results payloads (none on
+    ranks other than 0 of a sharded run, see `matbench.run.distributed`).
+    `loaded`: a model already loaded (several suites in one run)."""
+    from tqdm import tqdm
+
+    from matbench.engine.pair_engine import PairEngine
+    from matbench.engine.policies import parse_policy
+
+    check_config(cfg, shard)
+    pairs, source_info = load_suite(cfg)
+    started = time.time()
+    loaded = loaded if loaded is not None else _load(cfg, shard)
+    engine = PairEngine(loaded, chunk_size=cfg.chunk_size, policy=parse_policy(cfg.policy))
+    specs = plan(cfg, engine)
+    model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
+    configs = [run_config(s, model_info, source_info, len(pairs), cfg.check) for s in specs]
+    runs = open_runs(specs, configs, cfg, shard, [p.item_id for p in pairs])
     hashes = {p.item_id: item_hash(p) for p in pairs}
-    for *_, log in runs.values():
-        log.check_items(hashes)  # a logged item must be the same item, not just the same id
-    todo = [p for p in pairs if any(p.item_id not in log for *_, log in runs.values())]
+    for run in runs:
+        run.log.check_items(hashes)  # a logged item must be the same item, not just the same id
+    todo = [p for p in pairs if any(p.item_id not in run.log for run in runs)]
     # Items of one variant (for harvest: one conversation) run together, so that consecutive
     # items over the same long dialog reuse its prefill; logs are written back in suite order.
     todo.sort(key=lambda p: p.variant)
     mine = shard.block(todo)
     group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts)
-    first_group = group
     reset_peak(loaded.device)
     where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""
-    progress = tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
-                    desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
-                    disable=not cfg.progress or not shard.is_main)
-    start = 0
-    while start < len(mine):
-        chunk = mine[start:start + group]
-        # Recompute only what is missing; a pair missing in some logs is redone for those only.
-        missing = [c for c in combos if any(p.item_id not in runs[c][3] for p in chunk)]
-        try:
-            items = engine.prepare_many(chunk)
-            engine.prefetch_layouts(mine[start + len(chunk):start + len(chunk) + group])  # while the GPU prefills
-            scored = engine.score_many(items, missing)
-        except Exception as exc:
-            if not is_out_of_memory(exc) or len(chunk) == 1:
-                raise
-            # Back off: finished pairs are already in the logs and this chunk wrote nothing, so
-            # it is simply redone in halves. The records do not depend on the batch size.
-            group = max(1, len(chunk) // 2)
-            engine.release_memory()
-            progress.write(f"out of memory serving {len(chunk)} pairs together; continuing with {group}")
-            continue
-        start += len(chunk)
-        for (pair, layout, caches), records in zip(items, scored):
-            gates = None
-            if cfg.check:
-                gates = run_gates(engine, pair, layout, caches, records[missing[0]])
-                require(gates, pair.item_id)
-            for combo in missing:
-                if pair.item_id in runs[combo][3]:
-                    continue
-                record = replace(records[combo], item_hash=hashes[pair.item_id],
-                                 gates=tuple(gates) if gates is not None else None)
-                runs[combo][3].append(record)
-            progress.update(1)
-    progress.close()
+    with tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
+              desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
+              disable=not cfg.progress or not shard.is_main) as progress:
+        score_missing(engine, mine, runs, hashes, cfg, group, progress)
     shard.barrier()
     if not shard.is_main:
         return []
     if shard.active:  # the shard logs into the run's log, in the order one process writes it
-        for combo, (run_config, key, stem, log) in list(runs.items()):
-            merged = ItemLog(log.path, key)
+        for run in runs:
+            merged = ItemLog(run.log.path, run.key)
             merge_shard_logs(merged, [p.item_id for p in todo])
-            merged.n_loaded = log.n_loaded
-            runs[combo] = (run_config, key, stem, merged)
+            merged.n_loaded = run.log.n_loaded
+            run.log = merged
+    done = {"resources": _resources(cfg, loaded, shard, group), "environment": environment(),
+            "started": started}
+    return [write_results(run, cfg, pairs, evaluator_for(cfg.suite), done) for run in runs]
 
-    payloads = []
-    environment_info = environment()
+
+def evaluator_for(suite: str) -> Any:
+    from matbench.evaluators import EVALUATORS
+
+    return EVALUATORS.get(suite)(suite=suite)
+
+
+def _resources(cfg: EvalConfig, loaded: Any, shard: Shard, group: int) -> dict[str, Any]:
     peak, memory_kind = peak_memory(loaded.device)
-    resources = {"peak_memory_gib": round(peak, 3), "memory_kind": memory_kind, "batch_pairs": first_group,
-                 "batch_pairs_chosen_from_memory": cfg.batch_pairs is None and loaded.device.startswith("cuda"),
-                 "processes": shard.world_size}
-    for run_config, key, stem, log in runs.values():
-        records = log.ordered(p.item_id for p in pairs)
-        payload = {
-            "schema_version": SCHEMA_VERSION,
-            "config": run_config,
-            "config_hash": key,
-            "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
-            "environment": environment_info,
-            "metrics": evaluator.summarize(records),
-            "gates": _gate_summary(records),
-            "items": {"log": log.path.name, "sha256": file_sha256(log.path), "n_records": len(records),
-                      "n_from_log": log.n_loaded},
-            "wall_seconds": round(time.time() - started, 2),
-            "resources": resources,
-        }
-        validate_results(payload, f"results of {stem}")  # never write a file the schema refuses
-        write_json(out / f"{stem}.json", payload)
-        payloads.append(payload)
-    return payloads
+    return {"peak_memory_gib": round(peak, 3), "memory_kind": memory_kind, "batch_pairs": group,
+            "batch_pairs_chosen_from_memory": cfg.batch_pairs is None and loaded.device.startswith("cuda"),
+            "processes": shard.world_size}
+
+
+def write_results(run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator: Any, done: dict[str, Any]
+                  ) -> dict[str, Any]:
+    """The spec's results file from its log's records, validated before it is written; `done`:
+    the run's resources, environment and start time, shared by every spec."""
+    records = run.log.ordered(p.item_id for p in pairs)
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        "config": run.config,
+        "config_hash": run.key,
+        "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
+        "environment": done["environment"],
+        "metrics": evaluator.summarize(records),
+        "gates": _gate_summary(records),
+        "items": {"log": run.log.path.name, "sha256": file_sha256(run.log.path), "n_records": len(records),
+                  "n_from_log": run.log.n_loaded},
+        "wall_seconds": round(time.time() - done["started"], 2),
+        "resources": done["resources"],
+    }
+    validate_results(payload, f"results of {run.spec.stem}")  # never write a file the schema refuses
+    write_json(Path(cfg.output) / f"{run.spec.stem}.json", payload)
+    return payload
 
 
 def _gate_summary(records: list[PairRecord]) -> dict[str, dict]:

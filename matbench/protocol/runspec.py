@@ -1,0 +1,41 @@
+"""The unit of work: one suite through one model under one readout, serving mode and policy."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What `matbench eval` runs and writes one results file for. Several specs of one suite and
+    model (readouts x serving modes) share one global prefill per pair.
+
+    `serving` is resolved (compact or native, never auto); `policy` is the serving policy's spec
+    (`oracle`, the suite's own served events, or e.g. `recent:64`); `limit` None = the suite's
+    default size; `dtype` and `attention` None = the device's defaults."""
+
+    model: str
+    suite: str
+    readout: str
+    serving: str
+    policy: str = "oracle"
+    revision: str | None = None
+    dataset: str | None = None
+    dataset_revision: str | None = None
+    dtype: str | None = None
+    attention: str | None = None
+    seed: int = 0
+    limit: int | None = None
+    chunk_size: int | None = None
+
+    @property
+    def combo(self) -> tuple[str, str]:
+        return self.readout, self.serving
+
+    @property
+    def stem(self) -> str:
+        """File stem of its results: `<suite>_<readout>_<serving>`, plus the policy when it is not
+        the oracle (`discovery_probe_compact_recent-64`)."""
+        base = f"{self.suite}_{self.readout}_{self.serving}"
+        return base if self.policy == "oracle" else f"{base}_{re.sub(r'[^A-Za-z0-9.-]+', '-', self.policy)}"

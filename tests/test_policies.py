@@ -1,0 +1,153 @@
+"""Serving policies: the seam, the engine's donor discipline, and `--policy` end to end."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from matbench.cli import main
+from matbench.engine.gates import run_gates
+from matbench.engine.pair_engine import PairEngine
+from matbench.engine.policies import parse_policy
+from matbench.engine.policies.base import ServingPolicy
+from matbench.engine.policies.oracle import OracleEvents
+from matbench.engine.policies.recent import RecentTokens
+from matbench.engine.selection import governed, select
+from matbench.errors import GateFailure, MatbenchError
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("recnt:64", "unknown serving policy 'recnt'. Did you mean 'recent'?"),
+    ("recent", "policy recent needs a positive token count, as recent:64 (got None)"),
+    ("recent:x", "policy recent needs a positive token count, as recent:64 (got 'x')"),
+    ("oracle:3", "policy 'oracle' takes no arguments (got '3')"),
+])
+def test_a_bad_policy_is_one_line(spec, message):
+    with pytest.raises(MatbenchError) as err:
+        parse_policy(spec)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_specs_round_trip():
+    assert parse_policy("recent:64") == RecentTokens(64) and parse_policy("recent:64").spec == "recent:64"
+    assert parse_policy("oracle") == OracleEvents() and parse_policy("oracle").is_oracle
+
+
+def test_the_oracle_keeps_exactly_the_declared_events(tiny_llama, pairs):
+    engine = PairEngine(tiny_llama)
+    layout, caches = engine.prepare(pairs[0])
+    for arm in pairs[0].arms:
+        for m in (0, 1):
+            assert OracleEvents().keep(arm, layout.members[m], caches[m]) == tuple(caches[m].kept_slots(arm.served).tolist())
+
+
+def test_recent_keeps_the_header_and_the_last_positions_in_both_members(tiny_llama, pairs):
+    engine = PairEngine(tiny_llama, policy=RecentTokens(30))
+    pair = pairs[0]
+    layout, caches = engine.prepare(pair)
+    assert [a.name for a in pair.arms if governed(pair, a)] == ["root", "chain"]  # not txt, not control
+    (slots_a, slots_b), selection = select(engine.policy, pair, layout, caches, pair.arm("root"))
+    a, b = layout.members
+    header = a.header_span[1]
+    end = max(a.positions) + 1
+    assert slots_a[:header] == tuple(range(header))
+    assert [a.positions[s] for s in slots_a[header:]] == [p for p in a.positions[header:] if p >= end - 30]
+    assert [a.positions[s] for s in slots_a] == [b.positions[s] for s in slots_b]
+    assert (selection.kept_tokens, selection.members_differ, selection.donor_visible) == (header + 30, False, False)
+
+
+def test_recent_records_carry_the_selection_and_every_gate_passes(tiny_llama, pairs):
+    engine = PairEngine(tiny_llama, policy=RecentTokens(30))
+    for pair in pairs:
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        assert all(g.passed for g in run_gates(engine, pair, layout, caches, record))
+        assert {n for n, arm in record.arms.items() if arm.selection is not None} == {"root", "chain"}
+        assert record.arms["control"].shift == 0.0
+        assert "selection" in record.to_json()["arms"]["root"] and "selection" not in record.to_json()["arms"]["txt"]
+    oracle = PairEngine(tiny_llama).score(pairs[0], *PairEngine(tiny_llama).prepare(pairs[0]))
+    assert all(arm.selection is None for arm in oracle.arms.values())  # oracle records are as before
+
+
+@dataclass(frozen=True)
+class FirstSlots(ServingPolicy):
+    """Keeps the first `n` slots: slots, not positions, so the window reaches further in the
+    member whose source value has fewer tokens (a policy whose picks differ across members)."""
+
+    n: int = 200
+    name = "first-slots"
+
+    def keep(self, arm, member, cache):
+        return tuple(range(min(self.n, len(member.input_ids))))
+
+
+def test_selections_that_differ_across_members_are_served_as_one_union_and_recorded(tiny_llama, pairs):
+    pair = pairs[0]
+    layout, caches = PairEngine(tiny_llama).prepare(pair)
+    assert layout.members[0].positions != layout.members[1].positions  # the source's tokens differ in number
+    # Up to the end of the longer member's source: the shorter member's window reaches past its own.
+    engine = PairEngine(tiny_llama, policy=FirstSlots(max(m.event_spans[pair.source][1] for m in layout.members)))
+    (slots_a, slots_b), selection = select(engine.policy, pair, layout, caches, pair.arm("root"))
+    assert selection.members_differ and selection.donor_visible  # the window holds the source
+    served = [[m.positions[s] for s in slots] for m, slots in zip(layout.members, (slots_a, slots_b))]
+    source = [set(m.positions[slice(*m.event_spans[pair.source])]) for m in layout.members]
+    # Both members are served the union of the picks: the same positions outside the source slot,
+    # where the members' tokens (and so their positions) differ by construction.
+    assert [p for p in served[0] if p not in source[0] | source[1]] == [p for p in served[1] if p not in source[0] | source[1]]
+    for m, member in enumerate(layout.members):
+        picked = {member.positions[s] for s in engine.policy.keep(pair.arm("root"), member, caches[m])}
+        assert picked <= set(served[m])
+
+
+@dataclass(frozen=True)
+class Unsorted(ServingPolicy):
+    name = "unsorted"
+
+    def keep(self, arm, member, cache):
+        return (5, 3, *range(*member.header_span))
+
+
+def test_a_policy_returning_bad_slots_is_one_line(tiny_llama, pairs):
+    engine = PairEngine(tiny_llama, policy=Unsorted())
+    layout, caches = engine.prepare(pairs[0])
+    with pytest.raises(MatbenchError, match="policy 'unsorted' returned slots that are not sorted"):
+        select(engine.policy, pairs[0], layout, caches, pairs[0].arm("root"))
+
+
+@dataclass(frozen=True)
+class SwapsTokens(ServingPolicy):
+    """Serves a decoy-free window whose token ids are then forged to differ (planted bug)."""
+
+    name = "forged"
+
+    def keep(self, arm, member, cache):
+        return OracleEvents().keep(arm, member, cache)
+
+
+def test_the_identity_gate_runs_on_the_served_selection(tiny_llama, pairs, monkeypatch):
+    import dataclasses
+
+    engine = PairEngine(tiny_llama, policy=SwapsTokens())
+    pair = pairs[0]
+    layout, caches = engine.prepare(pair)
+    forged = dataclasses.replace(layout.members[1], input_ids=tuple(t + 1 for t in layout.members[1].input_ids))
+    bad = dataclasses.replace(layout, members=(layout.members[0], forged))
+    with pytest.raises(GateFailure, match="policy 'forged' serves different token ids"):
+        select(engine.policy, pair, bad, caches, pair.arm("root"))
+
+
+def test_eval_with_a_policy_names_it_and_keeps_oracle_files_apart(tiny_dir, tmp_path):
+    out = tmp_path / "out"
+    common = ["eval", "--model", str(tiny_dir), "--limit", "2", "--device", "cpu", "--no-progress", "--output", str(out)]
+    assert main([*common, "--policy", "recent:30", "--check"]) == 0
+    assert main(common) == 0
+    results = json.loads((out / "discovery_probe_compact_recent-30.json").read_text())
+    assert results["config"]["policy"] == "recent:30" and results["schema_version"] == "1.4"
+    assert {g: s["passed"] for g, s in results["gates"].items()} == dict.fromkeys(("A", "B", "control", "layout", "mask"), 2)
+    oracle = json.loads((out / "discovery_probe_compact.json").read_text())
+    assert "policy" not in oracle["config"] and oracle["config_hash"] != results["config_hash"]
+    assert main(["scorecard", str(out)]) == 0  # the card is built from the oracle run alone
+    card = json.loads((out / "scorecard.json").read_text())
+    assert card["contract"]["discovery"]["evidence"]["results"] == "discovery_probe_compact.json"
