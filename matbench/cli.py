@@ -12,6 +12,7 @@ import sys
 from matbench.commands import bench, generate, leaderboard, rescore, scorecard, submit
 from matbench.commands import eval as eval_command
 from matbench.errors import MatbenchError, is_out_of_memory
+from matbench.plugins import load_plugins
 
 COMMANDS = (eval_command, generate, scorecard, rescore, leaderboard, submit, bench)
 
@@ -28,6 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        load_plugins()  # before parsing: a plugin's readouts are choices of --readout
+    except MatbenchError as exc:
+        print(f"matbench: error: {exc}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

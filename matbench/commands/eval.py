@@ -8,6 +8,7 @@ import json
 from matbench.commands.common import add_dialog_sources, choices
 from matbench.errors import MatbenchError
 from matbench.models.loading import ATTN_IMPLEMENTATIONS
+from matbench.protocol.readouts import READOUTS
 
 EVAL_EPILOG = """examples:
   matbench eval --model smollm2-135m --output out/smollm2
@@ -37,14 +38,15 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True,
                    help="offline alias (smollm2-135m, gemma3-270m), Hub id, local directory, or .gguf file")
     p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
-    p.add_argument("--suite", default="discovery", help="suite name, or all for the whole memory contract and its scorecard (default: discovery)")
+    p.add_argument("--suite", default="discovery", help="suite name (a registered suite: built in, or a plugin's; "
+                   "see MATBENCH_PLUGINS), or all for the whole memory contract and its scorecard (default: discovery)")
     p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
                    "`matbench generate`) instead of generating it in memory")
     p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
     p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
     p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
-    p.add_argument("--readout", default="probe", type=choices("readout", ("probe", "short", "trace")),
-                   help="probe, short, trace, a comma list, or all (default: probe; the donor shift "
+    p.add_argument("--readout", default="probe", type=choices("readout", tuple(READOUTS.names())),
+                   help=f"{', '.join(READOUTS.names())}, a comma list, or all (default: probe; the donor shift "
                    "always comes from the probe). Several share one prefill per pair.")
     p.add_argument("--serving", default="auto", type=choices("serving", ("auto", "compact", "native")),
                    help="compact, native, compact,native, or auto (default: native for models with "

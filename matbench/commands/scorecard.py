@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from matbench.protocol.readouts import READOUTS
+
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("scorecard", help="the memory-contract scorecard of one model's results directories",
@@ -13,7 +15,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                        "FIRST_DIR/scorecard.json. Where several directories hold a suite, the run with the most "
                        "items counts.")
     p.add_argument("directories", nargs="+", metavar="DIR", help="matbench eval output directories of one model")
-    p.add_argument("--readout", default="probe", choices=["probe", "short", "trace"], help="default: probe")
+    p.add_argument("--readout", default="probe", choices=READOUTS.names(), help="default: probe")
     p.add_argument("--output", help="scorecard file to write (default: FIRST_DIR/scorecard.json)")
     p.set_defaults(func=run)
 

@@ -57,7 +57,8 @@ class RunConfig(_Strict):
     dataset_revision: str | None = Field(default=None, description="dataset revision (tag or commit) asked for")
     config_content_hash: str | None = Field(default=None, description="sha256 over the config's row hashes (dataset runs)")
     n_items: int = Field(ge=1, description="items (donor pairs) evaluated")
-    readout: Literal["probe", "short", "trace"] = Field(description="how answers were read (SPEC 2.5)")
+    readout: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="how answers were read (SPEC 2.5): a "
+                         "registered readout (probe, short, trace, or a plugin's)")
     serving: Literal["compact", "native"] = Field(description="serving mode (SPEC 2.3)")
     chunk_size: int | None = Field(description="prefill chunk size in tokens, null = one chunk")
     check: bool = Field(description="whether the faithfulness gates ran on every item")
