@@ -18,9 +18,9 @@ from matbench.protocol.records import PairRecord
 from matbench.protocol.runspec import RunSpec
 from matbench.results.files import config_hash, file_sha256, item_hash, write_json
 from matbench.results.logs import ItemLog
-from matbench.results.provenance import environment
 from matbench.results.schema import SCHEMA_VERSION, validate_results
 from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
+from matbench.run.environment import environment
 
 
 @dataclass(frozen=True)
