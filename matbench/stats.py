@@ -93,38 +93,6 @@ def equivalent_by_ci(interval: Interval, bound: float) -> bool:
     return -bound < interval.low and interval.high < bound
 
 
-@dataclass(frozen=True)
-class Tost:
-    """Two one-sided tests of |difference| < bound: equivalent when p (the larger one-sided p) < alpha."""
-
-    difference: float
-    bound: float
-    p_lower: float  # H0: difference <= -bound
-    p_upper: float  # H0: difference >= +bound
-    p: float
-    equivalent: bool
-
-    def as_dict(self) -> dict:
-        return {"difference": self.difference, "bound": self.bound, "p_lower": self.p_lower,
-                "p_upper": self.p_upper, "p": self.p, "equivalent": self.equivalent}
-
-
-def tost_two_proportions(x1: int, n1: int, x2: int, n2: int, bound: float, alpha: float = 0.05) -> Tost:
-    """TOST for p1 - p2 of two independent proportions within (-bound, bound), Wald z statistics
-    with the unpooled standard error (statsmodels `tost_proportions_2indep(method="wald")`)."""
-    p1, p2 = x1 / n1, x2 / n2
-    diff = p1 - p2
-    se = math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
-    if se == 0:
-        inside = -bound < diff < bound
-        p_lower = p_upper = 0.0 if inside else 1.0
-    else:
-        p_lower = float(stats.norm.sf((diff + bound) / se))
-        p_upper = float(stats.norm.cdf((diff - bound) / se))
-    p = max(p_lower, p_upper)
-    return Tost(diff, bound, p_lower, p_upper, p, p < alpha)
-
-
 def mcnemar_exact(only_first: int, only_second: int) -> float:
     """Exact two-sided McNemar test on the discordant pairs of a paired binary outcome (e.g. an
     item right under one arm and wrong under the other): a binomial test of b vs c at 1/2."""

@@ -8,7 +8,7 @@ from matbench.data_gen import SUITES
 from matbench.data_gen.access import NEGATIVE, POOLS, POSITIVE
 from matbench.engine.cache import isolated_cache, text_cache
 from matbench.evaluators import EVALUATORS
-from tests.conftest import engine_for, gated_records
+from tests.helpers import engine_for, gated_records
 
 
 def test_variants_values_and_independent_decoys():

@@ -10,7 +10,7 @@ import torch
 
 from matbench.kernels.attention import grouped_sdpa_forward
 from matbench.models.loading import resolve_attn
-from tests.conftest import engine_for, gated_records
+from tests.helpers import engine_for, gated_records
 
 
 def _with_attn(loaded, impl):

@@ -9,7 +9,7 @@ from matbench.data_gen import SUITES
 from matbench.engine.cache import prefill_pair
 from matbench.engine.layout import layout_pair
 from matbench.engine.prefill import prefill_pairs
-from tests.conftest import engine_for
+from tests.helpers import engine_for
 
 
 def _mixed_pairs():
@@ -57,14 +57,20 @@ def test_engine_records_do_not_depend_on_batched_prefill(tiny):
             assert entry.shift == pytest.approx(other.shift, abs=1e-4)
 
 
-def test_prefetched_layouts_are_used_once(tiny_llama):
+def test_prefetched_layouts_are_used_once(tiny_llama, monkeypatch):
+    import matbench.engine.pair_engine as pair_engine
+
     engine = engine_for(tiny_llama)
     pairs = SUITES.get("discovery").generate(0, 3)
+    calls = []
+    real = pair_engine.layout_pair
+    monkeypatch.setattr(pair_engine, "layout_pair", lambda pair, renderer: calls.append(pair.item_id) or real(pair, renderer))
     prefetched = engine.prefetch_layouts(pairs)
+    assert calls == [p.item_id for p in pairs]
     first = [layout for _, layout, _ in engine.prepare_many(pairs)]
-    assert all(a is b for a, b in zip(first, prefetched))  # the CPU work done ahead is reused
+    assert first == prefetched and len(calls) == 3  # the CPU work done ahead is reused, not redone
     again = [layout for _, layout, _ in engine.prepare_many(pairs)]
-    assert again == first and all(a is not b for a, b in zip(again, first))  # and not kept forever
+    assert again == first and len(calls) == 6  # and not kept forever: a second batch lays out anew
 
 
 def test_the_gpu_batch_estimate_reads_prefetched_layouts(tiny_llama, monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 from matbench.engine.pair_engine import PairEngine
 from matbench.engine.runtime import ModelRunner
 from matbench.models.windows import layer_windows
-from tests.conftest import tiny_config
+from tests.helpers import tiny_config
 
 
 @pytest.mark.parametrize("serving", ["compact", "native"])

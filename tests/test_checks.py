@@ -10,7 +10,7 @@ from matbench.data_gen import SUITES
 from matbench.data_gen.checks import check_pair, donor_words
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
-from tests.conftest import dialog_sources
+from tests.helpers import dialog_sources
 
 
 def _discovery():

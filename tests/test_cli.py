@@ -183,11 +183,11 @@ def test_first_line_of_an_empty_exception_is_its_type():
 def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_dir):
     from matbench.data_gen import SUITES
     from matbench.results.schema import read_results
-    from tests.conftest import SHARED_DATA
+    from tests.helpers import shared_data
 
     out = tmp_path / "contract"
     code, stdout, err = run_cli(["eval", "--model", str(tiny_dir), "--suite", "all", "--limit", "5", "--chunk-size", "4096",
-                                 "--locomo", str(SHARED_DATA / "locomo"), "--realtalk", str(SHARED_DATA / "realtalk"),
+                                 "--locomo", str(shared_data() / "locomo"), "--realtalk", str(shared_data() / "realtalk"),
                                  "--no-progress", "--output", str(out)], capsys)
     assert code == 0, err
     for name in SUITES.names():

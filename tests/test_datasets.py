@@ -18,7 +18,7 @@ from matbench.data_gen.rows import (
     row_to_pair,
 )
 from matbench.errors import MatbenchError
-from tests.conftest import dialog_sources
+from tests.helpers import dialog_sources
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from matbench.engine.render import Renderer
 from matbench.engine.serving import ServeRequest, serve_compact
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
-from tests.conftest import engine_for
+from tests.helpers import engine_for
 
 MENU = ("EXCEEDED", "NORMAL")
 

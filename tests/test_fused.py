@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from matbench.engine.runtime import ModelRunner, new_cache
-from matbench.kernels.fused import available, fuse
+from matbench.kernels.fused import fuse
 
 
 def test_fused_modules_give_the_same_logits(tiny, monkeypatch):
@@ -48,11 +48,6 @@ def test_small_inputs_take_the_eager_forward(tiny, monkeypatch):
     assert torch.equal(norm(small), type(norm).forward(norm, small)) and calls == []
     monkeypatch.setattr(fused_mod, "MIN_ELEMENTS", small.numel())
     assert torch.equal(norm(small), type(norm).forward(norm, small)) and calls == [1]
-
-
-@pytest.mark.parametrize("device", ["cpu", "mps"])
-def test_fusing_is_for_cuda_only(device):
-    assert not available(device)
 
 
 def test_fused_kernels_setting_is_checked():

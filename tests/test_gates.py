@@ -16,7 +16,7 @@ from matbench.engine.gates import (
     run_gates,
 )
 from matbench.engine.runtime import ModelRunner
-from tests.conftest import engine_for
+from tests.helpers import engine_for
 
 
 def _gates(loaded, pair, **kw):

@@ -18,7 +18,7 @@ from matbench.data_gen.dialogs import (
 )
 from matbench.data_gen.harvest import N_CARRIERS, N_INJECTED, content_words, gold_answer
 from matbench.errors import MatbenchError
-from tests.conftest import SHARED_DATA, dialog_sources
+from tests.helpers import dialog_sources, shared_data
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,8 @@ def test_malformed_evidence_ids_are_normalised_or_dropped():
 
 
 def test_sources_load_with_their_text_fields():
-    locomo = load_locomo(SHARED_DATA / "locomo" / "locomo10.json")
-    realtalk = load_realtalk(SHARED_DATA / "realtalk")
+    locomo = load_locomo(shared_data() / "locomo" / "locomo10.json")
+    realtalk = load_realtalk(shared_data() / "realtalk")
     assert [c.conversation for c in locomo][:2] == ["conv-26", "conv-30"] and len(locomo) == 10
     assert [c.conversation for c in realtalk][:2] == ["Chat_1_Emi_Elise", "Chat_2_Kevin_Elise"] and len(realtalk) == 10
     # REALTALK's text is `clean_text`; empty messages are skipped; sessions follow their number.
@@ -46,8 +46,8 @@ def test_sources_load_with_their_text_fields():
 
 
 def test_rows_follow_the_selection_rules(rows):
-    conversations = {(c.corpus, c.conversation): c for c in load_locomo(SHARED_DATA / "locomo")
-                     + load_realtalk(SHARED_DATA / "realtalk")}
+    conversations = {(c.corpus, c.conversation): c for c in load_locomo(shared_data() / "locomo")
+                     + load_realtalk(shared_data() / "realtalk")}
     kinds = Counter((r["corpus"], r["kind"]) for r in rows)
     assert all(kinds[(corpus, kind)] > 0 for corpus in ("locomo", "realtalk") for kind in ("natural", "injected"))
     per_conversation = Counter((r["conversation"], r["kind"]) for r in rows)
@@ -96,7 +96,7 @@ def test_hydration_builds_both_kinds_of_item():
 def test_a_changed_or_missing_source_copy_is_refused(rows, tmp_path):
     realtalk_rows = [r for r in rows if r["corpus"] == "realtalk"][:3]
     copy = tmp_path / "realtalk"
-    shutil.copytree(SHARED_DATA / "realtalk", copy)
+    shutil.copytree(shared_data() / "realtalk", copy)
     target = copy / realtalk_rows[0]["source_file"]
     data = json.loads(target.read_text())
     target.write_text(json.dumps(data))  # same content, other bytes: a different copy
@@ -104,7 +104,7 @@ def test_a_changed_or_missing_source_copy_is_refused(rows, tmp_path):
     with pytest.raises(MatbenchError, match="has sha256 .* use the same copy of realtalk"):
         suite.pairs_from_rows(realtalk_rows, DialogSources(realtalk=str(copy)))
     with pytest.raises(MatbenchError, match="pass --realtalk DIR"):
-        suite.pairs_from_rows(realtalk_rows, DialogSources(locomo=str(SHARED_DATA / "locomo")))
+        suite.pairs_from_rows(realtalk_rows, DialogSources(locomo=str(shared_data() / "locomo")))
     with pytest.raises(MatbenchError, match="no REALTALK files"):
         suite.pairs_from_rows(realtalk_rows, DialogSources(realtalk=str(tmp_path)))
     with pytest.raises(MatbenchError, match="content_hash does not match"):
@@ -122,7 +122,7 @@ def test_a_changed_or_missing_source_copy_is_refused(rows, tmp_path):
 def test_generate_and_evaluate_harvest_from_a_repository(tmp_path, tiny_dir, capsys):
     from matbench.cli import main
 
-    sources = ["--locomo", str(SHARED_DATA / "locomo" / "locomo10.json"), "--realtalk", str(SHARED_DATA / "realtalk")]
+    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json"), "--realtalk", str(shared_data() / "realtalk")]
     assert main(["generate", "--suite", "harvest", "--n-items", "3", "--out", str(tmp_path / "suites"), *sources]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 3
     out = tmp_path / "run"
@@ -135,3 +135,13 @@ def test_generate_and_evaluate_harvest_from_a_repository(tmp_path, tiny_dir, cap
     for summary in natural.values():
         assert -1 <= summary["harv_minus_iso"]["mean"] <= 1 and summary["harv_minus_iso"]["clustered_by"] == "conversation"
     assert results["gates"]["A"]["passed"] == results["gates"]["A"]["checked"] == 3
+
+
+def test_missing_dialog_data_fails_in_one_line_instead_of_skipping(tmp_path, monkeypatch):
+    import pytest
+
+    from tests.helpers import shared_data
+
+    monkeypatch.setenv("MATBENCH_SHARED_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(pytest.fail.Exception, match=f"real-dialog data not found at {tmp_path / 'nowhere'}"):
+        shared_data()

@@ -11,7 +11,7 @@ from matbench.data_gen.landing import (
     ROOT_AT,
 )
 from matbench.evaluators import EVALUATORS
-from tests.conftest import gated_records
+from tests.helpers import gated_records
 
 
 def test_landing_structure_and_determinism():
@@ -48,7 +48,7 @@ def test_swapping_every_donor_carrying_row_turns_one_member_into_the_other(tiny_
 
     from matbench.errors import MatbenchError
     from matbench.protocol.pairs import Arm
-    from tests.conftest import engine_for
+    from tests.helpers import engine_for
 
     pair = SUITES.get("landing").generate(0, 1)[0]
     question = pair.arm("root_edge").question

@@ -7,7 +7,7 @@ import torch
 
 from matbench.engine.gates import run_gates
 from matbench.models.loading import LoadedModel, ModelSource, check_servable
-from tests.conftest import engine_for, tiny_config
+from tests.helpers import engine_for, tiny_config
 
 
 def _gates_pass(loaded, pair):

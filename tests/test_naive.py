@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from matbench.engine.naive import naive_pair
-from tests.conftest import engine_for
+from tests.helpers import engine_for
 
 
 @pytest.mark.parametrize("serving", ["compact", "native"])

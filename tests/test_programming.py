@@ -8,7 +8,7 @@ import re
 from matbench.data_gen import SUITES
 from matbench.data_gen.programming import KINDS, REVIEW_AT
 from matbench.evaluators import EVALUATORS
-from tests.conftest import gated_records
+from tests.helpers import gated_records
 
 
 def test_structure_balance_and_operands():

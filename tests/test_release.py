@@ -7,7 +7,7 @@ from pathlib import Path
 
 from matbench.data_gen import SUITES
 from matbench.data_gen.publish import config_hash, feature_type
-from tests.conftest import dialog_sources
+from tests.helpers import dialog_sources
 
 RELEASE = Path(__file__).resolve().parents[1] / "suites"
 

@@ -8,7 +8,7 @@ import torch
 
 from matbench.engine.runtime import ReservedLayer, cache_from_rows, cache_rows
 from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
-from tests.conftest import engine_for
+from tests.helpers import engine_for
 
 
 def test_appending_writes_into_the_room_then_concatenates():

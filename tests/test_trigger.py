@@ -7,7 +7,7 @@ from matbench.data_gen.trigger import CARRIER_AT, CONSTRUCTIONS
 from matbench.engine.layout import layout_pair
 from matbench.engine.render import Renderer
 from matbench.evaluators import EVALUATORS
-from tests.conftest import gated_records
+from tests.helpers import gated_records
 
 
 def test_groups_share_draws_and_cover_the_bank():

@@ -10,7 +10,7 @@ from matbench.evaluators.base import _expected_metrics
 from matbench.protocol.frames import event_text
 from matbench.protocol.outcomes import outcome
 from matbench.protocol.records import ArmRecord, PairRecord
-from tests.conftest import engine_for, gated_records
+from tests.helpers import engine_for, gated_records
 
 
 def test_structure_and_independent_patch_values():

@@ -64,9 +64,6 @@ class Renderer:
         prefix = assistant_prefix if self.chat else BASE_ANSWER_PREFIX
         return question_text(question, suffix) + self.tail + prefix
 
-    def query_ids(self, question: str, suffix: str, assistant_prefix: str = "") -> list[int]:
-        return self.ids(self.query_text(question, suffix, assistant_prefix))
-
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 

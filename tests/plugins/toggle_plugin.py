@@ -8,7 +8,16 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body, register_source_pair
+from matbench.data_gen.base import (
+    N_EVENTS,
+    REGISTER_POOL,
+    STATES,
+    SUITES,
+    Suite,
+    ask_state,
+    filler_body,
+    register_source_pair,
+)
 from matbench.engine.policies.base import POLICIES, ServingPolicy
 from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, control_clean
 from matbench.protocol.metrics import Format, Metric, Scale
