@@ -20,6 +20,7 @@ positions: the isolation control), `sel_txt` (the served events re-read as text)
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
 from matbench.protocol.pairs import Arm, DonorPair
@@ -55,71 +56,82 @@ def _arms(source: int, questions: list[tuple[str, str, dict]]) -> list[Arm]:
     return arms
 
 
+class Payload(NamedTuple):
+    """What a variant draws: donor values, the source's two bodies, the decoy, the menu, numbers
+    fillers must avoid, the arms, the leak patterns and the carrier."""
+
+    values: tuple[str, str]
+    bodies: tuple[str, str]
+    decoy_body: str
+    menu: tuple[str, ...]
+    avoid: frozenset[int]
+    arms: list[Arm]
+    leak: tuple[str, ...]
+    carrier: str
+
+
+def _state(rng: random.Random, variant: str, source: int, regs: tuple[str, str, str]) -> Payload:
+    source_reg, target, decoy = regs
+    pool = POOLS[variant]
+    values = tuple(rng.sample(pool, 2))
+    return Payload(values, tuple(f"register {source_reg} set to state {v}" for v in values),  # type: ignore[arg-type]
+                   f"register {decoy} set to state {rng.choice(pool)}",  # independent: may equal a donor
+                   pool, frozenset(), _arms(source, [("", f"What state is register {target} in?", {})]),
+                   (rf"\bregister {source_reg} set to\b",), f"register {target} copied from register {source_reg}")
+
+
+def _digit3(rng: random.Random, variant: str, source: int, regs: tuple[str, str, str]) -> Payload:
+    source_reg, target, decoy = regs
+    high, low = rng.randint(501, 998), rng.randint(100, 499)
+    numbers = (high, low) if rng.random() < 0.5 else (low, high)
+    values = tuple(str(n) for n in numbers)
+    above = tuple("YES" if n > 500 else "NO" for n in numbers)
+    arms = _arms(source, [
+        ("exact", f"What is the numeric value of register {target}? Answer with the number only.",
+         {"open_question": True}),
+        ("above500", f"Is the numeric value of register {target} greater than 500?",
+         {"menu": ("YES", "NO"), "values": above}),
+        ("first_digit", f"What is the first digit of register {target}'s numeric value?",
+         {"menu": DIGITS, "values": tuple(v[0] for v in values)}),
+    ])
+    return Payload(values, tuple(f"register {source_reg} refreshed to {n}" for n in numbers),  # type: ignore[arg-type]
+                   f"register {decoy} completed a routine self-test", values, frozenset(numbers), arms,
+                   (rf"\bregister {source_reg} refreshed to\b",),
+                   f"register {target} copied from register {source_reg}")
+
+
+def _phrase(rng: random.Random, variant: str, source: int, regs: tuple[str, str, str]) -> Payload:
+    source_reg, target, decoy = regs
+    good, bad = rng.choice(POSITIVE), rng.choice(NEGATIVE)
+    values = (good, bad) if rng.random() < 0.5 else (bad, good)
+    bodies = tuple(f'register {source_reg} logged the note "{p}"' for p in values)
+    decoy_body = f'register {decoy} logged the note "{rng.choice(PHRASES)}"'  # independent of the donor
+    polarity = tuple("GOOD" if p in POSITIVE else "BAD" for p in values)
+    arms = _arms(source, [
+        ("verbatim", f"Which note did register {target} copy?", {}),
+        ("polarity", f"Was the note copied by register {target} good news or bad news?",
+         {"menu": ("GOOD", "BAD"), "values": polarity}),
+    ])
+    return Payload(values, bodies, decoy_body, PHRASES, frozenset(), arms,  # type: ignore[arg-type]
+                   (rf"\bregister {source_reg} logged\b",),
+                   f"register {target} copied the note of register {source_reg}")
+
+
+BUILDERS = {"bin2": _state, "dir4": _state, "name8": _state, "digit3": _digit3, "phrase": _phrase}
+
+
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     variant = VARIANTS[index % len(VARIANTS)]
-    source_reg, target, decoy = rng.sample(REGISTERS, 3)
-    own = (source_reg, target, decoy)
-    taken = own + POOLS["name8"]
+    own = tuple(rng.sample(REGISTERS, 3))
     source = rng.randrange(8, 12)
-    carrier = f"register {target} copied from register {source_reg}"
-    state_question = f"What state is register {target} in?"
-    if variant in POOLS:
-        pool = POOLS[variant]
-        values = tuple(rng.sample(pool, 2))
-        bodies = tuple(f"register {source_reg} set to state {v}" for v in values)
-        decoy_body = f"register {decoy} set to state {rng.choice(pool)}"  # independent: may equal a donor
-        menu, avoid = pool, frozenset()
-        arms = _arms(source, [("", state_question, {})])
-        leak = (rf"\bregister {source_reg} set to\b",)
-    elif variant == "digit3":
-        high, low = rng.randint(501, 998), rng.randint(100, 499)
-        numbers = (high, low) if rng.random() < 0.5 else (low, high)
-        values = tuple(str(n) for n in numbers)
-        bodies = tuple(f"register {source_reg} refreshed to {n}" for n in numbers)
-        decoy_body = f"register {decoy} completed a routine self-test"
-        menu, avoid = values, frozenset(numbers)
-        above = tuple("YES" if n > 500 else "NO" for n in numbers)
-        first = tuple(v[0] for v in values)
-        arms = _arms(source, [
-            ("exact", f"What is the numeric value of register {target}? Answer with the number only.",
-             {"open_question": True}),
-            ("above500", f"Is the numeric value of register {target} greater than 500?",
-             {"menu": ("YES", "NO"), "values": above}),
-            ("first_digit", f"What is the first digit of register {target}'s numeric value?",
-             {"menu": DIGITS, "values": first}),
-        ])
-        leak = (rf"\bregister {source_reg} refreshed to\b",)
-    else:  # phrase
-        good, bad = rng.choice(POSITIVE), rng.choice(NEGATIVE)
-        values = (good, bad) if rng.random() < 0.5 else (bad, good)
-        bodies = tuple(f'register {source_reg} logged the note "{p}"' for p in values)
-        decoy_body = f'register {decoy} logged the note "{rng.choice(PHRASES)}"'  # independent of the donor
-        menu, avoid = PHRASES, frozenset()
-        polarity = tuple("GOOD" if p in POSITIVE else "BAD" for p in values)
-        carrier = f"register {target} copied the note of register {source_reg}"
-        arms = _arms(source, [
-            ("verbatim", f"Which note did register {target} copy?", {}),
-            ("polarity", f"Was the note copied by register {target} good news or bad news?",
-             {"menu": ("GOOD", "BAD"), "values": polarity}),
-        ])
-        leak = (rf"\bregister {source_reg} logged\b",)
-    events = [filler_body(rng, taken, avoid=avoid) for _ in range(N_EVENTS)]
-    events[0] = decoy_body
-    events[source] = f"<donor of register {source_reg}>"
-    events[CARRIER_AT] = carrier
-    return DonorPair(
-        item_id=item_id,
-        events=tuple(events),
-        source=source,
-        source_bodies=bodies,  # type: ignore[arg-type]
-        values=values,  # type: ignore[arg-type]
-        menu=menu,
-        arms=tuple(arms),
-        leak_patterns=leak,
-        registers=own,
-        decoys=(0,),
-        variant=variant,
-    )
+    drawn = BUILDERS[variant](rng, variant, source, own)  # type: ignore[arg-type]
+    events = [filler_body(rng, own + POOLS["name8"], avoid=drawn.avoid) for _ in range(N_EVENTS)]
+    events[0] = drawn.decoy_body
+    events[source] = f"<donor of register {own[0]}>"
+    events[CARRIER_AT] = drawn.carrier
+    return DonorPair(item_id=item_id, events=tuple(events), source=source, source_bodies=drawn.bodies,
+                     values=drawn.values, menu=drawn.menu, arms=tuple(drawn.arms), leak_patterns=drawn.leak,
+                     registers=own, decoys=(0,), variant=variant)
 
 
 SUITE = SUITES.register("access")(Suite("access", VERSION, default_n=160, make_item=make_item))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -77,53 +78,10 @@ def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None
     donor_configs = [s.name for s in summaries if s.name != "harvest"]
     fields = field_table(SUITES.get(donor_configs[0] if donor_configs else "discovery"))
     harvest = _harvest_section() if any(s.name == "harvest" for s in summaries) else ""
-    body = f"""
-# matbench donor-pair suites
-
-Donor-pair suites of matbench for measuring semantic materialization in
-sparse KV-cache serving. Each row is one item with both donor members: two renderings of an agent
-trajectory that differ only in the value written by a source event that every materialization arm
-drops. Every served token is identical in both members, so an answer that tracks the dropped value
-is causal evidence that the kept rows carry it.
-
-```python
-from datasets import load_dataset
-suite = load_dataset("<this repository or a local copy>", "{summaries[0].name if summaries else 'discovery'}", split="test")
-```
-
-Evaluate a checkpoint with `matbench eval --model MODEL --suite NAME --dataset <repository>`.
-
-## Configs
-
-Generated with seed {seed} by matbench generator revision `{revision or "unknown"}`.
-
-| config | version | rows | content hash (sha256 over the rows' hashes) |
-|---|---|---|---|
-{table}
-
-## Fields (donor-pair configs)
-
-| field | type | meaning |
-|---|---|---|
-{fields}
-{harvest}
-## Protocol
-
-Each event renders as `<step i>\\naction: reg_op()\\nobservation: <body>\\n` after a header (chat
-head + fixed instruction). Both members are prefilled globally with explicit position ids; the
-source slot gets a position budget (the longer member's length) so that every later token has the
-same position in both. An arm serves the header and its `served` events (compact or native
-serving) and asks its question; the outcome per pair is follow / anti / const / other, reported
-with an exact sign test and the donor margin shift.
-
-## License
-
-MIT for the synthetic suites (generated text only). The `harvest` config holds references into
-LoCoMo (CC BY-NC 4.0) and REALTALK (no license declared; evaluation only) and none of their text:
-evaluating it needs your own copies (`matbench eval --suite harvest --dataset <this repository>
---locomo PATH --realtalk DIR`), whose sha256 must match the rows'.
-"""
-    return str(DatasetCard.from_template(data, template_str="---\n{{ card_data }}\n---\n" + body))
+    template = resources.files("matbench.data_gen").joinpath("templates", "dataset_card.md").read_text()
+    return str(DatasetCard.from_template(data, template_str=template, example_config=summaries[0].name if summaries
+                                         else "discovery", seed=seed, revision=revision or "unknown", table=table,
+                                         fields=fields, harvest=harvest))
 
 
 def feature_type(feature: Any) -> str:

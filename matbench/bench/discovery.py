@@ -28,7 +28,6 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     import torch
 
     from matbench.data_gen import SUITES
-    from matbench.engine.batches import BatchTimes, score_in_batches
     from matbench.engine.naive import naive_pair
     from matbench.engine.pair_engine import PairEngine
 
@@ -41,41 +40,14 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     n_params = sum(p.numel() for p in loaded.model.parameters())
     reset_peak(device)
 
-    # Warm-up (kernels, allocator), not timed.
-    engine.score_many([(pairs[0], *engine.prepare(pairs[0]))], combos)
-    engine.release_memory()  # the timed run prefills everything itself
-    times = BatchTimes()
-    prefill_tokens = 0
-    engine_records = []
-    sync(device)
-    started = time.perf_counter()
-    for batch in score_in_batches(engine, pairs, combos, group, sync=lambda: sync(device), times=times):
-        for (_, layout, _), records in batch:
-            engine_records.append(records)
-            a, b = layout.members
-            prefill_tokens += len(a.input_ids) + (len(b.input_ids) - layout.prefix_tokens if a != b else 0)
-    prefill_s, serve_s = times.prefill_s, times.score_s
-    engine_s = time.perf_counter() - started
-
+    timed = _time_engine(engine, pairs, combos, group, device)
     naive_items = pairs[:min(naive_n, n)]
     sync(device)
     started = time.perf_counter()
     naive_records = [naive_pair(engine, p, engine.serving) for p in naive_items]
     sync(device)
     naive_s = time.perf_counter() - started
-
-    compared = disagree = 0
-    flips = []
-    for pair, eng, nav in zip(naive_items, engine_records, naive_records):
-        for arm, n_arm in nav["arms"].items():
-            probe, short = eng[combos[0]].arms[arm], eng[combos[1]].arms[arm]
-            for key, got, ref in (("probe", probe.outcome, n_arm["probe_class"]), ("short", short.outcome, n_arm["class"])):
-                compared += 1
-                if got != ref:
-                    disagree += 1
-                    margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in n_arm["probe_logp"]]
-                    flips.append({"item": pair.item_id, "arm": arm, "readout": key, "engine": got, "naive": ref,
-                                  "naive_probe_margins": margins})
+    agreement = class_agreement(naive_items, timed["records"], naive_records, combos)
     peak = peak_tflops(device)
     return {
         "benchmark": "discovery", "model": loaded.source.name, "device_map": device_map,
@@ -84,13 +56,54 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
         "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation,
         "fused_kernels": loaded.fused_kernels, "serving": engine.serving,
         "batch_pairs": group, "n_pairs": n, "naive_pairs": len(naive_items),
-        "engine": {"seconds": round(engine_s, 3), "pairs_per_s": round(n / engine_s, 3),
-                   "prefill_seconds": round(prefill_s, 3), "serve_probe_decode_seconds": round(serve_s, 3),
-                   "prefill_tokens": prefill_tokens, "prefill_tokens_per_s": round(prefill_tokens / prefill_s, 1),
-                   "prefill_mfu": round(2 * n_params * prefill_tokens / prefill_s / (peak * 1e12), 4) if peak else None},
+        "engine": _engine_record(timed, n, n_params, peak),
         "naive": {"seconds": round(naive_s, 3), "pairs_per_s": round(len(naive_items) / naive_s, 3)},
-        "speedup": round((n / engine_s) / (len(naive_items) / naive_s), 2),
-        "class_agreement": {"compared": compared, "agree": compared - disagree,
-                            "rate": round((compared - disagree) / compared, 4) if compared else None, "flips": flips},
+        "speedup": round((n / timed["seconds"]) / (len(naive_items) / naive_s), 2),
+        "class_agreement": agreement,
         "peak_memory_gib": round(peak_memory(device)[0], 2), "peak_bf16_tflops": peak, "machine": machine(),
     }
+
+
+def _time_engine(engine: Any, pairs: list, combos: list, group: int, device: str) -> dict[str, Any]:
+    """The engine over `pairs` after an untimed warm-up (kernels, allocator): seconds in all, in
+    prefill and in scoring, prefill tokens (the shared prefix once per pair), and the records."""
+    from matbench.engine.batches import BatchTimes, score_in_batches
+
+    engine.score_many([(pairs[0], *engine.prepare(pairs[0]))], combos)
+    engine.release_memory()  # the timed run prefills everything itself
+    times, tokens, records = BatchTimes(), 0, []
+    sync(device)
+    started = time.perf_counter()
+    for batch in score_in_batches(engine, pairs, combos, group, sync=lambda: sync(device), times=times):
+        for (_, layout, _), scored in batch:
+            records.append(scored)
+            a, b = layout.members
+            tokens += len(a.input_ids) + (len(b.input_ids) - layout.prefix_tokens if a != b else 0)
+    return {"seconds": time.perf_counter() - started, "prefill_s": times.prefill_s, "score_s": times.score_s,
+            "prefill_tokens": tokens, "records": records}
+
+
+def _engine_record(timed: dict[str, Any], n: int, n_params: int, peak: float | None) -> dict[str, Any]:
+    prefill_s, tokens = timed["prefill_s"], timed["prefill_tokens"]
+    return {"seconds": round(timed["seconds"], 3), "pairs_per_s": round(n / timed["seconds"], 3),
+            "prefill_seconds": round(prefill_s, 3), "serve_probe_decode_seconds": round(timed["score_s"], 3),
+            "prefill_tokens": tokens, "prefill_tokens_per_s": round(tokens / prefill_s, 1),
+            "prefill_mfu": round(2 * n_params * tokens / prefill_s / (peak * 1e12), 4) if peak else None}
+
+
+def class_agreement(pairs: list, engine_records: list, naive_records: list, combos: list) -> dict[str, Any]:
+    """Outcome classes of the engine and the naive path, probe and short, with the naive probe
+    margins of every disagreement (near-ties explain low-precision flips)."""
+    compared, flips = 0, []
+    for pair, eng, nav in zip(pairs, engine_records, naive_records):
+        for arm, n_arm in nav["arms"].items():
+            probe, short = eng[combos[0]].arms[arm], eng[combos[1]].arms[arm]
+            for key, got, ref in (("probe", probe.outcome, n_arm["probe_class"]), ("short", short.outcome, n_arm["class"])):
+                compared += 1
+                if got != ref:
+                    margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in n_arm["probe_logp"]]
+                    flips.append({"item": pair.item_id, "arm": arm, "readout": key, "engine": got, "naive": ref,
+                                  "naive_probe_margins": margins})
+    agree = compared - len(flips)
+    return {"compared": compared, "agree": agree, "rate": round(agree / compared, 4) if compared else None,
+            "flips": flips}

@@ -28,10 +28,8 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
                  tokenizer: str | None = None, fused_kernels: str | None = None) -> dict[str, Any]:
     import torch
 
-    from matbench.engine.cache import EventCache
     from matbench.engine.pair_engine import PairEngine
-    from matbench.engine.prefill import prefill_rows
-    from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
+    from matbench.engine.serving import SERVING, ServeRequest
 
     if context < HEADER + SERVED * EVENT or chunk_size < 1 or requests < 1:
         raise MatbenchError(f"--context must be at least {HEADER + SERVED * EVENT} tokens, --chunk-size and --requests at least 1")
@@ -39,58 +37,23 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
     device = loaded.device
     engine = PairEngine(loaded, serving=serving)
     runner = engine.runner
-    cuda = device.startswith("cuda")
     gen = torch.Generator().manual_seed(0)
     vocab = min(len(loaded.tokenizer), loaded.text_config.vocab_size)
     ids = torch.randint(1000, vocab, (context,), generator=gen).tolist()
     spans = [(lo, min(lo + EVENT, context)) for lo in range(HEADER, context, EVENT)]
     n_params = sum(p.numel() for p in loaded.model.parameters())
-
-    def reset() -> None:
-        if cuda:
-            torch.cuda.empty_cache()
-        reset_peak(device)
-
-    prefill_rows(runner, [(tuple(ids[:chunk_size]), tuple(range(min(chunk_size, context))))])  # warm-up
-    reset()
-    sync(device)
-    started = time.perf_counter()
-    rows = prefill_rows(runner, [(tuple(ids), tuple(range(context)))], chunk_size=chunk_size)[0]
-    sync(device)
-    prefill_s = time.perf_counter() - started
-    prefill_peak = peak_memory(device)[0]
-    cache = EventCache(tuple(rows.keys), tuple(rows.values), rows.positions, (0, HEADER), tuple(spans), context)
+    prefill_s, prefill_peak, cache = _time_prefill(runner, ids, spans, chunk_size, device)
     # Request k serves 4 events spread over the context (as carrier turns are), each its own.
     served = [tuple(sorted({(k + j * len(spans) // SERVED) % len(spans) for j in range(SERVED)})) for k in range(requests)]
     query = tuple(torch.randint(1000, vocab, (QUERY,), generator=gen).tolist())
-    serve = SERVING[engine.serving]
-
-    def serve_and_decode(reqs: list, **kw) -> tuple[float, float]:
-        sync(device)
-        t0 = time.perf_counter()
-        batch, first = serve(runner, reqs, reserve=NEW_TOKENS, **kw)
-        sync(device)
-        t1 = time.perf_counter()
-        greedy_decode(runner, batch, first, NEW_TOKENS, stop_ids=set())
-        sync(device)
-        return t1 - t0, time.perf_counter() - t1
-
     reqs = [ServeRequest(cache, s, query) for s in served]
-    serve_and_decode(reqs[:1])  # warm-up
-    reset()
-    serve_s, decode_s = serve_and_decode(reqs)
-    serve_peak = peak_memory(device)[0]
-    layouts = {}
-    if engine.serving == "native":
-        for name, kw in (("gathered", {}), ("literal", {"full_layout": True})):
-            reset()
-            serve_and_decode(reqs[:2], **kw)
-            layouts[name] = round(peak_memory(device)[0], 2)
+    serving_times = _time_serving(runner, SERVING[engine.serving], reqs, device, native=engine.serving == "native")
+    serve_s, decode_s, serve_peak, layouts = serving_times
     peak = peak_tflops(device)
     kept = HEADER + SERVED * EVENT
     return {
         "benchmark": "long-context", "model": loaded.source.name, "n_parameters": n_params, "device": device,
-        "gpu": torch.cuda.get_device_name(torch.device(device)) if cuda else None, "dtype": loaded.dtype,
+        "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None, "dtype": loaded.dtype,
         "attn_implementation": loaded.attn_implementation,
         "fused_kernels": loaded.fused_kernels, "serving": engine.serving,
         "context_tokens": context, "chunk_size": chunk_size, "requests": requests, "kept_rows_per_request": kept,
@@ -104,3 +67,57 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
         "native_layout_peak_memory_gib_2_requests": layouts or None,
         "peak_bf16_tflops": peak, "machine": machine(),
     }
+
+
+def _reset(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    reset_peak(device)
+
+
+def _time_prefill(runner: Any, ids: list[int], spans: list, chunk_size: int, device: str) -> tuple:
+    """The chunked global prefill of the whole context after a one-chunk warm-up: (seconds, peak
+    GiB, its EventCache)."""
+    from matbench.engine.cache import EventCache
+    from matbench.engine.prefill import prefill_rows
+
+    context = len(ids)
+    prefill_rows(runner, [(tuple(ids[:chunk_size]), tuple(range(min(chunk_size, context))))])  # warm-up
+    _reset(device)
+    sync(device)
+    started = time.perf_counter()
+    rows = prefill_rows(runner, [(tuple(ids), tuple(range(context)))], chunk_size=chunk_size)[0]
+    sync(device)
+    seconds = time.perf_counter() - started
+    cache = EventCache(tuple(rows.keys), tuple(rows.values), rows.positions, (0, HEADER), tuple(spans), context)
+    return seconds, peak_memory(device)[0], cache
+
+
+def _time_serving(runner: Any, serve: Any, reqs: list, device: str, native: bool) -> tuple:
+    """Serving (with the probe) and greedy decoding of every request together after a warm-up:
+    (serve seconds, decode seconds, peak GiB, and for native serving the peak of two requests in
+    the gathered and in the literal layout)."""
+    from matbench.engine.serving import greedy_decode
+
+    def serve_and_decode(batch_reqs: list, **kw) -> tuple[float, float]:
+        sync(device)
+        t0 = time.perf_counter()
+        batch, first = serve(runner, batch_reqs, reserve=NEW_TOKENS, **kw)
+        sync(device)
+        t1 = time.perf_counter()
+        greedy_decode(runner, batch, first, NEW_TOKENS, stop_ids=set())
+        sync(device)
+        return t1 - t0, time.perf_counter() - t1
+
+    serve_and_decode(reqs[:1])  # warm-up
+    _reset(device)
+    serve_s, decode_s = serve_and_decode(reqs)
+    serve_peak = peak_memory(device)[0]
+    layouts = {}
+    for name, kw in ((("gathered", {}), ("literal", {"full_layout": True})) if native else ()):
+        _reset(device)
+        serve_and_decode(reqs[:2], **kw)
+        layouts[name] = round(peak_memory(device)[0], 2)
+    return serve_s, decode_s, serve_peak, layouts

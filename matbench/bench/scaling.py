@@ -21,10 +21,7 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
             attn_implementation: str | None = None, tokenizer: str | None = None,
             fused_kernels: str | None = None) -> dict[str, Any] | None:
     """Discovery pairs/s on one process and on all, their ratio, and class agreement."""
-    import torch.distributed as dist
-
     from matbench.data_gen import SUITES
-    from matbench.engine.batches import score_in_batches
     from matbench.engine.pair_engine import PairEngine
     from matbench.run.distributed import Shard
 
@@ -42,43 +39,10 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
         group = batch_pairs or (8 if device.startswith("cuda") else 2)
         combos = [("probe", engine.serving), ("short", engine.serving)]
 
-        def run(items: list) -> list[dict]:
-            records = [r for batch in score_in_batches(engine, items, combos, group) for _, r in batch]
-            sync(device)
-            return records
-
-        run(pairs[:group])  # warm-up on every rank, not timed
-        engine.release_memory()
-        shard.barrier()
-        one_s, one = None, None
-        if shard.is_main:
-            started = time.perf_counter()
-            one = run(pairs)
-            one_s = time.perf_counter() - started
-            engine.release_memory()
-        shard.barrier()
-        started = time.perf_counter()
-        mine = run(shard.block(pairs))
-        shard.barrier()
-        all_s = time.perf_counter() - started
-        gathered: list = [None] * shard.world_size
-        dist.all_gather_object(gathered, (mine, round(peak_memory(device)[0], 2)))
+        one_s, one, all_s, gathered = _time_one_and_all(engine, pairs, combos, group, device, shard)
         if not shard.is_main:
             return None
         together = [r for records, _ in gathered for r in records]
-        compared = agree = 0
-        flips = []
-        for a, b in zip(one, together):
-            for combo in combos:
-                for arm, entry in a[combo].arms.items():
-                    compared += 1
-                    other = b[combo].arms[arm]
-                    if entry.outcome == other.outcome:
-                        agree += 1
-                    else:
-                        margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in entry.probe_logp]
-                        flips.append({"item": a[combo].item_id, "arm": arm, "readout": combo[0], "one": entry.outcome,
-                                      "all": other.outcome, "probe_margins": margins})
         return {
             "benchmark": "scaling", "model": loaded.source.name, "device": device, "dtype": loaded.dtype,
             "attn_implementation": loaded.attn_implementation,
@@ -88,9 +52,57 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
             "all": {"seconds": round(all_s, 3), "pairs_per_s": round(n / all_s, 3),
                     "pairs_per_rank": [len(records) for records, _ in gathered]},
             "speedup": round(one_s / all_s, 3), "efficiency": round(one_s / all_s / shard.world_size, 3),
-            "class_agreement": {"compared": compared, "agree": agree,
-                                "rate": round(agree / compared, 4) if compared else None, "flips": flips},
+            "class_agreement": _agreement(one, together, combos),
             "peak_memory_gib_per_rank": [mem for _, mem in gathered], "machine": machine(),
         }
     finally:
         shard.stop()
+
+
+def _time_one_and_all(engine: Any, pairs: list, combos: list, group: int, device: str, shard: Any) -> tuple:
+    """Rank 0 alone over every pair, then every rank over its block, each after an untimed warm-up;
+    (one-process seconds, its records, all-process seconds, [(records, peak GiB)] per rank)."""
+    import torch.distributed as dist
+
+    from matbench.engine.batches import score_in_batches
+
+    def run(items: list) -> list[dict]:
+        records = [r for batch in score_in_batches(engine, items, combos, group) for _, r in batch]
+        sync(device)
+        return records
+
+    run(pairs[:group])  # warm-up on every rank, not timed
+    engine.release_memory()
+    shard.barrier()
+    one_s, one = None, None
+    if shard.is_main:
+        started = time.perf_counter()
+        one = run(pairs)
+        one_s = time.perf_counter() - started
+        engine.release_memory()
+    shard.barrier()
+    started = time.perf_counter()
+    mine = run(shard.block(pairs))
+    shard.barrier()
+    all_s = time.perf_counter() - started
+    gathered: list = [None] * shard.world_size
+    dist.all_gather_object(gathered, (mine, round(peak_memory(device)[0], 2)))
+    return one_s, one, all_s, gathered
+
+
+def _agreement(one: list, together: list, combos: list) -> dict[str, Any]:
+    """Outcome classes of one process against all, per readout and arm, with the probe margins of
+    every flip."""
+    compared, flips = 0, []
+    for a, b in zip(one, together):
+        for combo in combos:
+            for arm, entry in a[combo].arms.items():
+                compared += 1
+                other = b[combo].arms[arm]
+                if entry.outcome != other.outcome:
+                    margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in entry.probe_logp]
+                    flips.append({"item": a[combo].item_id, "arm": arm, "readout": combo[0], "one": entry.outcome,
+                                  "all": other.outcome, "probe_margins": margins})
+    agree = compared - len(flips)
+    return {"compared": compared, "agree": agree, "rate": round(agree / compared, 4) if compared else None,
+            "flips": flips}

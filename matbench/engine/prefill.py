@@ -15,12 +15,13 @@ pair at a time.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
 from matbench.engine.cache import EventCache
 from matbench.engine.layout import PairLayout
+from matbench.engine.rows import PAD_ID, device_copies, gather_rows
 from matbench.engine.runtime import (
     ModelRunner,
     cache_from_rows,
@@ -28,9 +29,6 @@ from matbench.engine.runtime import (
     new_cache,
     to_device,
 )
-from matbench.engine.serving import device_copies, gather_rows
-
-_PAD_ID = 0  # any id: padded tokens are invalid keys and their outputs are never read
 
 
 class Rows(NamedTuple):
@@ -46,12 +44,30 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
                  past: list[Rows] | None = None, chunk_size: int | None = None) -> list[Rows]:
     """Append token rows `new[b] = (ids, positions)` after `past[b]` (or nothing), all in one
     batch; returns each row's real keys/values and positions."""
-    batch = len(new)
-    lengths = [len(ids) for ids, _ in new]
-    width = max(lengths)
-    ids = torch.full((batch, width), _PAD_ID, dtype=torch.long)
-    pos = torch.zeros(batch, width, dtype=torch.long)
-    valid = torch.zeros(batch, width, dtype=torch.bool)
+    ids, pos, valid = _padded(new, past)
+    width = ids.shape[1]
+    cache, past_coords, past_valid = _past_cache(past, len(new), width)
+    device = runner.device
+    ids_d, pos_d, valid_d = (to_device(t, device) for t in (ids, pos, valid))
+    past_coords, past_valid = to_device(past_coords, device), to_device(past_valid, device)
+    # No past and strictly increasing positions: the explicit mask is the causal one.
+    causal = not past and all(all(a < b for a, b in zip(p, p[1:])) for _, p in new)
+    step = chunk_size or width
+    for start in range(0, width, step):
+        end = min(start + step, width)
+        runner.forward(ids_d[:, start:end], pos_d[:, start:end], cache, query_coords=pos_d[:, start:end],
+                       key_coords=torch.cat([past_coords, pos_d[:, :end]], dim=1),
+                       key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1), causal=causal and start == 0)
+    return _real_rows(cache, past, pos, [len(row_ids) for row_ids, _ in new])
+
+
+def _padded(new: list[tuple[tuple[int, ...], tuple[int, ...]]], past: list[Rows] | None
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Host tensors of the new rows, right-padded: ids, positions and which tokens are real."""
+    width = max(len(row_ids) for row_ids, _ in new)
+    ids = torch.full((len(new), width), PAD_ID, dtype=torch.long)
+    pos = torch.zeros(len(new), width, dtype=torch.long)
+    valid = torch.zeros(len(new), width, dtype=torch.bool)
     for b, (row_ids, row_pos) in enumerate(new):
         n = len(row_ids)
         ids[b, :n] = torch.tensor(row_ids)
@@ -63,33 +79,28 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
         # NaN or zeros, which must not reach a cache even as masked keys).
         pos[b, n:] = last + 1
         valid[b, :n] = True
+    return ids, pos, valid
 
-    device = runner.device
+
+def _past_cache(past: list[Rows] | None, batch: int, width: int) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """A cache holding every row's past (right-padded, with room for `width` new tokens), and the
+    past keys' mask coordinates and validity; an empty cache without a past."""
+    if not past:
+        return new_cache(), torch.zeros(batch, 0, dtype=torch.long), torch.zeros(batch, 0, dtype=torch.bool)
+    past_len = [int(p.positions.shape[0]) for p in past]
+    p_width = max(past_len)
+    slots = torch.stack([torch.nn.functional.pad(torch.arange(n), (0, p_width - n), value=-1) for n in past_len])
+    keys, values = gather_rows(past, slots, spare=width)  # room for the new tokens
+    coords = torch.stack([torch.nn.functional.pad(p.positions, (0, p_width - len(p.positions))) for p in past])
+    return cache_from_rows(keys, values, length=p_width), coords, slots >= 0
+
+
+def _real_rows(cache: Any, past: list[Rows] | None, pos: torch.Tensor, lengths: list[int]) -> list[Rows]:
+    """Every row's real slots (its past, then its new tokens) in one index_select per layer; the
+    rows come back as views of one pooled tensor per layer."""
+    batch, width = pos.shape
     past_len = [int(p.positions.shape[0]) for p in past] if past else [0] * batch
     p_width = max(past_len)
-    if past:
-        slots = torch.stack([torch.nn.functional.pad(torch.arange(n), (0, p_width - n), value=-1) for n in past_len])
-        keys, values = gather_rows(past, slots, spare=width)  # room for the new tokens
-        cache = cache_from_rows(keys, values, length=p_width)
-        past_coords = torch.stack([torch.nn.functional.pad(p.positions, (0, p_width - len(p.positions))) for p in past])
-        past_valid = slots >= 0
-    else:
-        cache = new_cache()
-        past_coords = torch.zeros(batch, 0, dtype=torch.long)
-        past_valid = torch.zeros(batch, 0, dtype=torch.bool)
-    ids_d, pos_d, valid_d = (to_device(t, device) for t in (ids, pos, valid))
-    past_coords, past_valid = to_device(past_coords, device), to_device(past_valid, device)
-
-    # No past and strictly increasing positions: the explicit mask is the causal one.
-    causal = not past and all(all(a < b for a, b in zip(p, p[1:])) for _, p in new)
-    step = chunk_size or width
-    for start in range(0, width, step):
-        end = min(start + step, width)
-        runner.forward(ids_d[:, start:end], pos_d[:, start:end], cache, query_coords=pos_d[:, start:end],
-                       key_coords=torch.cat([past_coords, pos_d[:, :end]], dim=1),
-                       key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1), causal=causal and start == 0)
-    # Every row's real slots (its past, then its new tokens) in one index_select per layer; the
-    # rows come back as views of one pooled tensor per layer.
     total = p_width + width
     index = torch.cat([torch.cat([torch.arange(past_len[b]), p_width + torch.arange(lengths[b])]) + b * total
                        for b in range(batch)])

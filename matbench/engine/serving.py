@@ -24,9 +24,8 @@ from dataclasses import dataclass
 import torch
 
 from matbench.engine.cache import EventCache
+from matbench.engine.rows import PAD_ID, gather_rows
 from matbench.engine.runtime import ModelRunner, cache_from_rows, to_device
-
-_PAD_ID = 0  # any id: padded tokens are masked as keys and their outputs are never read
 
 
 @dataclass(frozen=True)
@@ -79,51 +78,6 @@ class ServedBatch:
         return logits[:, -1]
 
 
-def gather_rows(sources: list[EventCache], slots: torch.Tensor,
-                spare: int = 0) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Per layer, keys and values `[B, H, W + spare, D]` whose slot w < W of row b is `sources[b]`'s
-    row `slots[b, w]` (the last `spare` slots are room for `runtime.cache_from_rows(..., length=W)`):
-    one index_select per layer and tensor over the distinct source caches, on their device,
-    whatever the number of requests. A slot of -1 (padding) takes an arbitrary row: callers mark
-    it an invalid key, so its content never reaches an output."""
-    distinct: dict[int, int] = {}
-    pool: list[EventCache] = []
-    for cache in sources:
-        if id(cache) not in distinct:
-            distinct[id(cache)] = len(pool)
-            pool.append(cache)
-    starts = torch.tensor([0] + [int(c.positions.shape[0]) for c in pool]).cumsum(0)
-    base = starts[torch.tensor([distinct[id(c)] for c in sources])]
-    flat = (base[:, None] + slots.clamp(min=0)).flatten()
-    on_device = device_copies(flat)
-    batch, width = slots.shape
-    out: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
-    for layer in range(len(pool[0].keys)):
-        for name, target in (("keys", out[0]), ("values", out[1])):
-            rows = [getattr(c, name)[layer][0] for c in pool]  # [H, T, D] each
-            heads, _, dim = rows[0].shape
-            # One source (a long dialog's cache shared by every request) is indexed in place.
-            rows_pool = rows[0] if len(rows) == 1 else torch.cat(rows, dim=1)
-            gathered = rows_pool.index_select(1, on_device(rows_pool.device))
-            buffer = gathered.new_empty(batch, heads, width + spare, dim)
-            buffer[:, :, :width] = gathered.view(heads, batch, width, dim).transpose(0, 1)
-            target.append(buffer)
-    return out
-
-
-def device_copies(index: torch.Tensor):
-    """`index` on a given device, copied there once: the layers of a `--device-map` model live on
-    several GPUs, and a host-to-device copy per layer would be a stream sync per layer."""
-    copies: dict[torch.device, torch.Tensor] = {}
-
-    def on(device: torch.device) -> torch.Tensor:
-        if device not in copies:
-            copies[device] = to_device(index, device)
-        return copies[device]
-
-    return on
-
-
 def _pad(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
     width = max(int(r.shape[0]) for r in rows)
     return torch.stack([torch.nn.functional.pad(r, (0, width - r.shape[0]), value=fill) for r in rows])
@@ -144,7 +98,7 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     batch = ServedBatch(cache_from_rows(keys, values, length=slot_index.shape[1]), *(to_device(t, device) for t in (
         _pad(coords, 0), key_valid, next_position, next_coord)))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
-    ids = torch.full((len(requests), width), _PAD_ID, dtype=torch.long)
+    ids = torch.full((len(requests), width), PAD_ID, dtype=torch.long)
     for b, r in enumerate(requests):
         ids[b, width - len(r.query_ids):] = torch.tensor(r.query_ids)
     return batch, batch.append(runner, ids, lengths)
