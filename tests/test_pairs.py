@@ -112,3 +112,17 @@ def test_base_models_answer_after_an_answer_prefix(renderer):
     for prefix in ("", "Answer:"):  # short/trace, probe
         assert base.query_text("What?", " Answer A or B:", prefix) == "Question: What? Answer A or B:\nAnswer:"
     assert renderer.query_text("What?", "", "") == "Question: What?" + renderer.tail
+
+
+def test_pairs_share_a_prefill_key_exactly_when_their_members_render_alike():
+    import dataclasses
+
+    from matbench.data_gen import SUITES
+
+    pair = SUITES.get("discovery").generate(0, 1)[0]
+    other_question = dataclasses.replace(pair, item_id="other", arms=pair.arms[:1], variant="x")
+    assert other_question.prefill_key() == pair.prefill_key()  # same texts, other questions: one prefill
+    flipped = dataclasses.replace(pair, source_bodies=pair.source_bodies[::-1])
+    assert flipped.prefill_key() != pair.prefill_key()
+    harvest_like = [dataclasses.replace(pair, item_id=f"q{i}") for i in range(3)]
+    assert len({p.prefill_key() for p in harvest_like}) == 1

@@ -8,6 +8,7 @@ import json
 from matbench.commands.common import add_dialog_sources, choices
 from matbench.errors import MatbenchError
 from matbench.models.loading import ATTN_IMPLEMENTATIONS
+from matbench.protocol.pairs import SERVING_MODES
 from matbench.protocol.readouts import READOUTS
 
 EVAL_EPILOG = """examples:
@@ -48,7 +49,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--readout", default="probe", type=choices("readout", tuple(READOUTS.names())),
                    help=f"{', '.join(READOUTS.names())}, a comma list, or all (default: probe; the donor shift "
                    "always comes from the probe). Several share one prefill per pair.")
-    p.add_argument("--serving", default="auto", type=choices("serving", ("auto", "compact", "native")),
+    p.add_argument("--serving", default="auto", type=choices("serving", ("auto", *SERVING_MODES)),
                    help="compact, native, compact,native, or auto (default: native for models with "
                    "sliding-window layers, else compact)")
     p.add_argument("--policy", default="oracle", metavar="NAME[:ARGS]",

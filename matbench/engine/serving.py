@@ -26,6 +26,7 @@ import torch
 from matbench.engine.cache import EventCache
 from matbench.engine.rows import PAD_ID, gather_rows
 from matbench.engine.runtime import ModelRunner, cache_from_rows, to_device
+from matbench.protocol.pairs import SERVING_MODES
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
                   lengths, lengths.clone(), valid, reserve=reserve)
 
 
-SERVING = {"compact": serve_compact, "native": serve_native}
+SERVING = dict(zip(SERVING_MODES, (serve_compact, serve_native)))  # protocol.pairs.SERVING_MODES names them
 
 
 def greedy_decode(runner: ModelRunner, batch: ServedBatch, first_logits: torch.Tensor,

@@ -14,6 +14,8 @@ from matbench.errors import MatbenchError
 from matbench.protocol.frames import FRAMES
 
 ENCODINGS = ("joint", "isolated", "text")
+# How kept rows are laid out for the query (SPEC 2.3; matbench.engine.serving implements them).
+SERVING_MODES = ("compact", "native")
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,11 @@ class DonorPair:
 
     def arm_values(self, arm: Arm) -> tuple[str, str]:
         return arm.values or self.values  # type: ignore[return-value]
+
+    def prefill_key(self) -> tuple:
+        """Equal for pairs whose two members render to the same texts, and so share one global
+        prefill (items asking different questions of one long dialog)."""
+        return self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives
 
     def varying(self) -> dict[int, tuple[str, str]]:
         """Every donor-dependent event: index -> (body in A, body in B); the source included."""

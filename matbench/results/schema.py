@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matbench.errors import MatbenchError
+from matbench.protocol.pairs import SERVING_MODES
 
 SCHEMA_VERSION = "1.4"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
@@ -59,7 +60,7 @@ class RunConfig(_Strict):
     n_items: int = Field(ge=1, description="items (donor pairs) evaluated")
     readout: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="how answers were read (SPEC 2.5): a "
                          "registered readout (probe, short, trace, or a plugin's)")
-    serving: Literal["compact", "native"] = Field(description="serving mode (SPEC 2.3)")
+    serving: Literal[SERVING_MODES] = Field(description="serving mode (SPEC 2.3)")
     chunk_size: int | None = Field(description="prefill chunk size in tokens, null = one chunk")
     check: bool = Field(description="whether the faithfulness gates ran on every item")
     policy: str | None = Field(default=None, description="serving policy that chose the kept rows (`--policy`, "

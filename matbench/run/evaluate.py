@@ -215,9 +215,11 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     for run in runs:
         run.log.check_items(hashes)  # a logged item must be the same item, not just the same id
     todo = [p for p in pairs if any(p.item_id not in run.log for run in runs)]
-    # Items of one variant (for harvest: one conversation) run together, so that consecutive
-    # items over the same long dialog reuse its prefill; logs are written back in suite order.
-    todo.sort(key=lambda p: p.variant)
+    # Items that share a global prefill (harvest: the questions of one dialog) run together, each
+    # group where its first item stands, so consecutive items reuse the prefill; logs are
+    # written back in suite order.
+    first: dict[tuple, int] = {}
+    todo.sort(key=lambda p: first.setdefault(p.prefill_key(), len(first)))
     mine = shard.block(todo)
     group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts)
     reset_peak(loaded.device)
