@@ -16,7 +16,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest  # noqa: E402
 
 from matbench.data_gen import SUITES  # noqa: E402
-from matbench.models.loading import LoadedModel, load_model, resolve_source  # noqa: E402
+from matbench.models.loading import LoadedModel, load_model  # noqa: E402
+from matbench.models.sources import resolve_source  # noqa: E402
 from tests.helpers import make_tiny  # noqa: E402
 
 

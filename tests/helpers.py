@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from matbench.engine.pair_engine import PairEngine
-from matbench.models.loading import LoadedModel, ModelSource
+from matbench.models.loading import LoadedModel
+from matbench.models.sources import ModelSource
 from matbench.protocol.records import PairRecord
 
 VOCAB = 49152  # the SmolLM2 tokenizer's, used by every tiny model

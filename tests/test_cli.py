@@ -75,7 +75,7 @@ def test_unservable_architectures(capsys, tmp_path, make, expected):
 
 
 def test_truncated_gguf(capsys, tmp_path):
-    from matbench.models.loading import resolve_source
+    from matbench.models.sources import resolve_source
 
     source = resolve_source("smollm2-135m")
     full = Path(source.location) / source.gguf_file

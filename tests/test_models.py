@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from matbench.engine.gates import run_gates
-from matbench.models.loading import LoadedModel, ModelSource, check_servable
+from matbench.models.loading import LoadedModel
+from matbench.models.servable import check_servable
+from matbench.models.sources import ModelSource
 from tests.helpers import engine_for, tiny_config
 
 

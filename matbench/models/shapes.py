@@ -63,7 +63,6 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     from matbench.kernels.fused import resolve as resolve_fused
     from matbench.models.loading import (
         LoadedModel,
-        ModelSource,
         check_device_map,
         default_attn,
         resolve_attn,
@@ -71,6 +70,7 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
         resolve_dtype,
         with_fused_kernels,
     )
+    from matbench.models.sources import ModelSource
 
     shape = SHAPES.get(shape_name)
     device = resolve_device(device)
