@@ -151,3 +151,14 @@ def test_eval_with_a_policy_names_it_and_keeps_oracle_files_apart(tiny_dir, tmp_
     assert main(["scorecard", str(out)]) == 0  # the card is built from the oracle run alone
     card = json.loads((out / "scorecard.json").read_text())
     assert card["contract"]["discovery"]["evidence"]["results"] == "discovery_probe_compact.json"
+
+
+def test_the_whole_contract_under_a_policy_writes_no_scorecard(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "all"
+    assert main(["eval", "--model", str(tiny_dir), "--suite", "all", "--limit", "2", "--device", "cpu",
+                 "--policy", "recent:30", "--no-progress", "--output", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "no scorecard: runs under --policy recent:30 measure that policy" in err
+    assert not (out / "scorecard.json").exists()
+    written = sorted(p.name for p in out.glob("*.json"))
+    assert written and all(name.endswith("_probe_compact_recent-30.json") for name in written)

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             from matbench.run.evaluate import run_contract
 
             _, card = run_contract(cfg, shard)
-            if shard.is_main:
+            if shard.is_main and card:
                 print(json.dumps(card["contract"], indent=1))
             return 0
         for payload in run_eval(cfg, shard=shard):

@@ -70,7 +70,12 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
         payloads += run_eval(replace(cfg, suite=name), loaded=loaded, shard=shard)
     if not shard.is_main:
         return payloads, {}
-    card = build_scorecard(Path(cfg.output))
+    if cfg.policy != "oracle":  # the contract is the model's under the paper's protocol, not a policy's
+        print(f"note: no scorecard: runs under --policy {cfg.policy} measure that policy, and the scorecard "
+              "counts oracle runs only", file=sys.stderr)
+        return payloads, {}
+    readout = "probe" if "probe" in cfg.readouts else cfg.readouts[0]
+    card = build_scorecard(Path(cfg.output), readout)
     write_json(Path(cfg.output) / "scorecard.json", card)
     return payloads, card
 
