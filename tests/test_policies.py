@@ -5,17 +5,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from matbench.cli import main
 from matbench.engine.gates import run_gates
 from matbench.engine.pair_engine import PairEngine
 from matbench.engine.policies import parse_policy
-from matbench.engine.policies.base import ServingPolicy
+from matbench.engine.policies.base import KeptRows, ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.policies.recent import RecentTokens
 from matbench.engine.selection import governed, select
 from matbench.errors import GateFailure, MatbenchError
+
+
+def _shape(engine: PairEngine) -> tuple[int, int]:
+    config = engine.loaded.text_config
+    return config.num_hidden_layers, config.num_key_value_heads
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -48,7 +54,8 @@ def test_recent_keeps_the_header_and_the_last_positions_in_both_members(tiny_lla
     pair = pairs[0]
     layout, caches = engine.prepare(pair)
     assert [a.name for a in pair.arms if governed(pair, a)] == ["root", "chain"]  # not txt, not control
-    (slots_a, slots_b), selection = select(engine.policy, pair, layout, caches, pair.arm("root"))
+    (slots_a, slots_b), heads, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), _shape(engine))
+    assert heads == (None, None) and selection.head_kept_share is None
     a, b = layout.members
     header = a.header_span[1]
     end = max(a.positions) + 1
@@ -89,7 +96,8 @@ def test_selections_that_differ_across_members_are_served_as_one_union_and_recor
     assert layout.members[0].positions != layout.members[1].positions  # the source's tokens differ in number
     # Up to the end of the longer member's source: the shorter member's window reaches past its own.
     engine = PairEngine(tiny_llama, policy=FirstSlots(max(m.event_spans[pair.source][1] for m in layout.members)))
-    (slots_a, slots_b), selection = select(engine.policy, pair, layout, caches, pair.arm("root"))
+    (slots_a, slots_b), heads, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), _shape(engine))
+    assert heads == (None, None) and selection.head_kept_share is None
     assert selection.members_differ and selection.donor_visible  # the window holds the source
     served = [[m.positions[s] for s in slots] for m, slots in zip(layout.members, (slots_a, slots_b))]
     source = [set(m.positions[slice(*m.event_spans[pair.source])]) for m in layout.members]
@@ -113,7 +121,7 @@ def test_a_policy_returning_bad_slots_is_one_line(tiny_llama, pairs):
     engine = PairEngine(tiny_llama, policy=Unsorted())
     layout, caches = engine.prepare(pairs[0])
     with pytest.raises(MatbenchError, match="policy 'unsorted' returned slots that are not sorted"):
-        select(engine.policy, pairs[0], layout, caches, pairs[0].arm("root"))
+        select(engine.policy, pairs[0], layout, caches, pairs[0].arm("root"), _shape(engine))
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,7 @@ def test_the_identity_gate_runs_on_the_served_selection(tiny_llama, pairs, monke
     forged = dataclasses.replace(layout.members[1], input_ids=tuple(t + 1 for t in layout.members[1].input_ids))
     bad = dataclasses.replace(layout, members=(layout.members[0], forged))
     with pytest.raises(GateFailure, match="policy 'forged' serves different token ids"):
-        select(engine.policy, pair, bad, caches, pair.arm("root"))
+        select(engine.policy, pair, bad, caches, pair.arm("root"), _shape(engine))
 
 
 def test_eval_with_a_policy_names_it_and_keeps_oracle_files_apart(tiny_dir, tmp_path):
@@ -162,3 +170,95 @@ def test_the_whole_contract_under_a_policy_writes_no_scorecard(tiny_dir, tmp_pat
     assert not (out / "scorecard.json").exists()
     written = sorted(p.name for p in out.glob("*.json"))
     assert written and all(name.endswith("_probe_compact_recent-30.json") for name in written)
+
+
+@dataclass(frozen=True)
+class RecentByHead(ServingPolicy):
+    """recent:n for every head, except that layer `layer`'s KV head `head` drops the served slot
+    at index `drop` (a per-head choice); `drop=None` keeps every row in every head."""
+
+    n: int = 30
+    layer: int = 0
+    head: int = 0
+    drop: int | None = None
+    shape: tuple[int, int] = (2, 2)
+    name = "recent-by-head"
+
+    def keep(self, arm, member, cache):
+        slots = RecentTokens(self.n).keep(arm, member, cache)
+        heads = np.ones((*self.shape, len(slots)), dtype=bool)
+        if self.drop is not None:
+            heads[self.layer, self.head, self.drop] = False
+        return KeptRows(slots, heads)
+
+
+@pytest.mark.parametrize("serving", ["compact", "native"])
+def test_a_per_head_choice_kept_by_every_head_serves_exactly_the_token_selection(tiny, pairs, serving):
+    shape = (tiny.text_config.num_hidden_layers, tiny.text_config.num_key_value_heads)
+    by_token = PairEngine(tiny, serving=serving, readout="short", policy=RecentTokens(30))
+    by_head = PairEngine(tiny, serving=serving, readout="short", policy=RecentByHead(30, shape=shape))
+    layout, caches = by_token.prepare(pairs[0])
+    a, b = by_token.score(pairs[0], layout, caches), by_head.score(pairs[0], layout, caches)
+    assert [arm.texts for arm in b.arms.values()] == [arm.texts for arm in a.arms.values()]  # 12 greedy steps
+    for name, arm in a.arms.items():
+        got, want = np.asarray(b.arms[name].probe_logp), np.asarray(arm.probe_logp)
+        assert np.abs(got - want).max() <= 1e-5, name
+    assert b.arms["root"].selection.head_kept_share == 1.0 and a.arms["root"].selection.head_kept_share is None
+
+
+@pytest.mark.parametrize("serving", ["compact", "native"])
+@pytest.mark.parametrize("attn", ["sdpa", "sdpa_grouped", "eager"])
+def test_a_head_that_drops_a_row_does_not_see_it_and_the_others_do(tiny, pairs, serving, attn):
+    """The per-head mask gate: noise in the K/V a head dropped changes nothing; noise in the same
+    row of a head that kept it does (the check can fail). Every attention kernel, every tiny
+    architecture (Gemma's sliding layers take their own mask), both serving modes."""
+    import copy
+    import dataclasses
+
+    import torch
+
+    from matbench.engine.serving import SERVING
+    from matbench.models.loading import resolve_attn
+
+    model = copy.deepcopy(tiny.model)
+    model.config._attn_implementation = resolve_attn(attn)
+    tiny = type(tiny)(model, tiny.tokenizer, tiny.source, tiny.dtype, tiny.device)
+    config = tiny.text_config
+    shape = (config.num_hidden_layers, config.num_key_value_heads)
+    pair = pairs[0]
+    engine = PairEngine(tiny, serving=serving, policy=RecentByHead(30, layer=1, head=0, drop=-3, shape=shape))
+    layout, caches = engine.prepare(pair)
+    (slots, _), heads, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), shape)
+    assert 0 < selection.head_kept_share < 1 and not heads[0][1, 0, -3] and heads[0][1, 1, -3]
+    row = slots[-3]
+
+    def logits(head: int | None):
+        cache = caches[0]
+        if head is not None:  # noise in the values: the row's attention weight stays what it was
+            values = list(cache.values)
+            noisy = values[1].clone()
+            noisy[:, head, row] = 1e6  # attention weights on a random tiny model are small: a loud row
+            cache = dataclasses.replace(cache, values=tuple(values[:1] + [noisy] + values[2:]))
+        chosen = {"root": (((slots, slots)), (heads[0], heads[0]), selection)}
+        request = engine.requests(pair, (cache, cache), engine.probe_readout, chosen=chosen)[0]
+        return SERVING[engine.serving](engine.runner, [request])[1]
+
+    clean = logits(None)
+    assert torch.equal(logits(0), clean)  # layer 1's head 0 dropped the row: its noise is invisible
+    assert not torch.allclose(logits(1), clean, atol=1e-3)  # head 1 kept it: the noise shows
+
+
+def test_the_head_mask_gate_runs_with_check_and_catches_an_unmasked_head(tiny_llama, pairs, monkeypatch):
+    import matbench.engine.runtime as runtime
+
+    shape = (tiny_llama.text_config.num_hidden_layers, tiny_llama.text_config.num_key_value_heads)
+    engine = PairEngine(tiny_llama, policy=RecentByHead(30, layer=1, head=0, drop=-3, shape=shape))
+    layout, caches = engine.prepare(pairs[0])
+    gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches, engine.score(pairs[0], layout, caches))}
+    assert gates["head_mask"].passed and gates["head_mask"].max_abs_diff == 0.0
+    assert "head_mask" not in {g.name for g in run_gates(PairEngine(tiny_llama, policy=RecentTokens(30)), pairs[0],
+                                                          layout, caches)}  # no per-head choice, no gate
+    monkeypatch.setattr(runtime, "narrow_mask", lambda module, args, kwargs: None)  # planted: every head sees all
+    engine = PairEngine(tiny_llama, policy=RecentByHead(30, layer=1, head=0, drop=-3, shape=shape))
+    gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches)}
+    assert not gates["head_mask"].passed and gates["head_mask"].max_abs_diff > 1e-3

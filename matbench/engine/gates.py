@@ -7,10 +7,13 @@ The identity gate runs on every pair unconditionally (`layout_pair`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from matbench.engine.layout import PairLayout
 from matbench.engine.pair_engine import PairEngine, probe_logits
+from matbench.engine.serving import SERVING
 from matbench.errors import GateFailure
 from matbench.protocol.pairs import Arm, DonorPair
 from matbench.protocol.records import GateResult, PairRecord
@@ -124,10 +127,46 @@ def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout,
     return [mask_gate(engine, pair, layout, caches, literal), layout_gate(engine, pair, layout, caches, literal)]
 
 
+def head_mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult | None:
+    """A per-head selection hides from each KV head the rows it dropped: member A's probe logits
+    are unchanged when every (layer, head, row) a head dropped holds loud values (exactly: a
+    masked key has weight zero in any dtype). None when the policy makes no per-head choice."""
+    worst = 0.0
+    checked = False
+    for name, (slots, heads, _) in engine.selections(pair, layout, caches).items():
+        if heads[0] is None or heads[0].all():
+            continue
+        checked = True
+        cache = caches[0]
+        dropped = torch.from_numpy(~heads[0])  # [L, H_kv, len(slots)]
+        index = torch.tensor(slots[0])
+        values = []
+        for layer, tensor in enumerate(cache.values):
+            noisy = tensor.clone()
+            rows = noisy[0][:, index]  # [H_kv, n, D]
+            rows[dropped[layer].to(rows.device)] = 1e6
+            noisy[0][:, index] = rows
+            values.append(noisy)
+        loud = replace(cache, values=tuple(values))
+        chosen = {name: ((slots[0], slots[0]), (heads[0], heads[0]), None)}
+        arm = next(a for a in pair.arms if a.name == name)
+        clean, dirty = (engine.requests(pair, (c, c), engine.probe_readout, chosen=chosen)[2 * pair.arms.index(arm)]
+                        for c in (cache, loud))
+        serve = SERVING[engine.serving]
+        diff = (serve(engine.runner, [clean])[1] - serve(engine.runner, [dirty])[1]).abs().max()
+        worst = max(worst, float(diff))
+    if not checked:
+        return None
+    return GateResult("head_mask", worst == 0.0, worst, f"max |dlogit| {worst:.2e} with loud rows each head dropped")
+
+
 def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
               record: PairRecord | None = None) -> list[GateResult]:
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
                *native_layout_gates(engine, pair, layout, caches)]
+    heads = head_mask_gate(engine, pair, layout, caches)
+    if heads is not None:
+        results.append(heads)
     if record is not None and "control" in record.arms:
         results.append(control_gate(record))
     return results

@@ -133,21 +133,24 @@ class PairEngine:
                 width = longest
         return groups
 
-    def selections(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[tuple, Selection]]:
-        """Per arm the policy governs (none under the oracle): both members' served slots and what
-        the selection did, under the engine's donor discipline (`matbench.engine.selection`)."""
+    def selections(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[tuple, tuple, Selection]]:
+        """Per arm the policy governs (none under the oracle): both members' served slots, their
+        per-head choice (or None) and what the selection did, under the engine's donor discipline
+        (`matbench.engine.selection`)."""
         if self.policy.is_oracle:
             return {}
-        return {arm.name: select(self.policy, pair, layout, caches, arm) for arm in pair.arms if governed(pair, arm)}
+        config = self.loaded.text_config
+        shape = (config.num_hidden_layers, config.num_key_value_heads or config.num_attention_heads)
+        return {arm.name: select(self.policy, pair, layout, caches, arm, shape) for arm in pair.arms if governed(pair, arm)}
 
     def requests(self, pair: DonorPair, caches, readout: Readout, derived=None, chosen=None) -> list[ServeRequest]:
         requests = []
         for arm in pair.arms:
             ids = self.query_ids(pair, arm, readout)  # identical for both members
             arm_caches = (derived or {}).get(arm.name, caches)
-            slots = (chosen or {}).get(arm.name, ((None, None), None))[0]
-            requests += [ServeRequest(arm_caches[m], arm.served, ids,
-                                      arm_caches[m].length if arm.query_at_end else None, slots[m])
+            slots, heads, _ = (chosen or {}).get(arm.name, ((None, None), (None, None), None))
+            requests += [ServeRequest(arm_caches[m], arm.served, ids, arm_caches[m].length if arm.query_at_end else None,
+                                      slots[m], torch.from_numpy(heads[m]) if heads[m] is not None else None)
                          for m in (0, 1)]
         return requests
 
@@ -259,7 +262,7 @@ class PairEngine:
                 values=tuple(values) if arm.menu else None,  # type: ignore[arg-type]
                 expected=arm.expected,
                 texts=(texts[a], texts[b]) if texts is not None else None,
-                selection=chosen[arm.name][1] if arm.name in chosen else None,
+                selection=chosen[arm.name][2] if arm.name in chosen else None,
             )
         return PairRecord(item_id=pair.item_id, variant=pair.variant, values=pair.values, menu=pair.menu,
                           budget=layout.budget, length=layout.length,

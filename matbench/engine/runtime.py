@@ -35,6 +35,24 @@ def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
     return tensor.pin_memory().to(device, non_blocking=True)
 
 
+def narrow_mask(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """Attention pre-hook: narrow the layer's mask `[B, 1 or H, T, K]` to the keys each KV head
+    keeps (`module._matbench_heads["valid"][layer]`, `[B, H_kv, K]`) while a per-head selection
+    is served; otherwise leave the call as it is."""
+    state = module._matbench_heads
+    if state["valid"] is None:
+        return None
+    mask = kwargs.get("attention_mask")
+    if mask is None:
+        raise MatbenchError("a per-head selection needs an explicit mask (it was served without one)")
+    valid = state["valid"][module.layer_idx]
+    valid = valid.repeat_interleave(state["heads"] // valid.shape[1], dim=1)[:, :, None, :mask.shape[-1]]
+    if mask.dtype == torch.bool:
+        return args, {**kwargs, "attention_mask": mask & valid}
+    lowest = torch.tensor(torch.finfo(mask.dtype).min, dtype=mask.dtype, device=mask.device)
+    return args, {**kwargs, "attention_mask": torch.where(valid, mask, lowest)}
+
+
 def new_cache() -> Any:
     """An empty cache that keeps every row of every layer.
 
@@ -160,6 +178,24 @@ class ModelRunner:
             return {"full_attention": full, "sliding_attention": sliding}
         return sliding
 
+    def _heads_state(self) -> dict[str, Any]:
+        """The per-head validity every attention layer reads, hooked into the model once (by
+        whichever runner first serves a per-head selection): transformers hands one mask to all
+        layers of a type, so a per-layer mask has to be set per module."""
+        state = getattr(self.model, "_matbench_heads", None)
+        if state is None:
+            layers = [m for m in self.model.modules()
+                      if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
+            if len(layers) != self.text_config.num_hidden_layers:
+                raise MatbenchError(f"a per-head serving policy needs one attention module per layer; found "
+                                    f"{len(layers)} for {self.text_config.num_hidden_layers} layers in this architecture")
+            state = {"valid": None, "heads": self.text_config.num_attention_heads}
+            for module in layers:
+                module._matbench_heads = state
+                module.register_forward_pre_hook(lambda m, a, k: narrow_mask(m, a, k), with_kwargs=True)
+            self.model._matbench_heads = state
+        return state
+
     @torch.inference_mode()
     def forward(
         self,
@@ -172,6 +208,7 @@ class ModelRunner:
         key_valid: torch.Tensor,
         logits_to_keep: int = 1,
         causal: bool = False,
+        head_valid: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One forward step appending `input_ids` `[B, T]` to `cache` (in place).
 
@@ -182,6 +219,8 @@ class ModelRunner:
         sliding windows it is left to the attention kernel (causal kernels skip the blocks above
         the diagonal). Sliding windows are counted in coordinates, which transformers' own masks
         would count in slots, so those models always get the explicit masks.
+        `head_valid` `[L, B, H_kv, K]` (a per-layer, per-KV-head selection) further hides, in
+        layer l, from the query heads of KV head h every key whose entry is False.
         Returns logits `[B, logits_to_keep or T, vocab]` in float32.
         """
         past = cache.get_seq_length()
@@ -213,7 +252,17 @@ class ModelRunner:
             kwargs["cache_position"] = torch.arange(past, past + length, device=self.device)
         if self._pass_logits_to_keep:
             kwargs["logits_to_keep"] = logits_to_keep
-        out = self.model(**kwargs)
+        state = None
+        if head_valid is not None:
+            if causal:
+                raise ValueError("head_valid needs the explicit masks (causal=False)")
+            state = self._heads_state()
+            state["valid"] = to_device(head_valid, device)
+        try:
+            out = self.model(**kwargs)
+        finally:
+            if state is not None:
+                state["valid"] = None
         logits = out.logits
         if logits_to_keep and logits.shape[1] != logits_to_keep:
             logits = logits[:, -logits_to_keep:]

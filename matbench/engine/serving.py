@@ -40,6 +40,9 @@ class ServeRequest:
     query_ids: tuple[int, ...]
     query_position: int | None = None
     slots: tuple[int, ...] | None = None
+    # Per layer and KV head, which of `slots` that head keeps ([L, H_kv, len(slots)] bool): a
+    # per-head serving policy; None = every head keeps every served row.
+    head_valid: torch.Tensor | None = None
 
     def kept_slots(self) -> torch.Tensor:
         if self.slots is not None:
@@ -57,6 +60,7 @@ class ServedBatch:
     key_valid: torch.Tensor  # [B, K] bool
     next_position: torch.Tensor  # [B]
     next_coord: torch.Tensor  # [B]
+    head_valid: torch.Tensor | None = None  # [L, B, H_kv, K] bool: keys each layer's KV head keeps
 
     def append(self, runner: ModelRunner, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Append `ids` `[B, T]` whose last `lengths[b]` tokens are real (left padding); returns
@@ -71,9 +75,13 @@ class ServedBatch:
         coords = self.next_coord[:, None] + offset.clamp(min=0)
         key_coords = torch.cat([self.key_coords, coords], dim=1)
         key_valid = torch.cat([self.key_valid, offset >= 0], dim=1)
+        head_valid = None
+        if self.head_valid is not None:  # appended tokens are kept by every head
+            layers, rows, kv_heads, _ = self.head_valid.shape
+            head_valid = torch.cat([self.head_valid, self.head_valid.new_ones(layers, rows, kv_heads, width)], dim=3)
         logits = runner.forward(ids, positions, self.cache, query_coords=coords,
-                                key_coords=key_coords, key_valid=key_valid)
-        self.key_coords, self.key_valid = key_coords, key_valid
+                                key_coords=key_coords, key_valid=key_valid, head_valid=head_valid)
+        self.key_coords, self.key_valid, self.head_valid = key_coords, key_valid, head_valid
         self.next_position = self.next_position + lengths
         self.next_coord = self.next_coord + lengths
         return logits[:, -1]
@@ -97,12 +105,28 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     key_valid = slot_index >= 0 if valid is None else _pad([v.long() for v in valid], 0).bool()
     # Padding slots are invalid keys; their coordinates (0) never matter.
     batch = ServedBatch(cache_from_rows(keys, values, length=slot_index.shape[1]), *(to_device(t, device) for t in (
-        _pad(coords, 0), key_valid, next_position, next_coord)))
+        _pad(coords, 0), key_valid, next_position, next_coord)), head_valid=_head_valid(runner, requests, slot_index))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
     ids = torch.full((len(requests), width), PAD_ID, dtype=torch.long)
     for b, r in enumerate(requests):
         ids[b, width - len(r.query_ids):] = torch.tensor(r.query_ids)
     return batch, batch.append(runner, ids, lengths)
+
+
+def _head_valid(runner: ModelRunner, requests: list[ServeRequest], slot_index: torch.Tensor) -> torch.Tensor | None:
+    """`[L, B, H_kv, W]`: each request's per-head selection over its padded slots (every head keeps
+    every row of a request without one), or None when no request has one."""
+    if all(r.head_valid is None for r in requests):
+        return None
+    config = runner.text_config
+    shape = (config.num_hidden_layers, config.num_key_value_heads or config.num_attention_heads)
+    out = torch.ones(*shape, len(requests), slot_index.shape[1], dtype=torch.bool)
+    for b, r in enumerate(requests):
+        if r.head_valid is not None:
+            if tuple(r.head_valid.shape) != (*shape, len(r.slots or ())):
+                raise ValueError(f"head_valid {tuple(r.head_valid.shape)} must be {(*shape, len(r.slots or ()))}")
+            out[:, :, b, :r.head_valid.shape[2]] = r.head_valid
+    return to_device(out.transpose(1, 2).contiguous(), runner.device)  # [L, B, H_kv, W]
 
 
 def serve_compact(runner: ModelRunner, requests: list[ServeRequest], query_position: int | None = None,
@@ -127,6 +151,8 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
         kept = [r.kept_slots() for r in requests]
         return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
                       lengths, lengths.clone(), reserve=reserve)
+    if any(r.head_valid is not None for r in requests):
+        raise ValueError("the literal native layout serves oracle rows only (the mask gate); not a per-head selection")
     slots, valid = [], []
     for r in requests:
         at_position = torch.full((r.cache.length,), -1, dtype=torch.long)

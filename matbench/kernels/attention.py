@@ -33,8 +33,8 @@ _BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBack
 def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                          attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                          **kwargs) -> tuple[torch.Tensor, None]:
-    """query `[B, H, T, D]`, key/value `[B, H_kv, K, D]`, boolean mask `[B, 1, T, K]` (True =
-    visible) or None (causal, lower right). Returns `[B, T, H, D]`, as transformers' attention functions do."""
+    """query `[B, H, T, D]`, key/value `[B, H_kv, K, D]`, boolean mask `[B, 1, T, K]` or, per query
+    head, `[B, H, T, K]` (True = visible), or None (causal, lower right). Returns `[B, T, H, D]`, as transformers' attention functions do."""
     if kwargs.get("softcap") is not None:
         raise MatbenchError(f"attention {NAME!r} has no logit soft-capping; use --attn-implementation eager")
     batch, heads, length, dim = query.shape
@@ -53,7 +53,11 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
     if attention_mask.dtype != torch.bool:
         raise MatbenchError(f"attention {NAME!r} takes boolean masks (got {attention_mask.dtype})")
     folded = query.reshape(batch, kv_heads, groups * length, dim)
-    mask = attention_mask[:, :1, None].expand(batch, 1, groups, length, kv_length).reshape(batch, 1, groups * length, kv_length)
+    if attention_mask.shape[1] == heads and heads > 1:  # per query head (a per-head selection): fold alike
+        mask = attention_mask[..., :kv_length].reshape(batch, kv_heads, groups * length, kv_length)
+    else:
+        mask = attention_mask[:, :1, None].expand(batch, 1, groups, length, kv_length).reshape(batch, 1, groups * length,
+                                                                                              kv_length)
     with sdpa_kernel(_BACKENDS):
         out = F.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
     return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None

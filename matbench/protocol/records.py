@@ -60,20 +60,23 @@ class Selection:
     """What a serving policy other than the oracle kept for one arm of one pair: the tokens served
     (per member, the same positions in both), whether the policy's own picks differed between the
     donor members (a selection leak), and whether the served rows hold a donor-dependent token
-    (then the arm sees the donor directly and its outcome is no evidence of materialization)."""
+    (then the arm sees the donor directly and its outcome is no evidence of materialization); for
+    a per-layer, per-KV-head policy, the mean share of the served rows each head keeps."""
 
     kept_tokens: int
     members_differ: bool
     donor_visible: bool
+    head_kept_share: float | None = None  # per-head policies: mean share of the served rows a head keeps
 
     def to_json(self) -> dict[str, Any]:
         return {"kept_tokens": self.kept_tokens, "members_differ": self.members_differ,
-                "donor_visible": self.donor_visible}
+                "donor_visible": self.donor_visible,
+                **({"head_kept_share": self.head_kept_share} if self.head_kept_share is not None else {})}
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Selection:
         return cls(_require(data, "kept_tokens", int, where), _require(data, "members_differ", bool, where),
-                   _require(data, "donor_visible", bool, where))
+                   _require(data, "donor_visible", bool, where), _optional(data, "head_kept_share", (int, float), where))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from matbench.errors import MatbenchError
 from matbench.registry import Registry
@@ -15,12 +15,23 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class KeptRows:
+    """A selection that differs by layer and KV head: `slots` as `keep` returns them (every row any
+    head keeps), and `heads[l, h, i]` whether layer l's KV head h keeps `slots[i]` (bool array
+    `[layers, kv_heads, len(slots)]`; header rows must be kept by every head)."""
+
+    slots: tuple[int, ...]
+    heads: Any  # numpy bool array [L, H_kv, len(slots)]
+
+
+@dataclass(frozen=True)
 class ServingPolicy:
     """Chooses the rows of one prefilled member that a serving system keeps for one arm.
 
     `keep(arm, member, cache)` returns token slots of the member's global prefill, sorted and
     without repeats, the header's slots included (they precede every event and are served
-    always). `member` gives each slot's token id and original position (`input_ids`,
+    always), kept in every layer and KV head; or a `KeptRows` when the choice differs by layer
+    and KV head (SnapKV-style per-head selection). `member` gives each slot's token id and original position (`input_ids`,
     `positions`, `header_span`, `event_spans`); `cache` its K/V rows, one tensor per layer of
     shape `[1, kv_heads, T, head_dim]`, for policies that score rows. The engine calls `keep` on
     both donor members and serves both the same kept set (see `matbench.engine.selection`).
@@ -47,7 +58,7 @@ class ServingPolicy:
         """True for the suite's own event selection (the paper's protocol)."""
         return False
 
-    def keep(self, arm: Arm, member: MemberLayout, cache: EventCache) -> tuple[int, ...]:
+    def keep(self, arm: Arm, member: MemberLayout, cache: EventCache) -> tuple[int, ...] | KeptRows:
         raise NotImplementedError
 
 
