@@ -7,12 +7,14 @@ those metrics; a suite without a builder simply has no figure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
 
+from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard import plots
@@ -51,10 +53,19 @@ def build_figures(entries: list[ModelEntry], reported: Reported) -> list[Figure]
     return out
 
 
+@contextmanager
+def _reading(who: str, suite: str) -> Iterator[None]:
+    """A value of another shape than its declared metric's (the results schema leaves metrics
+    open) is one line naming whose results the figure could not read, not a traceback."""
+    try:
+        yield
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+        raise MatbenchError(f"results of {who!r}: the {suite} figure cannot read them ({type(exc).__name__}: {exc}); "
+                            "run matbench rescore on them, or submit again") from None
+
+
 def _number(value: Any, who: str, metric: Metric) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        from matbench.errors import MatbenchError
-
         raise MatbenchError(f"{who}: metric {metric.key!r} draws {value!r}, which is not a number; run matbench "
                             "rescore on its results, or submit again")
     return float(value)
@@ -83,7 +94,9 @@ def _access(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
     for e in entries:
         card = e.contract.get("access")
         if card:
-            series.append(plots.Series(e.label, {m.key: _point(m, card[m.key], e.name) for m in pools if card.get(m.key)}))
+            with _reading(e.name, "access"):
+                series.append(plots.Series(e.label, {m.key: _point(m, card[m.key], e.name)
+                                                     for m in pools if card.get(m.key)}))
     paper = {f.metric.key: f for f in reported.of(None, "access") if f.metric in pools}
     if paper:
         series.append(plots.Series("paper (model not named)", {k: _point(f.metric, f.value, "reported figures")
@@ -104,10 +117,11 @@ def _trigger(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
         if rows is None:
             continue
         columns.append(e.label)
-        for c, row in rows.items():
-            write[(c, e.label)] = (_number(row["write_through"], e.name, metric), row["class"])
-            shift[(c, e.label)] = (_number(row["kv_donor_shift"]["mean"], e.name, metric),
-                                   "*" if row["shift_q"] < 0.05 else "")
+        with _reading(e.name, "trigger"):
+            for c, row in rows.items():
+                write[(c, e.label)] = (_number(row["write_through"], e.name, metric), row["class"])
+                shift[(c, e.label)] = (_number(row["kv_donor_shift"]["mean"], e.name, metric),
+                                       "*" if row["shift_q"] < 0.05 else "")
     if not columns:
         return []
     constructions = sorted({c for c, _ in write})
@@ -123,8 +137,9 @@ def _programming(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
     for e in entries:
         rates = _run_metric(e, "programming", metric.key)
         if rates is not None:
-            series.append(plots.Series(e.label, {k: (_number(v["both"], e.name, metric), None, None)
-                                                 for k, v in rates.items()}))
+            with _reading(e.name, "programming"):
+                series.append(plots.Series(e.label, {k: (_number(v["both"], e.name, metric), None, None)
+                                                     for k, v in rates.items()}))
     for model in reported.models:
         for f in reported.of(model, "programming"):
             if f.metric == metric:
@@ -141,7 +156,9 @@ def _harvest(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
     rows = []
     for e in entries:
         card = e.contract.get("harvest") or {}
-        rows += [(f"{e.label} · {m.key}", *_point(m, card[m.key], e.name), False) for m in contrasts if card.get(m.key)]
+        with _reading(e.name, "harvest"):
+            rows += [(f"{e.label} · {m.key}", *_point(m, card[m.key], e.name), False)
+                     for m in contrasts if card.get(m.key)]
     for model in reported.models:
         rows += [(f"{model} · {f.metric.key}", *_point(f.metric, f.value, "reported figures"), True)
                  for f in reported.of(model, "harvest") if f.metric in contrasts]

@@ -257,6 +257,20 @@ def test_a_file_with_foreign_metrics_is_named_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "results of 'odd-model'" in err and "update_probe_compact.json" in err
 
 
+def test_a_file_whose_metrics_a_figure_cannot_read_is_named_in_one_line(tmp_path, capsys):
+    # The trigger heat maps read each construction's row from the run itself: a row of another
+    # shape is one line naming whose results, not a KeyError from inside the figure.
+    trigger = next(p for p in committed_runs() if p.name == "trigger_probe_compact.json")
+    path = copy_run(trigger, tmp_path / "runs" / "odd", model="odd-model")
+    payload = json.loads(path.read_text())
+    construction = next(iter(payload["metrics"]["by_construction"]))
+    del payload["metrics"]["by_construction"][construction]["kv_donor_shift"]
+    path.write_text(json.dumps(payload))
+    assert main(["leaderboard", "build", "--results", str(tmp_path / "runs"), "--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results of 'odd-model': the trigger figure cannot read them (KeyError" in err
+
+
 def test_two_revisions_of_one_model_are_two_series_in_every_figure(tmp_path):
     # The same name under two revisions: each figure labels both, and the trigger heat maps get a
     # column each instead of one overwriting the other.
