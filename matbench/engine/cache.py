@@ -87,7 +87,7 @@ def prefill(
 
 def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None = None) -> tuple[EventCache, EventCache]:
     """Global prefill of both members, sharing the prefix before the source, one pair at a time:
-    the plain reference that `batched_prefill.prefill_pairs` (what the engine runs) is tested against."""
+    the plain reference that `engine.prefill.prefill_pairs` (what the engine runs) is tested against."""
     split = layout.prefix_tokens
     a, b = layout.members
     if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:

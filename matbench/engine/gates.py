@@ -13,7 +13,7 @@ import torch
 
 from matbench.engine.layout import PairLayout
 from matbench.engine.pair_engine import PairEngine, probe_logits
-from matbench.engine.serving import SERVING
+from matbench.engine.serving import SERVING, ServeRequest
 from matbench.errors import GateFailure
 from matbench.protocol.pairs import Arm, DonorPair
 from matbench.protocol.records import GateResult, PairRecord
@@ -148,13 +148,12 @@ def head_mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cach
             noisy[0][:, index] = rows
             values.append(noisy)
         loud = replace(cache, values=tuple(values))
-        chosen = {name: ((slots[0], slots[0]), (heads[0], heads[0]), None)}
-        arm = next(a for a in pair.arms if a.name == name)
-        clean, dirty = (engine.requests(pair, (c, c), engine.probe_readout, chosen=chosen)[2 * pair.arms.index(arm)]
-                        for c in (cache, loud))
-        serve = SERVING[engine.serving]
-        diff = (serve(engine.runner, [clean])[1] - serve(engine.runner, [dirty])[1]).abs().max()
-        worst = max(worst, float(diff))
+        arm = pair.arm(name)
+        ids = engine.query_ids(pair, arm, engine.probe_readout)
+        clean, dirty = (SERVING[engine.serving](engine.runner, [ServeRequest(
+            c, arm.served, ids, c.length if arm.query_at_end else None, slots[0], torch.from_numpy(heads[0]))])[1]
+            for c in (cache, loud))
+        worst = max(worst, float((clean - dirty).abs().max()))
     if not checked:
         return None
     return GateResult("head_mask", worst == 0.0, worst, f"max |dlogit| {worst:.2e} with loud rows each head dropped")

@@ -87,7 +87,7 @@ class PairEngine:
 
     def prepare_many(self, pairs: list[DonorPair]) -> list[tuple[DonorPair, PairLayout, tuple[EventCache, EventCache]]]:
         """Layouts and global prefills of `pairs`: one batched prefill of the distinct token
-        layouts (`matbench.batched_prefill`). Items over one long dialog (harvest) share their
+        layouts (`matbench.engine.prefill`). Items over one long dialog (harvest) share their
         layout, within the group and with the last prefill of the previous group."""
         from matbench.engine.prefill import prefill_pairs
 
@@ -139,9 +139,8 @@ class PairEngine:
         (`matbench.engine.selection`)."""
         if self.policy.is_oracle:
             return {}
-        config = self.loaded.text_config
-        shape = (config.num_hidden_layers, config.num_key_value_heads or config.num_attention_heads)
-        return {arm.name: select(self.policy, pair, layout, caches, arm, shape) for arm in pair.arms if governed(pair, arm)}
+        return {arm.name: select(self.policy, pair, layout, caches, arm, self.runner.head_shape)
+                for arm in pair.arms if governed(pair, arm)}
 
     def requests(self, pair: DonorPair, caches, readout: Readout, derived=None, chosen=None) -> list[ServeRequest]:
         requests = []

@@ -139,6 +139,12 @@ class ModelRunner:
         return next(self.model.parameters()).device
 
     @property
+    def head_shape(self) -> tuple[int, int]:
+        """(layers, KV heads): the shape of a per-layer, per-KV-head selection."""
+        config = self.text_config
+        return config.num_hidden_layers, config.num_key_value_heads or config.num_attention_heads
+
+    @property
     def dtype(self) -> torch.dtype:
         return next(self.model.parameters()).dtype
 

@@ -118,8 +118,7 @@ def _head_valid(runner: ModelRunner, requests: list[ServeRequest], slot_index: t
     every row of a request without one), or None when no request has one."""
     if all(r.head_valid is None for r in requests):
         return None
-    config = runner.text_config
-    shape = (config.num_hidden_layers, config.num_key_value_heads or config.num_attention_heads)
+    shape = runner.head_shape
     out = torch.ones(*shape, len(requests), slot_index.shape[1], dtype=torch.bool)
     for b, r in enumerate(requests):
         if r.head_valid is not None:

@@ -180,8 +180,7 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
     def missing(chunk: list[Any]) -> list[tuple[str, str]]:
         return [c for c, run in by_combo.items() if any(p.item_id not in run.log for p in chunk)]
 
-    def backoff(old: int, new: int) -> None:
-        engine.release_memory()
+    def backoff(old: int, new: int) -> None:  # score_in_batches has released the engine's memory
         progress.write(f"out of memory serving {old} pairs together; continuing with {new}")
 
     for batch in score_in_batches(engine, todo, missing, group, on_backoff=backoff):
