@@ -98,3 +98,13 @@ def test_each_model_has_one_scorecard_over_its_largest_runs(model):
         runs = [read_results(p) for d in dirs for p in d.glob(f"{suite}_probe_*.json")]
         assert entry["evidence"]["n_items"] == max(r.config.n_items for r in runs)  # the largest run counts
         assert (RESULTS / "scorecards" / entry["evidence"]["results"]).exists()
+
+
+def test_the_report_names_a_missing_file_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "matbench.results.report", str(tmp_path / "nope.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert f"results file {tmp_path / 'nope.json'} not found" in done.stderr

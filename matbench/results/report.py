@@ -36,4 +36,9 @@ def report_rows(paths: list[Path]) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(report_rows([Path(p) for p in sys.argv[1:]])))
+    from matbench.errors import MatbenchError
+
+    try:
+        print("\n".join(report_rows([Path(p) for p in sys.argv[1:]])))
+    except MatbenchError as exc:  # a bad or missing results file: one line, as the CLI prints it
+        sys.exit(f"matbench report: error: {exc}")
