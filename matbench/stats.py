@@ -29,8 +29,9 @@ def sign_test(positive: int, negative: int) -> float:
     return float(stats.binomtest(positive, n, 0.5, alternative="two-sided").pvalue)
 
 
-def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """Wilson score interval for a binomial proportion; (0, 1) when n == 0."""
+def wilson(successes: float, n: float, confidence: float = 0.95) -> Interval:
+    """Wilson score interval for a binomial proportion; (0, 1) when n == 0. Counts may be
+    effective (non-integer) counts, as `clustered_wilson` passes."""
     if n == 0:
         return Interval(0.0, 1.0)
     z = stats.norm.ppf(0.5 + confidence / 2)
@@ -42,6 +43,25 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == n else min(1.0, centre + half)
     return Interval(float(low), float(high))
+
+
+def clustered_wilson(successes_per_item, trials_per_item: int, confidence: float = 0.95) -> Interval:
+    """Wilson interval of a proportion whose trials come in items of `trials_per_item` correlated
+    answers (the two members of a donor pair share the served text): the Wilson score interval at
+    Kish's effective sample size n_eff = p(1 - p) / Var(mean of item means), kept within [items,
+    answers]. Concordant members give the paper's item-level Wilson (n_eff = items); independent
+    members the answer-level one. At p = 0 or 1 the design effect is undefined: items is used."""
+    x = np.asarray(successes_per_item, dtype=float) / trials_per_item
+    items = x.size
+    if items == 0:
+        return Interval(0.0, 1.0)
+    p = float(x.mean())
+    n_eff = float(items)
+    if 0 < p < 1 and items > 1:
+        var_mean = float(x.var(ddof=1)) / items
+        n_eff = items * trials_per_item if var_mean == 0 else min(max(p * (1 - p) / var_mean, items),
+                                                                  items * trials_per_item)
+    return wilson(p * n_eff, n_eff, confidence)
 
 
 def recall_share(accuracy: float, chance: float) -> float:

@@ -92,3 +92,19 @@ def test_bootstrap_intervals_have_the_width_of_a_standard_error_not_se_over_sqrt
 def test_binomial_greater_is_one_sided():
     assert stats.binomial_greater(9, 10, 0.5) == pytest.approx(11 / 1024)
     assert stats.binomial_greater(1, 10, 0.5) > 0.99
+
+
+def test_clustered_wilson_spans_item_and_answer_level():
+    # Concordant members: the paper's item-level Wilson (.934 [.896, .958] is 239/256 items).
+    concordant = stats.clustered_wilson([2] * 239 + [0] * 17, 2)
+    assert concordant == stats.wilson(239, 256)
+    assert (round(concordant.low, 3), round(concordant.high, 3)) == (0.896, 0.958)
+    # Members always split (each pair one right, one wrong): no between-item variance, so the
+    # answers count as independent trials.
+    assert stats.clustered_wilson([1] * 64, 2) == stats.wilson(64, 128)
+    # In between: wider than answer-level, narrower than item-level.
+    mixed = [2, 1, 0, 1, 2, 2, 0, 1] * 8
+    inner, outer = stats.wilson(sum(mixed), 128), stats.wilson(sum(mixed) / 2, 64)
+    got = stats.clustered_wilson(mixed, 2)
+    assert outer.low < got.low < inner.low and inner.high < got.high < outer.high
+    assert stats.clustered_wilson([2] * 10, 2) == stats.wilson(10, 10)
