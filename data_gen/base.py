@@ -11,6 +11,7 @@ from matbench.data_gen.rows import FIELD_DOCS, pair_to_row, row_to_pair
 from matbench.data_gen.rows import features as row_features
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import DonorPair
+from matbench.protocol.readouts import RELEVANT_TRACE
 from matbench.registry import Registry
 
 STATES = ("ONLINE", "OFFLINE")
@@ -80,9 +81,10 @@ def ask_state(register: str) -> str:
 
 
 def register_source_pair(item_id: str, events: list[str], source: int, source_reg: str, arms,
-                         registers: tuple[str, ...]) -> DonorPair:
+                         registers: tuple[str, ...], trace: str = RELEVANT_TRACE) -> DonorPair:
     """A pair whose dropped source is "register S set to state v" (member A: ONLINE, B: OFFLINE)
-    and whose event 0 is the served decoy, a register state drawn independently of the donor."""
+    and whose event 0 is the served decoy, a register state drawn independently of the donor;
+    `trace` is the trace readout's instruction (the paper's wording for the suite)."""
     return DonorPair(
         item_id=item_id,
         events=tuple(events),
@@ -94,4 +96,5 @@ def register_source_pair(item_id: str, events: list[str], source: int, source_re
         leak_patterns=(rf"\bregister {source_reg} set to\b",),
         registers=registers,
         decoys=(0,),
+        trace=trace,
     )

@@ -21,8 +21,9 @@ from matbench.data_gen.base import (
     register_source_pair,
 )
 from matbench.protocol.pairs import Arm, DonorPair
+from matbench.protocol.readouts import MIRROR_TRACE
 
-VERSION = "1"
+VERSION = "2"  # 2: rows carry the trace instruction (kv_causal.py's mirror wording)
 MENU = STATES
 ROOT_AT, CHAIN_AT, TARGET_AT = 13, 18, 23
 
@@ -45,7 +46,7 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
         Arm("txt", tuple(range(N_EVENTS)), ask(mirror), uses_source=True),
         Arm("control", tuple(range(source)), ask(mirror)),
     )
-    return register_source_pair(item_id, events, source, source_reg, arms, own)
+    return register_source_pair(item_id, events, source, source_reg, arms, own, trace=MIRROR_TRACE)
 
 
 SUITE = SUITES.register("discovery")(Suite("discovery", VERSION, default_n=64, make_item=make_item))

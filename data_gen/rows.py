@@ -16,7 +16,7 @@ from matbench.protocol.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
               "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
-              "slot_alternatives", "content_hash")
+              "slot_alternatives", "trace", "content_hash")
 
 FIELD_DOCS = {
     "item_id": "unique id `<suite>-v<version>-s<seed>-<index>`",
@@ -43,6 +43,7 @@ FIELD_DOCS = {
     "donor_events": "further donor-dependent events (index, body in A, body in B), served only by donor-visible arms",
     "variant": "sub-condition of the item within its suite (e.g. carrier kind and template)",
     "slot_alternatives": "event slots whose position budget covers every listed alternative body (fixed later positions)",
+    "trace": "the trace readout's instruction, appended after the menu (the paper's wording for this suite)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 
@@ -67,13 +68,14 @@ def features():
                   "appended": Sequence(Value("string")), "expected": Value("string"),
                   "encoding": Value("string"), "menu": Sequence(Value("string")),
                   "values": Sequence(Value("string")), "open_question": Value("bool"),
-                  "swapped": Sequence(Value("int32"))}],
+                  "swapped": Sequence(Value("int32")), "trace": Value("string")}],
         "leak_patterns": Sequence(Value("string")),
         "registers": Sequence(Value("string")),
         "decoys": Sequence(Value("int32")),
         "donor_events": [{"index": Value("int32"), "bodies": Sequence(Value("string"), length=2)}],
         "variant": Value("string"),
         "slot_alternatives": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
+        "trace": Value("string"),
         "content_hash": Value("string"),
     })
 
@@ -99,7 +101,7 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "arms": [{"name": a.name, "served": list(a.served), "question": a.question, "uses_source": a.uses_source,
                   "query_at_end": a.query_at_end, "appended": list(a.appended), "expected": a.expected,
                   "encoding": a.encoding, "menu": list(a.menu), "values": list(a.values),
-                  "open_question": a.open_question, "swapped": list(a.swapped)}
+                  "open_question": a.open_question, "swapped": list(a.swapped), "trace": a.trace}
                  for a in pair.arms],
         "leak_patterns": list(pair.leak_patterns),
         "registers": list(pair.registers),
@@ -107,6 +109,7 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "donor_events": [{"index": i, "bodies": [a, b]} for i, a, b in pair.donor_events],
         "variant": pair.variant,
         "slot_alternatives": [{"index": i, "bodies": list(b)} for i, b in pair.slot_alternatives],
+        "trace": pair.trace,
     }
     row["content_hash"] = content_hash({**row, "content_hash": ""})
     return row
@@ -135,13 +138,14 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             arms=tuple(Arm(a["name"], tuple(int(i) for i in a["served"]), a["question"], bool(a["uses_source"]),
                            bool(a["query_at_end"]), tuple(a["appended"]), a["expected"], a["encoding"],
                            tuple(a["menu"]), tuple(a["values"]), bool(a["open_question"]),
-                           tuple(int(i) for i in a["swapped"])) for a in row["arms"]),
+                           tuple(int(i) for i in a["swapped"]), a["trace"]) for a in row["arms"]),
             leak_patterns=tuple(row["leak_patterns"]),
             registers=tuple(row["registers"]),
             decoys=tuple(int(i) for i in row["decoys"]),
             donor_events=tuple((int(e["index"]), e["bodies"][0], e["bodies"][1]) for e in row["donor_events"]),
             variant=row["variant"],
             slot_alternatives=tuple((int(e["index"]), tuple(e["bodies"])) for e in row["slot_alternatives"]),
+            trace=row["trace"],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None

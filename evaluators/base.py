@@ -40,9 +40,10 @@ def arm_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]:
     n = len(records)
     counts = _classes(records, arm)
     chance = 1 / len(records[0].arm_menu(arm))
-    correct = sum(a == v for r in records for a, v in zip(r.arms[arm].answers, r.arm_values(arm)))
-    acc = correct / (2 * n)
-    acc_ci = stats.wilson(correct, 2 * n)
+    per_pair = [sum(a == v for a, v in zip(r.arms[arm].answers, r.arm_values(arm))) for r in records]
+    acc = sum(per_pair) / (2 * n)
+    # Item-level interval: the two members of a pair share their served text (not independent).
+    acc_ci = stats.clustered_wilson(per_pair, 2)
     sensitive = counts["follow"] + counts["anti"]
     probe_counts = dict.fromkeys(OUTCOMES, 0)
     for r in records:
@@ -67,6 +68,28 @@ def arm_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]:
             "wilcoxon_p": stats.wilcoxon_p(shifts),
         },
         **expected,
+        **_paper_parse_metrics(records, arm),
+    }
+
+
+def _paper_parse_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]:
+    """Under a generating readout: classes and menu accuracy of the same texts read with the
+    paper's looser parse (upper-cased substrings), the numbers comparable with the paper's."""
+    if any(r.arms[arm].paper_answers is None for r in records):
+        return {}
+    counts = dict.fromkeys(OUTCOMES, 0)
+    per_pair = []
+    for r in records:
+        answers, values = r.arms[arm].paper_answers, r.arm_values(arm)
+        counts[outcome(tuple(answers), tuple(values))] += 1
+        per_pair.append(sum(a == v for a, v in zip(answers, values)))
+    return {
+        "paper_parse": {
+            "classes": counts,
+            "follow_anti_p": stats.sign_test(counts["follow"], counts["anti"]),
+            "menu_accuracy": sum(per_pair) / (2 * len(records)),
+            "menu_accuracy_ci": stats.clustered_wilson(per_pair, 2).as_list(),
+        }
     }
 
 

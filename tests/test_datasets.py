@@ -50,7 +50,7 @@ def test_card_documents_configs_fields_and_hashes(repo):
         assert f"| `{field}` |" in card
     assert "config_name: harvest" in card and "| harvest | 1 | 6 |" in card
     pairs, info = load_pairs(str(repo), "discovery")
-    assert f"`{info['config_content_hash']}`" in card and "| discovery | 1 | 6 |" in card
+    assert f"`{info['config_content_hash']}`" in card and f"| discovery | {SUITES.get('discovery').version} | 6 |" in card
     assert "config_name: landing" in card and f"| landing | {SUITES.get('landing').version} | 6 |" in card
 
 

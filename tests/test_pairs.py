@@ -57,10 +57,15 @@ def test_piecewise_check_refuses_a_boundary_merge(renderer):
         renderer.check_piecewise(pieces, [renderer.ids(p) for p in pieces])
 
 
-def test_query_boundary_is_clean(renderer):
+def test_query_is_its_own_piece_with_the_papers_blank_line(renderer):
+    # The paper tokenizes "\n\nQuestion: ..." + tail separately (never merged into the last
+    # event's "\n"): the query's ids are exactly that piece's, whatever precedes it.
     text = renderer.query_text("What state is register ALPHA in?", " Answer ONLINE or OFFLINE:", "Answer:")
-    pieces = [event_text(3, "register BETA refreshed to 120"), text]
-    renderer.check_piecewise(pieces, [renderer.ids(p) for p in pieces])
+    assert text.startswith("\n\nQuestion: What state is register ALPHA in? Answer ONLINE or OFFLINE:")
+    ids = renderer.ids(text)
+    assert renderer.decode(ids).startswith("\n\nQuestion:")
+    last = event_text(3, "register BETA refreshed to 120")
+    assert renderer.ids(last) + ids != renderer.ids(last + text)  # one-shot would merge "\n" + "\n\n"
 
 
 def test_discovery_is_deterministic_and_seeded():
@@ -110,8 +115,8 @@ def test_base_models_answer_after_an_answer_prefix(renderer):
     base = copy.copy(renderer)
     base.chat, base.head, base.tail = False, "", "\n"
     for prefix in ("", "Answer:"):  # short/trace, probe
-        assert base.query_text("What?", " Answer A or B:", prefix) == "Question: What? Answer A or B:\nAnswer:"
-    assert renderer.query_text("What?", "", "") == "Question: What?" + renderer.tail
+        assert base.query_text("What?", " Answer A or B:", prefix) == "\n\nQuestion: What? Answer A or B:\nAnswer:"
+    assert renderer.query_text("What?", "", "") == "\n\nQuestion: What?" + renderer.tail
 
 
 def test_pairs_share_a_prefill_key_exactly_when_their_members_render_alike():

@@ -9,7 +9,8 @@ from matbench.engine.probe import ProbeScorer
 from matbench.errors import MatbenchError
 from matbench.protocol.margins import donor_margin, donor_shift
 from matbench.protocol.menus import find_menu_words
-from matbench.protocol.readouts import READOUTS
+from matbench.protocol.frames import question_text
+from matbench.protocol.readouts import MIRROR_TRACE, READOUTS
 
 NAME8 = ("ALPHA", "BRAVO", "DELTA", "ECHO", "GOLF", "HOTEL", "KILO", "TANGO")
 
@@ -39,11 +40,40 @@ def test_option_letters_are_case_sensitive():
     assert find_menu_words("Neither, sorry", ("A", "B")) == []
 
 
-def test_suffixes_carry_the_menu():
-    assert READOUTS.get("short").suffix(("ONLINE", "OFFLINE")) == " Answer ONLINE or OFFLINE:"
-    assert READOUTS.get("probe").suffix(("NORTH", "SOUTH", "EAST", "WEST")) == " Answer NORTH, SOUTH, EAST or WEST:"
+def test_suffixes_are_the_papers_wording():
+    """Verbatim from the paper's scripts: kv_sweepmenu `menu()` (serial comma), kv_causal's
+    `" Answer ONLINE or OFFLINE." + TRACE`, kv_parabank's TRACE, kv_causal2's `--menu` question."""
+    binary = ("ONLINE", "OFFLINE")
+    assert READOUTS.get("short").suffix(binary) == " Answer ONLINE or OFFLINE:"
+    assert READOUTS.get("probe").suffix(("NORTH", "SOUTH", "EAST", "WEST")) == " Answer NORTH, SOUTH, EAST, or WEST:"
     assert READOUTS.get("probe").assistant_prefix == "Answer:"
-    assert READOUTS.get("trace").max_new_tokens == 160
+    assert READOUTS.get("trace").suffix(binary, MIRROR_TRACE) == (
+        " Answer ONLINE or OFFLINE. Locate the mirror statement for that register, then end your answer with the "
+        "final state word.")
+    assert READOUTS.get("trace").suffix(("EXCEEDED", "NORMAL")) == (
+        " Answer EXCEEDED or NORMAL. Locate the relevant statement, then end your answer with the final state word.")
+    assert READOUTS.get("menu").suffix(binary) == " Answer with the single state word only (ONLINE or OFFLINE):"
+    assert (READOUTS.get("trace").max_new_tokens, READOUTS.get("menu").max_new_tokens) == (160, 160)
+    assert (READOUTS.get("trace").pick, READOUTS.get("menu").pick) == ("last", "last")
+
+
+def test_question_opens_with_the_papers_blank_line():
+    assert question_text("What state is register T in?", " Answer ONLINE or OFFLINE:") == (
+        "\n\nQuestion: What state is register T in? Answer ONLINE or OFFLINE:")
+
+
+def test_paper_parse_is_the_looser_substring_search():
+    # kv_causal.pick_last / kv_parabank.pickw_last: rfind on the upper-cased text.
+    flag = ("EXCEEDED", "NORMAL")
+    assert READOUTS.get("trace").paper_parse("the reading was abnormal", flag) == "NORMAL"
+    assert READOUTS.get("trace").parse("the reading was abnormal", flag) is None
+    assert READOUTS.get("trace").paper_parse("OFFLINE at first, then online", ("ONLINE", "OFFLINE")) == "ONLINE"
+    # kv_sweepmenu.pick: the earliest hit.
+    assert READOUTS.get("short").paper_parse("west, not north", ("NORTH", "SOUTH", "EAST", "WEST")) == "WEST"
+    # kv_harvest4.pick_ab: a standalone letter after upper-casing, so the article "a" counts.
+    assert READOUTS.get("short").paper_parse("a good answer is B", ("A", "B")) == "A"
+    assert READOUTS.get("short").parse("a good answer is B", ("A", "B")) == "B"
+    assert READOUTS.get("trace").paper_parse("no idea", ("ONLINE", "OFFLINE")) is None
 
 
 def test_unknown_readout_suggests_a_name():

@@ -73,13 +73,11 @@ class PairEngine:
         render = FRAMES[pair.frame].render_event
         # Events appended at query time (a served patch) continue the step numbering.
         patch = "".join(render(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
-        suffix = "" if arm.open_question else readout.suffix(pair.arm_menu(arm))
+        suffix = "" if arm.open_question else readout.suffix(pair.arm_menu(arm), pair.arm_trace(arm))
+        # One piece, as the paper tokenizes `patch + question + tail` (kv_coherence2, kv_causal):
+        # the question's leading "\n\n" stays its own token after the last kept row's "\n".
         text = patch + self.renderer.query_text(arm.question, suffix, readout.assistant_prefix)
-        ids = self.renderer.ids(text)
-        # The query follows an event ending in "\n": assert no BPE merge across that boundary.
-        last = render(0, pair.events[0])
-        self.renderer.check_piecewise([last, text], [self.renderer.ids(last), ids], from_start=False)
-        return tuple(ids)
+        return tuple(self.renderer.ids(text))
 
     def prepare(self, pair: DonorPair) -> tuple[PairLayout, tuple[EventCache, EventCache]]:
         _, layout, caches = self.prepare_many([pair])[0]
@@ -222,12 +220,13 @@ class PairEngine:
                 texts = [decoded[lo:hi] for lo, hi in spans]
             for k, (pair, layout, _) in enumerate(items):
                 cand, probe_answers = probes[serving][k]
-                answers = probe_answers
+                answers, paper = probe_answers, None
                 if texts[k] is not None:
-                    answers = [readout.parse(t, pair.arm_menu(pair.arms[j // 2]), pair.registers)
-                               for j, t in enumerate(texts[k])]
+                    menus = [pair.arm_menu(pair.arms[j // 2]) for j in range(len(texts[k]))]
+                    answers = [readout.parse(t, menu, pair.registers) for t, menu in zip(texts[k], menus)]
+                    paper = [readout.paper_parse(t, menu) for t, menu in zip(texts[k], menus)]
                 out[k][(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts[k],
-                                                               chosen[k])
+                                                               chosen[k], paper)
         return out
 
     def _batch_requests(self, items, readout: Readout, derived, chosen) -> list[ServeRequest]:
@@ -246,7 +245,7 @@ class PairEngine:
         return cands, answers
 
     @staticmethod
-    def _record(pair, layout, answers, probe_answers, cand, texts, chosen) -> PairRecord:
+    def _record(pair, layout, answers, probe_answers, cand, texts, chosen, paper=None) -> PairRecord:
         arms = {}
         for k, arm in enumerate(pair.arms):
             a, b = 2 * k, 2 * k + 1
@@ -261,6 +260,7 @@ class PairEngine:
                 values=tuple(values) if arm.menu else None,  # type: ignore[arg-type]
                 expected=arm.expected,
                 texts=(texts[a], texts[b]) if texts is not None else None,
+                paper_answers=(paper[a], paper[b]) if paper is not None else None,
                 selection=chosen[arm.name][2] if arm.name in chosen else None,
             )
         return PairRecord(item_id=pair.item_id, variant=pair.variant, values=pair.values, menu=pair.menu,

@@ -48,8 +48,8 @@ FRAMES = {
 
 
 def question_text(question: str, suffix: str = "") -> str:
-    # SPEC 2.1 writes "\n\nQuestion: ..."; after an event's final "\n" that separator merges into
-    # a "\n\n" token in the SmolLM2 and Gemma tokenizers (piecewise != one-shot), and "\nQuestion"
-    # still merges in Gemma's. With no separator every boundary is clean, which the piecewise check
-    # asserts for every query (see README, "Protocol notes").
-    return f"Question: {question}{suffix}"
+    # The paper's separator (every kvmemory script): the question opens with a blank line and is
+    # tokenized as its own piece, positions continuing after the last kept row. After an event's
+    # final "\n" a one-shot tokenization would merge the newlines, so the query is never checked
+    # against one; header and events are (matbench.engine.layout).
+    return f"\n\nQuestion: {question}{suffix}"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from matbench.errors import MatbenchError
 from matbench.protocol.frames import FRAMES
+from matbench.protocol.readouts import RELEVANT_TRACE
 
 ENCODINGS = ("joint", "isolated", "text")
 # How kept rows are laid out for the query (SPEC 2.3; matbench.engine.serving implements them).
@@ -52,7 +53,8 @@ class Arm:
     `swapped` are served events whose rows each member takes from the *other* member's prefill
     (their text is the same in both): the root x downstream factorial serves member A's root
     with member B's downstream rows, so an answer that follows the root donor there shows the
-    downstream rows are not what carries it.
+    downstream rows are not what carries it. `trace` overrides the pair's trace instruction for
+    this arm (the paper's depth-3 runs ask "Trace the mirror chain ...").
     """
 
     name: str
@@ -67,6 +69,7 @@ class Arm:
     values: tuple[str, ...] = ()
     open_question: bool = False
     swapped: tuple[int, ...] = ()
+    trace: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,17 @@ class DonorPair:
     # evidence turns are the "source"): accuracy only, no donor classes.
     paired: bool = True
     frame: str = "trajectory"  # rendering of the header and events (matbench.render.FRAMES)
+    # The trace readout's instruction after the menu (SPEC 2.5): the paper's wording per suite.
+    trace: str = RELEVANT_TRACE
 
     def arm_menu(self, arm: Arm) -> tuple[str, ...]:
         return arm.menu or self.menu
 
     def arm_values(self, arm: Arm) -> tuple[str, str]:
         return arm.values or self.values  # type: ignore[return-value]
+
+    def arm_trace(self, arm: Arm) -> str:
+        return arm.trace or self.trace
 
     def prefill_key(self) -> tuple:
         """Equal for pairs whose two members render to the same texts, and so share one global

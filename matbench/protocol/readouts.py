@@ -1,15 +1,25 @@
 """Readouts (SPEC 2.5): how an answer is read from a served cache, and the parse rules.
 
-- probe: forced-position candidate logits after "Answer:" at the start of the assistant turn;
-  no generation; also the source of the donor margin shift (SPEC 2.7) for every readout.
-- short: menu in the question, up to 12 greedy tokens, the first menu word.
-- trace: "locate the mirror statement" instruction, up to 160 greedy tokens, the last menu word.
+The wording is the paper's (`kvmemory/*.py`, the reference for every suffix):
+
+- probe: " Answer {menu}:" then "Answer:" at the start of the assistant turn; forced-position
+  candidate logits, no generation; also the source of the donor margin shift (SPEC 2.7).
+- short: " Answer {menu}:", up to 12 greedy tokens, the first menu word (kv_sweepmenu).
+- trace: " Answer {menu}." then the pair's trace instruction (discovery: the mirror wording of
+  kv_causal.py; other suites: "Locate the relevant statement ..."), up to 160 greedy tokens, the
+  last menu word (kv_causal / kv_parabank).
+- menu: " Answer with the single state word only ({menu}):", up to 160 greedy tokens, the last
+  menu word: the paper's `--menu` readout (kv_causal2/3, kv_poscontrol), used for Gemma-4.
+
+Every generating readout also records the paper's own, looser parse (`paper_pick`: upper-cased
+substring search), the one the paper's numbers were made with.
 
 Pure text: the probe's scorer, which needs logits, is `matbench.engine.probe.ProbeScorer`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from matbench.protocol.menus import find_menu_words
@@ -17,23 +27,51 @@ from matbench.registry import Registry
 
 READOUTS: Registry["Readout"] = Registry("readout")
 
+# The trace instructions of the paper's scripts, verbatim.
+MIRROR_TRACE = " Locate the mirror statement for that register, then end your answer with the final state word."
+RELEVANT_TRACE = " Locate the relevant statement, then end your answer with the final state word."
+HOPS_TRACE = (" Trace the mirror chain briefly (one line per hop), then end your answer with the "
+              "final state word.")
+
 
 def menu_phrase(menu: tuple[str, ...]) -> str:
-    return menu[0] if len(menu) == 1 else ", ".join(menu[:-1]) + " or " + menu[-1]
+    """"ONLINE or OFFLINE"; three or more words with the paper's serial comma: "A, B, or C"."""
+    if len(menu) == 1:
+        return menu[0]
+    if len(menu) == 2:
+        return f"{menu[0]} or {menu[1]}"
+    return ", ".join(menu[:-1]) + ", or " + menu[-1]
+
+
+def paper_pick(text: str, menu: tuple[str, ...], pick: str) -> str | None:
+    """The paper's parse: search the upper-cased text for each menu word as a substring (so
+    ABNORMAL contains NORMAL) and take the earliest (`pick_first`) or latest (`pick_last`) hit;
+    single letters (options A/B) as a standalone letter, the first one (kv_harvest4 AB_RE)."""
+    upper = text.upper()
+    letters = [w for w in menu if len(w) == 1]
+    if letters:
+        found = re.search(r"\b(" + "|".join(re.escape(w) for w in letters) + r")\b", upper)
+        return found.group(1) if found else None
+    if pick == "first":
+        hits = [(upper.find(w.upper()), w) for w in menu if upper.find(w.upper()) >= 0]
+        return min(hits)[1] if hits else None
+    hits = [(upper.rfind(w.upper()), w) for w in menu if upper.rfind(w.upper()) >= 0]
+    return max(hits)[1] if hits else None
 
 
 @dataclass(frozen=True)
 class Readout:
-    """One way of reading an answer. `max_new_tokens` is 0 for the probe (no decoding)."""
+    """One way of reading an answer. `max_new_tokens` is 0 for the probe (no decoding).
+    `suffix_template` may use {menu} (the menu phrase) and {trace} (the pair's trace instruction)."""
 
     name: str
-    suffix_template: str  # appended to the question; may use {menu}
+    suffix_template: str
     assistant_prefix: str = ""
     max_new_tokens: int = 0
     pick: str = "first"  # which parsed menu word counts: "first" or "last"
 
-    def suffix(self, menu: tuple[str, ...]) -> str:
-        return self.suffix_template.format(menu=menu_phrase(menu))
+    def suffix(self, menu: tuple[str, ...], trace: str = RELEVANT_TRACE) -> str:
+        return self.suffix_template.format(menu=menu_phrase(menu), trace=trace)
 
     def parse(self, text: str, menu: tuple[str, ...], registers: tuple[str, ...] = ()) -> str | None:
         found = find_menu_words(text, menu, registers)
@@ -41,12 +79,12 @@ class Readout:
             return None
         return found[0] if self.pick == "first" else found[-1]
 
+    def paper_parse(self, text: str, menu: tuple[str, ...]) -> str | None:
+        return paper_pick(text, menu, self.pick)
+
 
 READOUTS.register("probe")(Readout("probe", " Answer {menu}:", assistant_prefix="Answer:"))
 READOUTS.register("short")(Readout("short", " Answer {menu}:", max_new_tokens=12, pick="first"))
-READOUTS.register("trace")(Readout(
-    "trace",
-    " Locate the mirror statement for that register, then end your answer with the final state word.",
-    max_new_tokens=160,
-    pick="last",
-))
+READOUTS.register("trace")(Readout("trace", " Answer {menu}.{trace}", max_new_tokens=160, pick="last"))
+READOUTS.register("menu")(Readout("menu", " Answer with the single state word only ({menu}):", max_new_tokens=160,
+                                  pick="last"))

@@ -87,8 +87,9 @@ class ArmRecord:
     `answers`, `probe_answers`, `probe_logp` and `texts` hold member A then member B. `menu` and
     `values` are set only where the arm asks its own question of the rows (else the pair's);
     `expected` only where the arm should give a non-donor answer (a served patch); `texts` only
-    under a generating readout; `selection` only where a serving policy other than the oracle
-    chose the arm's rows."""
+    under a generating readout, with `paper_answers`: the same texts read by the paper's looser
+    parse (upper-cased substrings, `matbench.protocol.readouts.paper_pick`), the comparable one;
+    `selection` only where a serving policy other than the oracle chose the arm's rows."""
 
     answers: tuple[str | None, str | None]
     outcome: str
@@ -100,6 +101,7 @@ class ArmRecord:
     expected: str | None = None
     texts: tuple[str, str] | None = None
     selection: Selection | None = None
+    paper_answers: tuple[str | None, str | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +113,7 @@ class ArmRecord:
             "probe_logp": [list(row) for row in self.probe_logp],
             "shift": self.shift,
             **({"texts": list(self.texts)} if self.texts is not None else {}),
+            **({"paper_answers": list(self.paper_answers)} if self.paper_answers is not None else {}),
             **({"selection": self.selection.to_json()} if self.selection is not None else {}),
         }
 
@@ -125,6 +128,7 @@ class ArmRecord:
         menu = _optional(data, "menu", list, where)
         values = _optional(data, "values", list, where)
         texts = _optional(data, "texts", list, where)
+        paper = _optional(data, "paper_answers", list, where)
         return cls(
             answers=_pair_of(_require(data, "answers", list, where), where, "answers"),
             outcome=outcome,
@@ -137,6 +141,7 @@ class ArmRecord:
             expected=_optional(data, "expected", str, where),
             texts=_pair_of(texts, where, "texts") if texts is not None else None,
             selection=Selection.from_json(data["selection"], f"{where}, selection") if "selection" in data else None,
+            paper_answers=_pair_of(paper, where, "paper_answers") if paper is not None else None,
         )
 
 
@@ -206,6 +211,6 @@ class PairRecord:
 
 
 _ARM_FIELDS = {"answers", "class", "probe_answers", "probe_logp", "shift", "menu", "values", "expected", "texts",
-               "selection"}
+               "selection", "paper_answers"}
 _PAIR_FIELDS = {"item_id", "variant", "values", "menu", "budget", "length", "n_tokens", "arms", "gates", "item_hash",
                 "config_hash"}
