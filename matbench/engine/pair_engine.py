@@ -23,7 +23,6 @@ from matbench.engine.selection import governed, select
 from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 from matbench.errors import MatbenchError
 from matbench.models.loading import LoadedModel
-from matbench.protocol.frames import FRAMES
 from matbench.protocol.margins import donor_shift
 from matbench.protocol.outcomes import outcome
 from matbench.protocol.pairs import Arm, DonorPair
@@ -70,14 +69,7 @@ class PairEngine:
         return self._scorers[menu]
 
     def query_ids(self, pair: DonorPair, arm: Arm, readout: Readout) -> tuple[int, ...]:
-        render = FRAMES[pair.frame].render_event
-        # Events appended at query time (a served patch) continue the step numbering.
-        patch = "".join(render(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
-        suffix = "" if arm.open_question else readout.suffix(pair.arm_menu(arm), pair.arm_trace(arm))
-        # One piece, as the paper tokenizes `patch + question + tail` (kv_coherence2, kv_causal):
-        # the question's leading "\n\n" stays its own token after the last kept row's "\n".
-        text = patch + self.renderer.query_text(arm.question, suffix, readout.assistant_prefix)
-        return tuple(self.renderer.ids(text))
+        return tuple(self.renderer.ids(self.renderer.arm_query(pair, arm, readout)))
 
     def prepare(self, pair: DonorPair) -> tuple[PairLayout, tuple[EventCache, EventCache]]:
         _, layout, caches = self.prepare_many([pair])[0]

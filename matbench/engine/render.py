@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from matbench.errors import MatbenchError
-from matbench.protocol.frames import BASE_ANSWER_PREFIX, HDR, question_text
+from matbench.protocol.frames import BASE_ANSWER_PREFIX, FRAMES, HDR, question_text
+from matbench.protocol.pairs import Arm, DonorPair
+from matbench.protocol.readouts import Readout
 
 _SENTINEL = "MATBENCHUSERCONTENTSENTINEL"
 
@@ -63,6 +65,18 @@ class Renderer:
         # Without it, base models continue the trajectory ("<step 25> ...") instead of answering.
         prefix = assistant_prefix if self.chat else BASE_ANSWER_PREFIX
         return question_text(question, suffix) + self.tail + prefix
+
+    def arm_query(self, pair: DonorPair, arm: Arm, readout: Readout) -> str:
+        """Everything fed after the kept rows for `arm` under `readout`: any events appended at
+        query time (a served patch), the question with the readout's suffix, the chat tail and
+        the assistant prefix. One piece, as the paper tokenizes `patch + question + tail`
+        (kv_coherence2, kv_causal): the question's leading "\n\n" stays its own token after the
+        last kept row's "\n"."""
+        render = FRAMES[pair.frame].render_event
+        # Events appended at query time continue the step numbering.
+        patch = "".join(render(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
+        suffix = "" if arm.open_question else readout.suffix(pair.arm_menu(arm), pair.arm_trace(arm))
+        return patch + self.query_text(arm.question, suffix, readout.assistant_prefix)
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
