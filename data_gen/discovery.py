@@ -1,14 +1,16 @@
-"""Discovery suite (SPEC 3.1): does a mirror statement carry the dropped source's state?
+"""Discovery suite (SPEC 3.1; the paper's kv_causal.py Part A): does a mirror statement carry
+the dropped source's state?
 
 decoy@0, source@m (m in [8, 12)), root "M mirrors S"@13, chain "M2 mirrors M"@18 and
 "T mirrors M2"@23, fillers elsewhere. Arms: root (serve decoy+root, ask M), chain (serve decoy
 and every carrier, ask T), txt (every event: comprehension, ask M), control (events before the
-source, ask M: must give follow + anti = 0).
+source, ask M: must give follow + anti = 0). Trace readout: kv_causal's mirror instruction.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from matbench.data_gen.base import (
     N_EVENTS,
@@ -28,25 +30,49 @@ MENU = STATES
 ROOT_AT, CHAIN_AT, TARGET_AT = 13, 18, 23
 
 
-def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
+@dataclass(frozen=True)
+class DiscoveryDraw:
+    """Every random choice of one item; `fillers` holds a body for each of the 24 slots (those of
+    the decoy, source and carriers are overwritten)."""
+
+    source_reg: str
+    mirror: str
+    mirror2: str
+    target: str
+    decoy: str
+    decoy_state: str
+    source: int
+    fillers: tuple[str, ...]
+
+
+def draw(rng: random.Random) -> DiscoveryDraw:
     source_reg, mirror, mirror2, target, decoy = rng.sample(REGISTER_POOL, 5)
     own = (source_reg, mirror, mirror2, target, decoy)
     source = rng.randrange(8, 12)
+    fillers = tuple(filler_body(rng, own) for _ in range(N_EVENTS))
     # The decoy's value is drawn on its own: it may equal either donor value (SPEC 1).
-    events = [filler_body(rng, own) for _ in range(N_EVENTS)]
-    events[0] = f"register {decoy} set to state {rng.choice(MENU)}"
-    events[source] = f"register {source_reg} set to state <donor>"
-    events[ROOT_AT] = f"register {mirror} mirrors register {source_reg}"
-    events[CHAIN_AT] = f"register {mirror2} mirrors register {mirror}"
-    events[TARGET_AT] = f"register {target} mirrors register {mirror2}"
-    ask = ask_state
+    return DiscoveryDraw(source_reg, mirror, mirror2, target, decoy, rng.choice(MENU), source, fillers)
+
+
+def build(d: DiscoveryDraw, item_id: str) -> DonorPair:
+    events = list(d.fillers)
+    events[0] = f"register {d.decoy} set to state {d.decoy_state}"
+    events[d.source] = f"register {d.source_reg} set to state <donor>"
+    events[ROOT_AT] = f"register {d.mirror} mirrors register {d.source_reg}"
+    events[CHAIN_AT] = f"register {d.mirror2} mirrors register {d.mirror}"
+    events[TARGET_AT] = f"register {d.target} mirrors register {d.mirror2}"
     arms = (
-        Arm("root", (0, ROOT_AT), ask(mirror)),
-        Arm("chain", (0, ROOT_AT, CHAIN_AT, TARGET_AT), ask(target)),
-        Arm("txt", tuple(range(N_EVENTS)), ask(mirror), uses_source=True),
-        Arm("control", tuple(range(source)), ask(mirror)),
+        Arm("root", (0, ROOT_AT), ask_state(d.mirror)),
+        Arm("chain", (0, ROOT_AT, CHAIN_AT, TARGET_AT), ask_state(d.target)),
+        Arm("txt", tuple(range(N_EVENTS)), ask_state(d.mirror), uses_source=True),
+        Arm("control", tuple(range(d.source)), ask_state(d.mirror)),
     )
-    return register_source_pair(item_id, events, source, source_reg, arms, own, trace=MIRROR_TRACE)
+    own = (d.source_reg, d.mirror, d.mirror2, d.target, d.decoy)
+    return register_source_pair(item_id, events, d.source, d.source_reg, arms, own, trace=MIRROR_TRACE)
+
+
+def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
+    return build(draw(rng), item_id)
 
 
 SUITE = SUITES.register("discovery")(Suite("discovery", VERSION, default_n=64, make_item=make_item))

@@ -1,0 +1,33 @@
+"""matbench's side of a parity check: what matbench serves for one arm and member, in the shape
+the recorder gives for the paper's scripts (tests/parity/recorder.py), under the same
+character-level tokenizer and chat template."""
+
+from __future__ import annotations
+
+from matbench.engine.layout import layout_pair
+from matbench.engine.render import Renderer
+from matbench.protocol.pairs import DonorPair
+from matbench.protocol.readouts import READOUTS
+from tests.parity.recorder import CharTokenizer, _runs
+
+RENDERER = Renderer(CharTokenizer())
+
+
+def served(pair: DonorPair, arm_name: str, member: int, readout: str) -> dict:
+    """{"rows": kept rows as runs of consecutive positions [[text, [first, last]], ...],
+    "query": the query text (patch, question, suffix, tail, prefix), "query_position": where
+    compact serving asks (max kept position + 1, or L for a query_at_end arm)}."""
+    arm = next(a for a in pair.arms if a.name == arm_name)
+    layout = layout_pair(pair, RENDERER)
+    ids, positions = layout.members[member].served_tokens(arm.served)
+    return {
+        "rows": [[t, p] for t, p in _runs(list(ids), list(positions))],
+        "query": RENDERER.arm_query(pair, arm, READOUTS.get(readout)),
+        "query_position": layout.length if arm.query_at_end else max(positions) + 1,
+    }
+
+
+def trajectory(pair: DonorPair, member: int) -> list[list]:
+    """The member's whole global prefill as runs of consecutive positions (the recorder's encodes)."""
+    m = layout_pair(pair, RENDERER).members[member]
+    return [[t, p] for t, p in _runs(list(m.input_ids), list(m.positions))]
