@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from matbench import stats
 from matbench.evaluators import EVALUATORS
 from matbench.protocol.records import ArmRecord, PairRecord
 
@@ -59,3 +60,29 @@ def test_programming_nld_minus_pas_is_paired_by_group():
     assert c["shift_difference"] == pytest.approx(0.2)
     low, high = c["follow_difference_ci"]
     assert 0.25 <= low < 12 / 16 < high <= 1.0  # 8 groups: the interval is that of 8 draws, not 16
+
+
+def test_generating_runs_report_the_papers_parse_beside_matbenchs():
+    """ABNORMAL is no NORMAL for matbench's parse, but the paper's substring search reads it as
+    NORMAL: both are reported, the paper's under paper_parse, with item-level accuracy CIs."""
+    from matbench.evaluators.discovery import DiscoveryEvaluator
+
+    def generated(texts, ours, paper):
+        outcome_ours = {"ONLINE/OFFLINE": "follow", "OFFLINE/ONLINE": "anti"}.get("/".join(map(str, ours)), "other")
+        return ArmRecord(answers=ours, outcome=outcome_ours, probe_answers=("ONLINE", "ONLINE"),
+                         probe_logp=((0.0, 0.0), (0.0, 0.0)), shift=0.0, texts=texts, paper_answers=paper)
+
+    follow = generated(("It is ONLINE", "OFFLINE"), ("ONLINE", "OFFLINE"), ("ONLINE", "OFFLINE"))
+    loose = generated(("so: online-ish", "not ONLINE; OFFLINEd"), (None, None), ("ONLINE", "OFFLINE"))
+    records = [PairRecord(f"i{k}", "", ("ONLINE", "OFFLINE"), ("ONLINE", "OFFLINE"), 3, 100, (100, 100),
+                          {"root": follow if k < 3 else loose, "chain": follow, "txt": follow, "control": loose})
+               for k in range(5)]
+    metrics = DiscoveryEvaluator("discovery").summarize(records)
+    root = metrics["arms"]["root"]
+    assert (root["classes"]["follow"], root["classes"]["other"]) == (3, 2)
+    assert root["paper_parse"]["classes"]["follow"] == 5
+    assert root["paper_parse"]["menu_accuracy"] == 1.0 and root["menu_accuracy"] == 0.6
+    # Members concordant in every pair: the interval is the item-level Wilson over 5 pairs.
+    assert root["menu_accuracy_ci"] == stats.wilson(3, 5).as_list()
+    assert DiscoveryEvaluator.metric("root_classes_paper").value(metrics) == root["paper_parse"]["classes"]
+    assert not DiscoveryEvaluator.metric("root_classes_paper").valid_for("probe")

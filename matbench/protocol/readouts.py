@@ -88,3 +88,6 @@ READOUTS.register("short")(Readout("short", " Answer {menu}:", max_new_tokens=12
 READOUTS.register("trace")(Readout("trace", " Answer {menu}.{trace}", max_new_tokens=160, pick="last"))
 READOUTS.register("menu")(Readout("menu", " Answer with the single state word only ({menu}):", max_new_tokens=160,
                                   pick="last"))
+
+# The readouts that generate text (and so carry the paper's parse beside matbench's).
+GENERATING_READOUTS = tuple(name for name in READOUTS.names() if READOUTS.get(name).max_new_tokens)
