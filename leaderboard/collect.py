@@ -41,8 +41,19 @@ class ModelEntry:
     name: str
     revision: str
     runs: list[Run] = field(default_factory=list)
-    scorecard: dict[str, Any] = field(default_factory=dict)
+    # One scorecard per readout the model was run with; the primary (the probe where it exists)
+    # feeds the overview, every one gets its row on the suite pages.
+    scorecards: dict[str, dict[str, Any]] = field(default_factory=dict)
     shared_name: bool = False  # another revision of the same model is on the board
+
+    @property
+    def readout(self) -> str:
+        """The primary readout: the probe (it works for every model) where the model has it."""
+        return "probe" if "probe" in self.scorecards else sorted(self.scorecards)[0]
+
+    @property
+    def scorecard(self) -> dict[str, Any]:
+        return self.scorecards[self.readout]
 
     @property
     def label(self) -> str:
@@ -51,8 +62,12 @@ class ModelEntry:
 
     @property
     def contract(self) -> dict[str, Any]:
-        """The scorecard's per-suite contract entries (suites without a run are absent)."""
+        """The primary scorecard's per-suite contract entries (suites without a run are absent)."""
         return self.scorecard["contract"]
+
+    def readouts(self) -> list[str]:
+        """Readouts with a scorecard, the primary first."""
+        return [self.readout, *sorted(r for r in self.scorecards if r != self.readout)]
 
     @property
     def slug(self) -> str:
@@ -93,15 +108,14 @@ def model_revision(results: ResultsFile) -> str:
 
 
 def group_models(runs: list[Run], home: Path) -> list[ModelEntry]:
-    """One entry per (model, revision) with the scorecard of its largest probe runs."""
+    """One entry per (model, revision) with a scorecard per readout (of its largest runs)."""
     entries: dict[tuple[str, str], ModelEntry] = {}
     for run in runs:
         key = (run.results.config.model.model, model_revision(run.results))
         entries.setdefault(key, ModelEntry(*key)).runs.append(run)
     for entry in entries.values():
-        readouts = {r.results.config.readout for r in entry.runs}
-        readout = "probe" if "probe" in readouts else sorted(readouts)[0]
-        entry.scorecard = scorecard_of_runs([(r.path, r.results) for r in entry.runs], readout, home=home,
-                                            where=f"runs of {entry.name}")
+        for readout in sorted({r.results.config.readout for r in entry.runs}):
+            entry.scorecards[readout] = scorecard_of_runs([(r.path, r.results) for r in entry.runs], readout,
+                                                          home=home, where=f"runs of {entry.name}")
         entry.shared_name = sum(name == entry.name for name, _ in entries) > 1
     return sorted(entries.values(), key=lambda e: (e.name, e.revision))

@@ -46,7 +46,7 @@ def overview_columns() -> list[tuple[str, Metric]]:
 
 
 def overview_header() -> list[str]:
-    return ["rank", "model", "revision", *[f"{suite} {m.label}" for suite, m in overview_columns()]]
+    return ["rank", "model", "revision", "readout", *[f"{suite} {m.label}" for suite, m in overview_columns()]]
 
 
 def scorecard_metrics(suite: str) -> list[Metric]:
@@ -68,10 +68,12 @@ def metric_text(metric: Metric, value: Any, overview: bool = False) -> tuple[str
     return metric.text(value), metric.sort_key(value)
 
 
-def metric_cell(metric: Metric, entry: ModelEntry, suite: str, href: str | None, overview: bool = False) -> Cell:
-    """A measured value's cell; a value of the wrong shape is one line naming the model, its results
-    file and the metric (the results schema leaves metrics open: only the declaration knows their shape)."""
-    card = entry.contract[suite]
+def metric_cell(metric: Metric, entry: ModelEntry, suite: str, href: str | None, overview: bool = False,
+                readout: str | None = None) -> Cell:
+    """A measured value's cell (of the scorecard of `readout`, default the entry's primary); a value
+    of the wrong shape is one line naming the model, its results file and the metric (the results
+    schema leaves metrics open: only the declaration knows their shape)."""
+    card = entry.scorecards[readout or entry.readout]["contract"][suite]
     try:
         text, sort = metric_text(metric, card[metric.key], overview)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
@@ -109,7 +111,8 @@ def _overview_row(e: ModelEntry, ranks: dict[str, int], links, out: Path) -> Row
     rank, follow = ranks.get(e.slug), rank_value(e)
     cells = [Cell(f"{rank}" if rank else "—", rank if rank else None,
                   title=f"rank key: follow rate {follow[0]:.3f} [{follow[1]:.3f}, {follow[2]:.3f}]" if follow else None),
-             Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision)]
+             Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
+             Cell(e.readout, e.readout)]
     for suite, metric in overview_columns():
         entry = e.contract.get(suite)
         if not entry or metric.key not in entry:
@@ -131,11 +134,14 @@ def _figure_for(figures: list[ReportedFigure], suite: str, metric: Metric) -> Re
 
 
 def reported_rows(reported: Reported) -> list[Row]:
-    """One overview row per model the paper names: its figures in the columns of their metrics."""
+    """One overview row per model the paper names and readout it read that model with: its
+    figures in the columns of their metrics (a column never mixes readouts within a row)."""
     rows = []
-    for model in reported.models:
-        figures = reported.of(model)
-        cells = [Cell("reported"), Cell(model, model), Cell("paper")]
+    for model, readout in reported.rows():
+        if model is None:
+            continue
+        figures = reported.of(model, readout=readout)
+        cells = [Cell("reported"), Cell(model, model), Cell("paper"), Cell(readout or "—", readout)]
         cells += [_reported_cell(_figure_for(figures, s, m), m) for s, m in overview_columns()]
         rows.append(Row("reported", cells))
     return rows
@@ -162,22 +168,22 @@ def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links,
     """The suite page: one column per scorecard metric the suite declares; the paper's figures in
     their metric's column, the ones on another scale as text in the last column."""
     metrics = scorecard_metrics(suite)
-    header = ["model", "revision", "items", *[m.label for m in metrics]]
+    header = ["model", "revision", "readout", "items", *[m.label for m in metrics]]
     rows = []
     for e in entries:
-        entry = e.contract.get(suite)
-        if not entry:
-            continue
-        href = evidence_link(entry["evidence"], links, out)
-        cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
-                 Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
-        cells += [metric_cell(m, e, suite, href) if m.key in entry else EMPTY for m in metrics]
-        rows.append(Row("measured", cells))
-    for model in [*reported.models, None]:
-        figures = reported.of(model, suite)
-        if not figures:
-            continue
-        cells = [Cell(model or "paper (model not named)", model or ""), Cell("paper"), EMPTY]
+        for readout in e.readouts():  # one row per readout: a column never mixes readouts in a row
+            entry = e.scorecards[readout]["contract"].get(suite)
+            if not entry:
+                continue
+            href = evidence_link(entry["evidence"], links, out)
+            cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
+                     Cell(readout, readout), Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
+            cells += [metric_cell(m, e, suite, href, readout=readout) if m.key in entry else EMPTY for m in metrics]
+            rows.append(Row("measured", cells))
+    for model, readout in sorted(reported.rows(suite), key=lambda r: r[0] is None):
+        figures = reported.of(model, suite, readout)
+        cells = [Cell(model or "paper (model not named)", model or ""), Cell("paper"), Cell(readout or "—", readout),
+                 EMPTY]
         cells += [Cell(f.text(), m.sort_key(f.value), title=f.note) if (f := _figure_for(figures, suite, m)) else EMPTY
                   for m in metrics]
         cells.append(Cell("; ".join(f"{f.label}: {f.text()}" for f in figures if f.metric is None or f.metric not in metrics)))

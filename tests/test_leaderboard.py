@@ -71,7 +71,8 @@ def test_site_from_the_committed_submissions(tmp_path):
     assert summary.pages == 1 + len(suites_in_order()) + summary.n_models  # index, a page per suite, a page per model
     index = _parse(site / "index.html")
     reported = load_reported()
-    assert index.rows["overview"] == ["measured"] * 2 + ["reported"] * len(reported.models)
+    named_rows = [(model, readout) for model, readout in reported.rows() if model is not None]
+    assert index.rows["overview"] == ["measured"] * 2 + ["reported"] * len(named_rows)
     assert index.rows["runs"] == ["measured"] * 14  # one row per results file
     assert index.tags.count("svg") == 5  # access, trigger x2, programming, harvest
     for page in site.glob("*.html"):  # every link resolves inside the site: evidence works offline
@@ -291,3 +292,38 @@ def test_two_revisions_of_one_model_are_two_series_in_every_figure(tmp_path):
     assert len(heatmaps) == 2
     for svg in heatmaps:  # one column label per revision (drawn truncated to 14 characters)
         assert svg.count(">smollm2-135m @</text>") == 2
+
+
+def test_each_reported_figure_sits_in_a_column_computed_the_same_way(tmp_path):
+    """A paper figure is shown in a metric's column only on a row of the readout the paper read
+    it with, on that metric's scale, and only where the metric means something under that
+    readout; every metric figure is shown exactly once per table."""
+    from matbench.leaderboard.collect import group_models
+    from matbench.leaderboard.tables import EMPTY, overview_columns, reported_rows, scorecard_metrics, suite_rows
+
+    reported = load_reported()
+    entries = group_models(find_runs([SUBMISSIONS]), home=tmp_path)
+
+    def figure(model, suite, readout, metric):
+        found = [f for f in reported.of(model, suite, readout) if f.metric == metric]
+        assert len(found) == 1, (model, suite, readout, metric.key)
+        assert found[0].metric.scale == metric.scale and metric.valid_for(readout)
+        return found[0]
+
+    for suite in suites_in_order():
+        metrics = scorecard_metrics(suite)
+        _, rows = suite_rows(suite, entries, reported, {}, tmp_path)
+        placed = 0
+        for row in (r for r in rows if r.kind == "reported"):
+            model, readout = row.cells[0].sort or None, row.cells[2].sort
+            for metric, cell in zip(metrics, row.cells[4:4 + len(metrics)]):
+                if cell is not EMPTY:
+                    assert cell.text.startswith(metric.text(figure(model, suite, readout, metric).value))
+                    placed += 1
+        assert placed == sum(f.suite == suite and f.metric is not None for f in reported.figures), suite
+    overview = [(s, m) for s, m in overview_columns()]
+    for row in reported_rows(reported):
+        model, readout = row.cells[1].sort, row.cells[3].sort
+        for (suite, metric), cell in zip(overview, row.cells[4:]):
+            if cell is not EMPTY:
+                figure(model, suite, readout, metric)

@@ -94,6 +94,11 @@ def _figures_file(tmp_path: Path, figure: dict) -> Path:
      "declares no metric 'root_clases'"),
     ({"model": "M", "suite": "discovry", "name": "x", "value": 1}, "names an unknown suite 'discovry'"),
     ({"model": "M", "suite": "discovery", "value": 1}, "needs the declared metric it is comparable to, or a name"),
+    ({"model": "M", "suite": "discovery", "metric": "root_classes", "scale": "pair follow", "value": [1, 0]},
+     "a figure in metric 'root_classes''s column must name the readout the paper read it with"),
+    ({"model": "M", "suite": "discovery", "metric": "root_classes_paper", "scale": "pair follow", "value": [1, 0],
+      "readout": "probe"}, "discovery metric 'root_classes_paper' means nothing under the probe readout"),
+    ({"model": "M", "suite": "discovery", "name": "x", "value": 1, "readout": "gen8"}, "unknown readout 'gen8'"),
 ])
 def test_a_reported_figure_must_name_a_declared_metric_on_its_scale(tmp_path, figure, message):
     with pytest.raises(MatbenchError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -112,5 +117,10 @@ def test_the_committed_figures_load_and_every_metric_figure_matches_its_scale():
                 EVALUATORS.get(entry["suite"]).metric(entry["metric"]).scale.value, entry
     assert sum(f.metric is not None for f in reported.figures) == sum("metric" in e for e in raw)
     assert reported.models == ["Qwen3-8B", "Ministral-3-8B-Instruct-2512", "Gemma-4-12B-it"]
-    depth3 = [f for f in reported.figures if f.suite == "landing" and f.name and "depth-3" in f.name]
-    assert len(depth3) == 1 and depth3[0].metric is None  # accuracy in the paper, follow rate here: text only
+    # The paper's text attributes the depth-3 clause to no model (audit #5).
+    assert [f.model for f in reported.figures if f.suite == "landing" and "depth-3" in (f.name or "")] == [None]
+    # The readout each figure was read with: trace (with the menu) for Qwen3 and Ministral, the
+    # paper's menu generation for Gemma-4 (audit #13).
+    discovery = {f.model: f.readout for f in reported.figures if f.suite == "discovery" and f.metric is not None}
+    assert discovery == {"Qwen3-8B": "trace", "Ministral-3-8B-Instruct-2512": "trace", "Gemma-4-12B-it": "menu"}
+    assert all(f.readout is not None and f.metric.valid_for(f.readout) for f in reported.figures if f.metric)
