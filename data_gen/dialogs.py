@@ -1,5 +1,10 @@
 """Reading LoCoMo and REALTALK conversations (the harvest suite's sources, SPEC 3.6, 7).
 
+Turns read exactly as the paper's loaders make them (kv_harvest3.py `load_locomo`,
+`load_realtalk`): the message stripped of surrounding whitespace (inner newlines kept), LoCoMo's
+image caption appended as "  [shares an image: {blip_caption}]" (REALTALK's captions are not
+read), empty turns skipped, sessions in the order of their number.
+
 matbench never redistributes their text: suite rows name a conversation, turn ids and a QA
 index, and carry the sha256 of the source file; `load_sources` reads the user's own copies and
 the rows are hydrated from them.
@@ -25,7 +30,7 @@ class Turn:
     dia_id: str
     speaker: str
     date: str
-    text: str
+    text: str  # as served: the message stripped, with LoCoMo's image caption
 
     def body(self) -> str:
         """The turn as served (SPEC 3.6); the frame adds the closing newline."""
@@ -42,7 +47,8 @@ class Conversation:
     qa: tuple[dict[str, Any], ...]
 
     def index_of(self) -> dict[str, int]:
-        return {t.dia_id: i for i, t in enumerate(self.turns)}
+        """dia_id -> turn index (turns without an id are not addressable)."""
+        return {t.dia_id: i for i, t in enumerate(self.turns) if t.dia_id}
 
 
 def file_sha256(path: Path) -> str:
@@ -56,11 +62,14 @@ def _sessions(record: dict[str, Any]):
         yield n, str(record.get(f"session_{n}_date_time", "")), record[f"session_{n}"]
 
 
-def _turns(record: dict[str, Any], text_key: str) -> tuple[Turn, ...]:
+def _turns(record: dict[str, Any], text_key: str, captions: bool) -> tuple[Turn, ...]:
     turns = []
     for n, date, messages in _sessions(record):
         for m in messages:
-            text = " ".join(str(m.get(text_key) or "").split())  # one line per turn
+            text = str(m.get(text_key) or "").strip()
+            caption = m.get("blip_caption") if captions else None
+            if caption:
+                text += f"  [shares an image: {caption}]"
             if text:
                 turns.append(Turn(n, str(m.get("dia_id", "")), str(m.get("speaker", "")), date, text))
     return tuple(turns)
@@ -85,7 +94,8 @@ def load_locomo(path: str | Path) -> list[Conversation]:
         raise MatbenchError(f"{path} is not LoCoMo's locomo10.json (expected a list of samples with 'conversation')")
     digest = file_sha256(path)
     return [Conversation("locomo", str(d.get("sample_id", f"conv-{i}")), path.name, digest,
-                         _turns(d["conversation"], "text"), tuple(d.get("qa", []))) for i, d in enumerate(data)]
+                         _turns(d["conversation"], "text", captions=True), tuple(d.get("qa", [])))
+            for i, d in enumerate(data)]
 
 
 def load_realtalk(directory: str | Path) -> list[Conversation]:
@@ -99,9 +109,41 @@ def load_realtalk(directory: str | Path) -> list[Conversation]:
         d = _read_json(f, f"REALTALK file {f.name}")
         if not isinstance(d, dict) or "qa" not in d:
             raise MatbenchError(f"{f} is not a REALTALK chat (expected a mapping with 'qa' and session_<N> keys)")
-        out.append(Conversation("realtalk", f.stem, f.name, file_sha256(f), _turns(d, "clean_text"),
+        out.append(Conversation("realtalk", f.stem, f.name, file_sha256(f), _turns(d, "clean_text", captions=False),
                                 tuple(d["qa"])))
     return out
+
+
+def participants(conversation: str) -> tuple[str, ...]:
+    """The two participants a REALTALK chat names in its file stem `Chat_<k>_<A>_<B>` (x8_audit2.py
+    reads them the same way); () for any other name."""
+    parts = conversation.split("_")
+    return (parts[2], parts[3]) if len(parts) >= 4 and parts[0] == "Chat" else ()
+
+
+def participant_components(conversations: list[str]) -> dict[str, str]:
+    """conversation -> its connected component of the participant graph (one edge per chat),
+    labelled by the component's participants joined with "+" (x8_audit2.py: REALTALK's 10 chats
+    over 10 participants form 3 components, the clustering unit of its statistics). A name
+    without participants is its own component."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for name in conversations:
+        people = participants(name)
+        if people:
+            parent[find(people[0])] = find(people[1])
+    members: dict[str, set[str]] = {}
+    for person in list(parent):
+        members.setdefault(find(person), set()).add(person)
+    return {name: "+".join(sorted(members[find(participants(name)[0])])) if participants(name) else name
+            for name in conversations}
 
 
 @dataclass(frozen=True)
@@ -119,24 +161,3 @@ def load_sources(locomo: str | Path | None, realtalk: str | Path | None) -> list
     if realtalk:
         conversations += load_realtalk(realtalk)
     return conversations
-
-
-def resolve_evidence(raw: list[Any], known: dict[str, int]) -> list[str]:
-    """Evidence dia_ids that exist, in order, after normalising the malformed ones: joined ids
-    ("D8:6; D9:17", "D9:1 D4:4"), trailing dots, ranges ("D12:3-D12:5"), a stray colon
-    ("D:11:26") and zero padding ("D30:05"). Ids of deleted messages (REALTALK gaps) and bare
-    fragments ("D", "D58") do not resolve and are dropped."""
-    out: list[str] = []
-    for entry in raw or []:
-        for piece in re.split(r"[;,\s]+", str(entry)):
-            piece = piece.strip().rstrip(".")
-            if not piece:
-                continue
-            span = re.fullmatch(r"D(\d+):(\d+)-(?:D(\d+):)?(\d+)", piece)
-            if span and (span.group(3) is None or span.group(3) == span.group(1)):
-                ids = [f"D{span.group(1)}:{k}" for k in range(int(span.group(2)), int(span.group(4)) + 1)]
-            else:
-                fixed = re.fullmatch(r"D:?(\d+):0*(\d+)", piece)
-                ids = [f"D{fixed.group(1)}:{fixed.group(2)}"] if fixed else [piece]
-            out += [i for i in ids if i in known and i not in out]
-    return out

@@ -1,23 +1,34 @@
 """Harvest suite (SPEC 3.6): does materialization happen in real multi-session dialogs?
 
-Items over LoCoMo and REALTALK. A row stores references only (corpus, conversation, QA index,
-turn ids, the sha256 of the source file) and is hydrated from the user's copy at eval time; a
-copy whose hash differs is refused. REALTALK has no license: its text is never republished.
+Items over LoCoMo and REALTALK, selected, rendered and asked exactly as the paper's recognition
+runs (kv_harvest3.py `select_qa`, kv_harvest4.py, kv_harvnative.py). A row stores references
+only (corpus, conversation, QA index, turn ids, the sha256 of the source file) and is hydrated
+from the user's copy at eval time; a copy whose hash differs is refused. REALTALK has no
+license: its text is never republished.
 
 natural items (one per qualifying QA; unpaired: accuracy, not donor classes). QA categories 1-3
-with a non-empty answer and resolvable evidence; carrier candidates are turns in sessions after
-the last evidence session that share >= 2 content words with the question and whose text, and
-whose +-1 neighbours', do not contain the gold; the top 4 are served (strong first: a shared word
-in <= 2 sessions; then more shared words; then earlier). Arms: `harv` (carrier rows of the
-full-history prefill), `iso` (the same turns each encoded alone at their positions), `text`
-(carriers re-read as text), `none` (header only) and `goldev` (the evidence turns as text).
-Readout: recognition between the gold and a hard negative (the answer of another QA of the same
-conversation, same category first), the gold's option letter set by a hash of the question.
+with a non-empty answer and at least one evidence dia_id that exists in the conversation (ids
+as listed, unrepaired); carrier candidates are turns in sessions after the last evidence session,
+not evidence turns, that share >= 2 content words with the question and whose text, and the text
+of the turns around it (+-1), do not contain the gold (case-insensitive). Words and gold checks
+read the turn as served ("[session n date] speaker: text"). The top 4 are served, ranked by
+(strong first: a shared word in <= 2 sessions; more shared words; earlier session; dia_id as a
+string). Arms: `harv` (carrier rows of the full-history prefill), `iso` (the same turns each
+encoded alone, without any header, at their original positions), `text` (carriers re-read as
+text after the header), `none` (the header alone, as text) and `goldev` (the evidence turns as
+text). Readout: recognition between the gold and a hard negative (the answer of another
+selected QA of the same conversation with a different answer, same category first, the first
+by question text), the gold's letter set by sha1 of the question (even: A).
 
-injected items (the positive control, <= 4 per conversation, QAs whose gold occurs verbatim in
-an evidence turn): member A is the conversation, member B its counterfactual with the gold
-replaced by the negative inside the evidence turns; a synthetic moderator turn appended at the
-end refers to the question without the value. Arms `harv` and `iso` serve only that turn.
+injected items (the positive control, the paper's first 4 per conversation: QAs of gold >= 3
+characters that occurs in an evidence turn and that neither contains nor is contained in the
+negative, strong first, then by question): member A is the conversation, member B its
+counterfactual with the gold replaced by the negative (case-insensitive) inside the evidence
+turns; a moderator turn appended as a new session refers to the question without the value.
+Arms `harv` and `iso` serve only that turn; the letter is sha1("inj" + question).
+
+The variant of a pair is `<kind>/<corpus>/<conversation>/<strong|weak>`: the evaluator clusters
+by conversation (REALTALK: by participant component) and reports the strong stratum.
 """
 
 from __future__ import annotations
@@ -31,17 +42,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from matbench.data_gen.base import SUITES
-from matbench.data_gen.dialogs import (
-    Conversation,
-    DialogSources,
-    Turn,
-    load_sources,
-    resolve_evidence,
-)
+from matbench.data_gen.dialogs import Conversation, DialogSources, Turn, load_sources
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
 
-VERSION = "1"
+VERSION = "2"
 CATEGORIES = (1, 2, 3)
 N_CARRIERS = 4
 N_INJECTED = 4
@@ -58,98 +63,112 @@ def content_words(text: str) -> set[str]:
 
 
 def gold_answer(qa: dict[str, Any]) -> str:
-    return " ".join(str(qa.get("answer", "")).split())
+    return str(qa.get("answer", "")).strip()
 
 
-def gold_option(question: str) -> str:
-    """Where the gold goes (SPEC 2.5): a hash of the question, so both orders occur."""
-    return OPTIONS[int(hashlib.sha256(question.encode()).hexdigest(), 16) % 2]
+def question_of(qa: dict[str, Any]) -> str:
+    return str(qa.get("question", ""))
+
+
+def gold_option(question: str, injected: bool = False) -> str:
+    """Where the gold goes (SPEC 2.5; kv_harvest4.py): A when sha1 of the question (of "inj" +
+    the question for an injected item) is even, so both orders occur."""
+    key = ("inj" if injected else "") + question
+    return OPTIONS[int(hashlib.sha1(key.encode()).hexdigest(), 16) % 2]
 
 
 @dataclass(frozen=True)
 class Selected:
     qa_index: int
     category: int
-    evidence: tuple[str, ...]
-    carriers: tuple[str, ...]
-    strong: bool
+    evidence: tuple[str, ...]  # the QA's evidence ids that exist, as listed (repeats kept)
+    carriers: tuple[str, ...]  # dia_ids, in turn order
+    strong: bool  # the top-ranked candidate shares a word that occurs in <= 2 sessions
 
 
 def select(conv: Conversation) -> list[Selected]:
-    """The qualifying QAs of a conversation and their carriers (module docstring)."""
+    """The qualifying QAs of a conversation and their carriers (module docstring;
+    kv_harvest3.py `select_qa` rule for rule)."""
+    bodies = [t.body() for t in conv.turns]
     known = conv.index_of()
-    session_words: dict[int, set[str]] = defaultdict(set)
-    for t in conv.turns:
-        session_words[t.session] |= content_words(t.text)
-    df = Counter(w for words in session_words.values() for w in words)
+    session_text: dict[int, list[str]] = defaultdict(list)
+    for t, body in zip(conv.turns, bodies):
+        session_text[t.session].append(body.lower())
+    df = Counter(w for texts in session_text.values() for w in content_words(" ".join(texts)))
     out = []
     for q, qa in enumerate(conv.qa):
         gold = gold_answer(qa).lower()
-        if qa.get("category") not in CATEGORIES or not gold:
+        if qa.get("category", 0) not in CATEGORIES or not gold:
             continue
-        evidence = resolve_evidence(qa.get("evidence"), known)
+        evidence = [e for e in (qa.get("evidence") or []) if e in known]
         if not evidence:
             continue
         last = max(conv.turns[known[e]].session for e in evidence)
-        asked = content_words(str(qa.get("question", "")))
+        asked = content_words(question_of(qa))
         ranked = []
         for i, t in enumerate(conv.turns):
             if t.session <= last or t.dia_id in evidence:
                 continue
-            shared = asked & content_words(t.text)
-            window = " ".join(u.text.lower() for u in conv.turns[max(0, i - 1):i + 2])
-            if len(shared) < 2 or gold in window:
+            shared = asked & content_words(bodies[i])
+            if len(shared) < 2 or gold in bodies[i].lower():
                 continue
-            strong = any(df[w] <= 2 for w in shared)
-            ranked.append((not strong, -len(shared), t.session, i))
+            if gold in " ".join(b.lower() for b in bodies[max(0, i - 1):i + 2]):
+                continue
+            strong = any(df.get(w, 99) <= 2 for w in shared)
+            ranked.append((not strong, -len(shared), t.session, t.dia_id, i))
         if ranked:
             ranked.sort()
-            chosen = sorted(r[3] for r in ranked[:N_CARRIERS])
+            chosen = sorted(r[4] for r in ranked[:N_CARRIERS])
             out.append(Selected(q, int(qa["category"]), tuple(evidence),
                                 tuple(conv.turns[i].dia_id for i in chosen), not ranked[0][0]))
     return out
 
 
 def hard_negative(conv: Conversation, selected: list[Selected], item: Selected) -> int | None:
-    """QA index of the negative: the first (by question text) other selected QA with a different
-    answer, of the same category where one exists."""
+    """QA index of the negative (kv_harvest4.py `hard_neg`): among the selected QAs whose answer
+    differs (case-insensitive), those of the same category where any exist, the first by
+    question text."""
     gold = gold_answer(conv.qa[item.qa_index]).lower()
     others = [s for s in selected if gold_answer(conv.qa[s.qa_index]).lower() != gold]
     same = [s for s in others if s.category == item.category]
-    pool = sorted(same or others, key=lambda s: (str(conv.qa[s.qa_index].get("question", "")), s.qa_index))
+    pool = sorted(same or others, key=lambda s: question_of(conv.qa[s.qa_index]))  # stable: QA order on ties
     return pool[0].qa_index if pool else None
 
 
+def injectable(conv: Conversation, item: Selected, negative: int) -> bool:
+    """kv_harvest4.py's positive-control screen: a gold of >= 3 characters that occurs in an
+    evidence turn as served, and a negative that neither contains it nor is contained in it."""
+    gold = gold_answer(conv.qa[item.qa_index]).lower()
+    neg = gold_answer(conv.qa[negative]).lower()
+    known = conv.index_of()
+    return (len(gold) >= 3 and any(gold in conv.turns[known[e]].body().lower() for e in item.evidence)
+            and neg not in gold and gold not in neg)
+
+
 def _row(conv: Conversation, kind: str, item: Selected, negative: int) -> dict[str, Any]:
-    question = str(conv.qa[item.qa_index].get("question", ""))
     return {
         "corpus": conv.corpus, "source_file": conv.source_file, "source_sha256": conv.sha256,
         "conversation": conv.conversation, "kind": kind, "qa_index": item.qa_index, "category": item.category,
         "evidence": list(item.evidence), "carriers": list(item.carriers) if kind == "natural" else [],
         "negative_qa_index": negative, "strong": item.strong,
-        "gold_option": gold_option(("inject:" if kind == "injected" else "") + question),
+        "gold_option": gold_option(question_of(conv.qa[item.qa_index]), injected=kind == "injected"),
     }
 
 
 def conversation_rows(conv: Conversation) -> list[dict[str, Any]]:
+    """The natural rows of every selected QA with a negative, then the paper's injected rows
+    (its first N_INJECTED candidates, strong first, then by question)."""
     selected = select(conv)
-    rows = []
-    injectable = []
+    rows, candidates = [], []
     for item in selected:
         negative = hard_negative(conv, selected, item)
         if negative is None:
             continue
         rows.append(_row(conv, "natural", item, negative))
-        gold = gold_answer(conv.qa[item.qa_index]).lower()
-        neg = gold_answer(conv.qa[negative]).lower()
-        known = conv.index_of()
-        if (len(gold) >= 3 and gold not in neg and neg not in gold
-                and any(gold in conv.turns[known[e]].text.lower() for e in item.evidence)):
-            injectable.append((item, negative))
-    injectable.sort(key=lambda x: (not x[0].strong, str(conv.qa[x[0].qa_index].get("question", ""))))
-    # Every candidate, best first: the builder keeps the first N_INJECTED that pass the checks.
-    rows += [_row(conv, "injected", item, negative) for item, negative in injectable]
-    return rows
+        if injectable(conv, item, negative):
+            candidates.append((item, negative))
+    candidates.sort(key=lambda x: (not x[0].strong, question_of(conv.qa[x[0].qa_index])))
+    return rows + [_row(conv, "injected", item, negative) for item, negative in candidates[:N_INJECTED]]
 
 
 def injected_turn(conv: Conversation, question: str) -> Turn:
@@ -159,8 +178,89 @@ def injected_turn(conv: Conversation, question: str) -> Turn:
 
 
 def recognition_question(question: str, gold: str, negative: str, gold_letter: str) -> str:
+    """kv_harvest4.py `recog_q` after its "\n\nQuestion: " (which `question_text` adds): the
+    options and the answer instruction, so the arms are open questions (no readout suffix)."""
     a, b = (gold, negative) if gold_letter == "A" else (negative, gold)
-    return f"{question}\nOption A: {a}\nOption B: {b}\nWhich option is correct?"
+    return f"{question}\nOption A: {a}\nOption B: {b}\nWhich option is correct? Answer A or B."
+
+
+@dataclass(frozen=True)
+class HarvestDraw:
+    """Everything a harvest pair is built from, explicit: the conversation's turns (as served),
+    the QA's question, gold and negative, the evidence and carrier turn indices, the gold's
+    letter, the kind and the variant."""
+
+    kind: str  # natural | injected
+    bodies: tuple[str, ...]
+    question: str
+    gold: str
+    negative: str
+    letter: str
+    evidence: tuple[int, ...]  # sorted, distinct
+    carriers: tuple[int, ...]  # sorted (natural items)
+    injected: str = ""  # the appended moderator turn's body (injected items)
+
+
+def build(draw: HarvestDraw, item_id: str, variant: str) -> DonorPair:
+    """The donor pair of a draw (rendered by the "dialog" frame: the chat head alone as header)."""
+    ask = recognition_question(draw.question, draw.gold, draw.negative, draw.letter)
+    bodies = list(draw.bodies)
+    evidence = list(draw.evidence)
+    frame = {"frame": "dialog", "menu": OPTIONS, "item_id": item_id, "variant": variant}
+    if draw.kind == "natural":
+        carriers = draw.carriers
+        arms = (
+            Arm("harv", carriers, ask, open_question=True),
+            Arm("iso", carriers, ask, encoding="isolated", open_question=True),
+            Arm("text", carriers, ask, encoding="text", open_question=True),
+            Arm("none", (), ask, encoding="text", open_question=True),
+            Arm("goldev", tuple(evidence), ask, uses_source=True, encoding="text", open_question=True),
+        )
+        return DonorPair(events=tuple(bodies), source=evidence[-1], source_bodies=(bodies[evidence[-1]],) * 2,
+                         values=(draw.letter, draw.letter), arms=arms, leak_patterns=(re.escape(draw.gold),),
+                         donor_events=tuple((i, bodies[i], bodies[i]) for i in evidence[:-1]), paired=False,
+                         **frame)  # type: ignore[arg-type]
+    # injected: member B swaps the gold for the negative inside the evidence turns (kv_harvest4's
+    # `pat.sub(neg, txt)` on the turn as served: a gold that is also a speaker's name swaps there too)
+    pattern = re.compile(re.escape(draw.gold), re.IGNORECASE)
+    try:
+        counterfactual = {i: pattern.sub(draw.negative, bodies[i]) for i in evidence}
+    except re.error as exc:
+        raise MatbenchError(f"item {item_id}: the negative {draw.negative!r} is not a replacement text ({exc})") from None
+    changed = [i for i in evidence if counterfactual[i] != bodies[i]]
+    if not changed:
+        raise MatbenchError(f"item {item_id}: no evidence turn names the gold, so the counterfactual equals the original")
+    events = tuple(bodies) + (draw.injected,)
+    inj = len(events) - 1
+    other = OPTIONS[1 - OPTIONS.index(draw.letter)]
+    arms = (Arm("harv", (inj,), ask, open_question=True),
+            Arm("iso", (inj,), ask, encoding="isolated", open_question=True))
+    # The one served turn is a template over the question, identical in both members and drawn
+    # without the donor: whatever it names (a question that names the gold, a negative made of
+    # words such as "to" or "the") the query names too. So it is declared donor-independent
+    # (a decoy) and carries no leak patterns; the paper serves these items as they are.
+    return DonorPair(events=events, source=changed[0], source_bodies=(bodies[changed[0]], counterfactual[changed[0]]),
+                     values=(draw.letter, other), arms=arms, decoys=(inj,),
+                     donor_events=tuple((i, bodies[i], counterfactual[i]) for i in changed[1:]),
+                     **frame)  # type: ignore[arg-type]
+
+
+def draw_of(row: dict[str, Any], conv: Conversation) -> HarvestDraw:
+    """The explicit draw of a (checked) row over its conversation."""
+    known = conv.index_of()
+    qa = conv.qa[row["qa_index"]]
+    question = question_of(qa)
+    injected = row["kind"] == "injected"
+    return HarvestDraw(
+        kind=row["kind"], bodies=tuple(t.body() for t in conv.turns), question=question, gold=gold_answer(qa),
+        negative=gold_answer(conv.qa[row["negative_qa_index"]]), letter=row["gold_option"],
+        evidence=tuple(sorted({known[d] for d in row["evidence"]})),
+        carriers=tuple(sorted(known[d] for d in row["carriers"])),
+        injected=injected_turn(conv, question).body() if injected else "")
+
+
+def variant_of(row: dict[str, Any]) -> str:
+    return f"{row['kind']}/{row['corpus']}/{row['conversation']}/{'strong' if row['strong'] else 'weak'}"
 
 
 def hydrate(row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> DonorPair:
@@ -177,46 +277,13 @@ def hydrate(row: dict[str, Any], conversations: dict[tuple[str, str], Conversati
         )
     known = conv.index_of()
     missing = [d for d in row["evidence"] + row["carriers"] if d not in known]
-    if missing:
-        raise MatbenchError(f"malformed harvest row {item}: turn {missing[0]} is not in {conv.source_file}")
+    if missing or not row["evidence"]:
+        what = f"turn {missing[0]} is not in {conv.source_file}" if missing else "it lists no evidence turn"
+        raise MatbenchError(f"malformed harvest row {item}: {what}")
     bad = [k for k in ("qa_index", "negative_qa_index") if not 0 <= row[k] < len(conv.qa)]
     if bad:
         raise MatbenchError(f"malformed harvest row {item}: {bad[0]} {row[bad[0]]} is not a QA of {conv.source_file}")
-    qa = conv.qa[row["qa_index"]]
-    question, gold = " ".join(str(qa.get("question", "")).split()), gold_answer(qa)
-    negative = gold_answer(conv.qa[row["negative_qa_index"]])
-    letter = row["gold_option"]
-    other = OPTIONS[1 - OPTIONS.index(letter)]
-    ask = recognition_question(question, gold, negative, letter)
-    evidence = sorted(known[d] for d in row["evidence"])
-    bodies = [t.body() for t in conv.turns]
-    frame = {"frame": "dialog", "menu": OPTIONS, "item_id": item, "variant": f"{row['kind']}/{row['corpus']}/{conv.conversation}"}
-    if row["kind"] == "natural":
-        carriers = tuple(sorted(known[d] for d in row["carriers"]))
-        arms = (
-            Arm("harv", carriers, ask),
-            Arm("iso", carriers, ask, encoding="isolated"),
-            Arm("text", carriers, ask, encoding="text"),
-            Arm("none", (), ask),
-            Arm("goldev", tuple(evidence), ask, uses_source=True, encoding="text"),
-        )
-        return DonorPair(events=tuple(bodies), source=evidence[-1], source_bodies=(bodies[evidence[-1]],) * 2,
-                         values=(letter, letter), arms=arms, leak_patterns=(re.escape(gold),),
-                         donor_events=tuple((i, bodies[i], bodies[i]) for i in evidence[:-1]), paired=False,
-                         **frame)  # type: ignore[arg-type]
-    # injected: member B swaps the gold for the negative inside the evidence turns that name it
-    pattern = re.compile(re.escape(gold), re.IGNORECASE)
-    changed = [i for i in evidence if pattern.search(conv.turns[i].text)]
-    counterfactual = {i: Turn(t.session, t.dia_id, t.speaker, t.date, pattern.sub(negative, t.text)).body()
-                      for i in changed for t in [conv.turns[i]]}
-    events = tuple(bodies) + (injected_turn(conv, question).body(),)
-    inj = len(events) - 1
-    arms = (Arm("harv", (inj,), ask), Arm("iso", (inj,), ask, encoding="isolated"))
-    return DonorPair(events=events, source=changed[0], source_bodies=(bodies[changed[0]], counterfactual[changed[0]]),
-                     values=(letter, other), arms=arms,
-                     leak_patterns=(re.escape(gold), re.escape(negative)),
-                     donor_events=tuple((i, bodies[i], counterfactual[i]) for i in changed[1:]),
-                     **frame)  # type: ignore[arg-type]
+    return build(draw_of(row, conv), item, variant_of(row))
 
 
 HARVEST_FIELDS = ("item_id", "suite", "version", "seed", "index", "corpus", "source_file", "source_sha256",
@@ -233,11 +300,14 @@ HARVEST_DOCS = {
     "kind": "natural (a QA over its natural carriers) or injected (the counterfactual positive control)",
     "qa_index": "index of the QA in the conversation's `qa` list",
     "category": "QA category (1-3)",
-    "evidence": "resolved evidence dia_ids (malformed ids normalised, unresolvable ones dropped)",
+    "evidence": "the QA's evidence dia_ids that exist in the conversation, as listed (the paper's rule: malformed ids "
+                "are not repaired)",
     "carriers": "dia_ids of the served carrier turns (natural items)",
     "negative_qa_index": "QA whose answer is the hard negative option",
-    "strong": "a carrier shares a word with the question that occurs in at most two sessions",
-    "gold_option": "option letter of the gold answer (a hash of the question)",
+    "strong": "the top-ranked carrier shares a word with the question that occurs in at most two sessions (the "
+              "paper's strong stratum)",
+    "gold_option": "option letter of the gold answer (sha1 of the question, of \"inj\" + the question for injected "
+                   "items: even = A)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 
@@ -268,8 +338,6 @@ class HarvestSuite:
         for conv in load_sources(sources.locomo, sources.realtalk):
             rows = []
             for row in conversation_rows(conv):
-                if row["kind"] == "injected" and sum(r["kind"] == "injected" for r in rows) == N_INJECTED:
-                    continue
                 try:
                     _checked(hydrate({**row, "item_id": f"{conv.conversation}/q{row['qa_index']}"},
                                      {(conv.corpus, conv.conversation): conv}))

@@ -120,9 +120,11 @@ def _header_cache(runner: ModelRunner, cache: EventCache):
 
 
 def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
-                   chunk_size: int | None = None) -> EventCache:
-    """A copy of `cache` whose rows of the `served` events are re-encoded one event at a time:
-    header + that event only, at the event's original positions (SPEC 3.4 `sel_ikv`, 3.6 `iso`).
+                   chunk_size: int | None = None, alone: bool = False) -> EventCache:
+    """A copy of `cache` whose rows of the `served` events are re-encoded one event at a time, at
+    the event's original positions: header + that event (SPEC 3.4 `sel_ikv`), or with `alone` the
+    event with nothing before it, not even the header (the paper's harvest `iso`: kv_harvest4.py
+    encodes `eids[i]` alone; the frame's `isolated_alone` asks for it).
 
     The rows sit at the same slots and positions as the joint ones, so an isolated arm differs
     from its joint arm only in what the rows could have absorbed from the rest of the trajectory.
@@ -131,7 +133,7 @@ def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout,
     values = [v.clone() for v in cache.values]
     for i in served:
         lo, hi = member.event_spans[i]
-        fresh, header_pos = _header_cache(runner, cache)
+        fresh, header_pos = (new_cache(), torch.empty(0, dtype=torch.long)) if alone else _header_cache(runner, cache)
         prefill(runner, fresh, list(member.input_ids[lo:hi]), list(member.positions[lo:hi]), header_pos, chunk_size)
         event_keys, event_values = cache_rows(fresh)
         width = header_pos.shape[0]

@@ -8,6 +8,7 @@ shift for every readout) and once more per generating readout (short, trace).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -23,6 +24,7 @@ from matbench.engine.selection import governed, select
 from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 from matbench.errors import MatbenchError
 from matbench.models.loading import LoadedModel
+from matbench.protocol.frames import FRAMES
 from matbench.protocol.margins import donor_shift
 from matbench.protocol.outcomes import outcome
 from matbench.protocol.pairs import Arm, DonorPair
@@ -148,7 +150,8 @@ class PairEngine:
         re-encodings, or rows swapped across members); arms with the same encoding and served set
         share them. An arm that does not
         serve donor-dependent events gets one cache for both members (bit-identical rows)."""
-        build = {"isolated": isolated_cache, "text": text_cache}
+        alone = FRAMES[pair.frame].isolated_alone  # harvest: each turn encoded with no header (the paper's iso)
+        build = {"isolated": partial(isolated_cache, alone=alone), "text": text_cache}
         out: dict[str, tuple[EventCache, EventCache]] = {}
         made: dict[tuple, tuple[EventCache, EventCache]] = {}
         for arm in pair.arms:

@@ -16,10 +16,9 @@ HDR = (
 BASE_ANSWER_PREFIX = "Answer:"
 
 
-DIALOG_HDR = (
-    "You are reading a long conversation between two people. Use it to answer the question precisely.\n\n"
-    "Conversation:\n"
-)
+# Real dialogs (harvest): the paper's header is the chat head alone, no instruction
+# (kv_harvest4.py, kv_harvnative.py: H = head); the first turn follows it directly.
+DIALOG_HDR = ""
 
 
 def event_text(index: int, body: str) -> str:
@@ -39,11 +38,14 @@ class Frame:
     name: str
     header: str
     render_event: Callable[[int, str], str]
+    # The "isolated" encoding: True encodes each served event alone, with no header rows before it
+    # (the paper's harvest `iso`, kv_harvest4.py); False after the header (access `sel_ikv`).
+    isolated_alone: bool = False
 
 
 FRAMES = {
     "trajectory": Frame("trajectory", HDR, event_text),  # synthetic agent trajectories (SPEC 2.1)
-    "dialog": Frame("dialog", DIALOG_HDR, turn_text),  # real multi-session dialogs (harvest)
+    "dialog": Frame("dialog", DIALOG_HDR, turn_text, isolated_alone=True),  # real multi-session dialogs (harvest)
 }
 
 
