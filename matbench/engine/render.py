@@ -72,9 +72,9 @@ class Renderer:
         the assistant prefix. One piece, as the paper tokenizes `patch + question + tail`
         (kv_coherence2, kv_causal): the question's leading "\n\n" stays its own token after the
         last kept row's "\n"."""
-        render = FRAMES[pair.frame].render_event
-        # Events appended at query time continue the step numbering.
-        patch = "".join(render(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
+        frame = FRAMES[pair.frame]
+        # Events appended at query time continue the step numbering, in the frame's patch rendering.
+        patch = "".join(frame.appended_text(len(pair.events) + k, body) for k, body in enumerate(arm.appended))
         suffix = "" if arm.open_question else readout.suffix(pair.arm_menu(arm), pair.arm_trace(arm))
         return patch + self.query_text(arm.question, suffix, readout.assistant_prefix)
 

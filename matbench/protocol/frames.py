@@ -26,6 +26,26 @@ def event_text(index: int, body: str) -> str:
     return f"<step {index + 1}>\naction: reg_op()\nobservation: {body}\n"
 
 
+# The update suite's semantics block, appended after HDR (kv_coherence2.py SEM, verbatim): version
+# tags, `mirrors` as a live derived view, and what a `memory_patch()` step means.
+SEM = (
+    "Semantics of this log. Steps are in chronological order. Every observation of a register "
+    "is tagged with that register's version number: `[Kappa version 2]` marks Kappa's SECOND "
+    "recorded state, which supersedes version 1 from that step onward; version 1 remains the "
+    "correct answer for any question asked about an earlier step. Registers connected by "
+    "`mirrors` are LIVE DERIVED VIEWS: if register X mirrors register Y, then X's current "
+    "state is always Y's latest state, and X's state at any earlier step is Y's state as of "
+    "that step. A `memory_patch()` step delivers an out-of-band correction with the same "
+    "authority as a regular observation; `supersedes=1` means it replaces version 1 going "
+    "forward without erasing it from the record.\n"
+)
+
+
+def patch_step_text(index: int, body: str) -> str:
+    """An out-of-band patch appended at query time (kv_coherence2.py `pstep`)."""
+    return f"<step {index + 1}>\naction: memory_patch()\nobservation: {body}\n"
+
+
 def turn_text(index: int, body: str) -> str:
     """A dialog turn (SPEC 3.6): the body is already "[session n date] speaker: text"."""
     return f"{body}\n"
@@ -38,14 +58,21 @@ class Frame:
     name: str
     header: str
     render_event: Callable[[int, str], str]
+    # An event appended at query time (a served patch); None: rendered like any other event.
+    render_appended: Callable[[int, str], str] | None = None
     # The "isolated" encoding: True encodes each served event alone, with no header rows before it
     # (the paper's harvest `iso`, kv_harvest4.py); False after the header (access `sel_ikv`).
     isolated_alone: bool = False
+
+    def appended_text(self, index: int, body: str) -> str:
+        return (self.render_appended or self.render_event)(index, body)
 
 
 FRAMES = {
     "trajectory": Frame("trajectory", HDR, event_text),  # synthetic agent trajectories (SPEC 2.1)
     "dialog": Frame("dialog", DIALOG_HDR, turn_text, isolated_alone=True),  # real multi-session dialogs (harvest)
+    # The update suite (kv_coherence2.py): HDR + SEM; a patch step reads `memory_patch()`.
+    "versioned": Frame("versioned", HDR + SEM, event_text, patch_step_text),
 }
 
 
