@@ -16,7 +16,7 @@ from matbench.protocol.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
               "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
-              "slot_alternatives", "trace", "content_hash")
+              "slot_alternatives", "trace", "frame", "content_hash")
 
 FIELD_DOCS = {
     "item_id": "unique id `<suite>-v<version>-s<seed>-<index>`",
@@ -44,6 +44,7 @@ FIELD_DOCS = {
     "variant": "sub-condition of the item within its suite (e.g. carrier kind and template)",
     "slot_alternatives": "event slots whose position budget covers every listed alternative body (fixed later positions)",
     "trace": "the trace readout's instruction, appended after the menu (the paper's wording for this suite)",
+    "frame": "how the header and events are rendered (matbench.protocol.frames.FRAMES: trajectory, versioned, ...)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 
@@ -76,6 +77,7 @@ def features():
         "variant": Value("string"),
         "slot_alternatives": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
         "trace": Value("string"),
+        "frame": Value("string"),
         "content_hash": Value("string"),
     })
 
@@ -110,6 +112,7 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "variant": pair.variant,
         "slot_alternatives": [{"index": i, "bodies": list(b)} for i, b in pair.slot_alternatives],
         "trace": pair.trace,
+        "frame": pair.frame,
     }
     row["content_hash"] = content_hash({**row, "content_hash": ""})
     return row
@@ -146,6 +149,7 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             variant=row["variant"],
             slot_alternatives=tuple((int(e["index"]), tuple(e["bodies"])) for e in row["slot_alternatives"]),
             trace=row["trace"],
+            frame=row["frame"],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None
