@@ -187,10 +187,12 @@ class ModelRunner:
     def _heads_state(self) -> dict[str, Any]:
         """The per-head validity every attention layer reads, hooked into the model once (by
         whichever runner first serves a per-head selection): transformers hands one mask to all
-        layers of a type, so a per-layer mask has to be set per module."""
+        layers of a type, so a per-layer mask has to be set per module. Only the language model's
+        (`get_decoder`): a multimodal wrapper's vision tower has attention layers too."""
         state = getattr(self.model, "_matbench_heads", None)
         if state is None:
-            layers = [m for m in self.model.modules()
+            decoder = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model
+            layers = [m for m in decoder.modules()
                       if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
             if len(layers) != self.text_config.num_hidden_layers:
                 raise MatbenchError(f"a per-head serving policy needs one attention module per layer; found "

@@ -158,6 +158,23 @@ def resolve_dtype(dtype: str | None, device: str) -> str:
     return _DTYPES[dtype]
 
 
+def auto_model_class(config: Any) -> Any:
+    """`AutoModelForCausalLM`, or `AutoModelForImageTextToText` for a multimodal wrapper that is
+    not in the causal-LM mapping (Ministral-3's `Mistral3ForConditionalGeneration`; the paper loads
+    it the same way). Either is served through its text inputs: with no pixels the wrapper runs its
+    language model and lm_head alone (`LoadedModel.text_config` is the language model's config)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
+
+    model_type = getattr(config, "model_type", None)
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return AutoModelForImageTextToText
+    return AutoModelForCausalLM
+
+
 def load_model(
     name: str,
     *,
@@ -173,7 +190,7 @@ def load_model(
     GPU (accelerate); inputs then go to the device of the first layer."""
     import torch
     import transformers
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from matbench.kernels import fused
 
@@ -195,15 +212,16 @@ def load_model(
         kwargs["device_map"] = check_device_map(device_map, device)
     chosen = attn_implementation or default_attn(config, device)
     kwargs["attn_implementation"] = resolve_attn(chosen)
+    auto = auto_model_class(config)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, revision=source.revision, trust_remote_code=trust_remote_code)
         try:
-            model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)
+            model = auto.from_pretrained(location, revision=source.revision, **kwargs)
         except ValueError as exc:
             if attn_implementation or "attn" not in str(exc).lower():  # asked for by name, or another fault
                 raise
             kwargs.pop("attn_implementation")  # an architecture without custom attention: its own default
-            model = AutoModelForCausalLM.from_pretrained(location, revision=source.revision, **kwargs)
+            model = auto.from_pretrained(location, revision=source.revision, **kwargs)
     except (OSError, ValueError, ImportError) as exc:
         raise MatbenchError(f"could not load model {name!r}: {first_line(exc, 240)}") from None
     if device_map:
