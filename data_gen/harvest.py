@@ -197,7 +197,7 @@ class HarvestDraw:
     negative: str
     letter: str
     evidence: tuple[int, ...]  # sorted, distinct
-    carriers: tuple[int, ...]  # sorted (natural items)
+    carriers: tuple[int, ...] = ()  # sorted (natural items)
     injected: str = ""  # the appended moderator turn's body (injected items)
 
 

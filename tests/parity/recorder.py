@@ -70,10 +70,12 @@ class Serve:
     query: str
     max_tokens: int
     candidates: list[str] = field(default_factory=list)
+    query_position: int | None = None  # the query's first position, where the script sets it (kv_harvnative)
 
     def to_json(self) -> dict[str, Any]:
         return {"call": self.call, "rows": [[t, p] for t, p in self.rows], "query": self.query,
-                "max_tokens": self.max_tokens, **({"candidates": self.candidates} if self.candidates else {})}
+                "max_tokens": self.max_tokens, **({"candidates": self.candidates} if self.candidates else {}),
+                **({"query_position": self.query_position} if self.query_position is not None else {})}
 
 
 def _runs(ids: list[int], positions: list[int]) -> list[tuple[str, list[int]]]:
@@ -145,6 +147,32 @@ def fake_answer_with_probs(llm, cache, pos, qids, cand_words, ntok=16):
     return llm.answer, {w: 1.0 / len(cand_words) for w in cand_words}
 
 
+def fake_serve_native(llm, full_gpu, L, keep_pos, qids):
+    """kv_harvnative.serve_native: the full prefill's rows at `keep_pos` (the rest masked), at
+    their original positions, the query at L ("native"); zero logits (its readout reads " A"/" B")."""
+    ids = [int(x) for x in full_gpu[0][0].flatten().tolist()]
+    positions = [int(x) for x in full_gpu[0][1].flatten().tolist()]
+    at = {p: k for k, p in enumerate(positions)}
+    keep = sorted(int(p) for p in keep_pos)
+    llm.serves.append(Serve("native", _runs([ids[at[p]] for p in keep], keep), text_of(qids[0]), 0,
+                            query_position=int(L)))
+    return torch.zeros(256)
+
+
+def fake_serve_compact(llm, blocks, qids, gen=0):
+    """kv_harvnative.serve_compact: the blocks assembled, the query at max(position) + 1
+    ("compact"); `gen` greedy tokens after the first-token logits."""
+    cache, pos = fake_assemble(llm, blocks)
+    positions = [int(p) for p in pos]
+    llm.serves.append(Serve("compact", _runs(cache.ids, positions), text_of(qids[0]), int(gen),
+                            query_position=max(positions) + 1))
+    return torch.zeros(256), (llm.answer if gen else None)
+
+
+# Fakes for one script's own serving functions (other scripts may use the same names differently).
+SCRIPT_FAKES = {"kv_harvnative": {"serve_native": fake_serve_native, "serve_compact": fake_serve_compact}}
+
+
 @contextlib.contextmanager
 def paper_on_path(paper_root: Path):
     sys.path.insert(0, str(paper_root))
@@ -179,6 +207,8 @@ def record_run(paper_root: Path, script: str, argv: list[str], answer: str = "")
                     setattr(loaded, name, fake)
             if hasattr(loaded, "HFBackend"):
                 loaded.HFBackend = lambda *a, **k: llm
+        for name, fake in SCRIPT_FAKES.get(script, {}).items():
+            setattr(module, name, fake)
         saved = sys.argv
         sys.argv = [script, *argv]
         try:
