@@ -143,24 +143,37 @@ def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout,
     return replace(cache, keys=tuple(keys), values=tuple(values))
 
 
+def text_layout(cache: EventCache, member: MemberLayout, served: tuple[int, ...]) -> tuple[list[int], EventCache]:
+    """Where `text_cache` puts the header and the `served` events, without computing a row: the
+    served events' ids it re-prefills after `cache`'s header, and a row-less `EventCache` with the
+    positions (contiguous after the header's last), slot spans (unserved events own empty spans)
+    and L (the end of the re-prefilled text) of its result. `matbench show` reads it as is."""
+    lo, hi = cache.header_span
+    header_pos = cache.positions[lo:hi]
+    ids: list[int] = []
+    spans = []
+    start = header_pos.shape[0]
+    for i, (a, b) in enumerate(member.event_spans):
+        at = start + len(ids)
+        if i in served:
+            ids.extend(member.input_ids[a:b])
+        spans.append((at, start + len(ids)))
+    first = int(header_pos[-1]) + 1 if header_pos.numel() else 0
+    positions = torch.cat([header_pos, torch.arange(first, first + len(ids), dtype=torch.long)])
+    return ids, EventCache((), (), positions, cache.header_span, tuple(spans), first + len(ids))
+
+
 def text_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
                chunk_size: int | None = None) -> EventCache:
     """The header and the `served` events re-prefilled as plain text, at contiguous positions
     right after the header (SPEC 3.4 `sel_txt`): the cache a system that re-reads the kept text
-    would build. Unserved events own empty spans; L is the end of the re-prefilled text."""
+    would build. Unserved events own empty spans; L is the end of the re-prefilled text
+    (`text_layout` places them)."""
+    ids, placed = text_layout(cache, member, served)
     fresh, header_pos = _header_cache(runner, cache)
-    ids: list[int] = []
-    spans = []
-    start = header_pos.shape[0]
-    for i, (lo, hi) in enumerate(member.event_spans):
-        at = start + len(ids)
-        if i in served:
-            ids.extend(member.input_ids[lo:hi])
-        spans.append((at, start + len(ids)))
-    first = int(header_pos[-1]) + 1 if header_pos.numel() else 0
-    positions = prefill(runner, fresh, ids, list(range(first, first + len(ids))), header_pos, chunk_size)
+    prefill(runner, fresh, ids, placed.positions[header_pos.shape[0]:].tolist(), header_pos, chunk_size)
     keys, values = cache_rows(fresh)
-    return EventCache(tuple(keys), tuple(values), positions, cache.header_span, tuple(spans), first + len(ids))
+    return replace(placed, keys=tuple(keys), values=tuple(values))
 
 
 def spliced_cache(cache: EventCache, member: MemberLayout, other: EventCache, other_member: MemberLayout,

@@ -128,28 +128,37 @@ def _head_valid(runner: ModelRunner, requests: list[ServeRequest], slot_index: t
     return to_device(out.transpose(1, 2).contiguous(), runner.device)  # [L, B, H_kv, W]
 
 
+def query_start(request: ServeRequest, serving: str, kept: torch.Tensor | None = None,
+                query_position: int | None = None) -> tuple[int, int]:
+    """Where `request`'s query begins under `serving` ("compact" or "native"): its first position
+    (RoPE) and mask coordinate. Compact: after the last kept row (`kept`, default the request's
+    kept slots), or at `query_position` / the request's own fixed position, and at slot n, the
+    number of kept rows. Native: at L, coordinate L. `matbench show` prints it."""
+    if serving == "native":
+        return request.cache.length, request.cache.length
+    kept = request.kept_slots() if kept is None else kept
+    fixed = query_position if query_position is not None else request.query_position
+    return (int(request.cache.positions[kept].max()) + 1 if fixed is None else fixed), len(kept)
+
+
 def serve_compact(runner: ModelRunner, requests: list[ServeRequest], query_position: int | None = None,
                   reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
     """Compact serving; `query_position` overrides every request's query position (Gate B);
     `reserve`: tokens to be decoded after the query (room kept in the cache)."""
     kept = [r.kept_slots() for r in requests]
-    starts = []
-    for r, s in zip(requests, kept):
-        fixed = query_position if query_position is not None else r.query_position
-        starts.append(int(r.cache.positions[s].max()) + 1 if fixed is None else fixed)
-    counts = torch.tensor([len(s) for s in kept])
-    return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept], torch.tensor(starts), counts,
-                  reserve=reserve)
+    starts = [query_start(r, "compact", s, query_position) for r, s in zip(requests, kept)]
+    position, coord = map(torch.tensor, zip(*starts))
+    return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept], position, coord, reserve=reserve)
 
 
 def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout: bool = False,
                  reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
     """Native serving: mask coordinates are original positions, the query sits at L."""
-    lengths = torch.tensor([r.cache.length for r in requests])
+    position, coord = map(torch.tensor, zip(*(query_start(r, "native") for r in requests)))
     if not full_layout:
         kept = [r.kept_slots() for r in requests]
         return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
-                      lengths, lengths.clone(), reserve=reserve)
+                      position, coord, reserve=reserve)
     if any(r.head_valid is not None for r in requests):
         raise ValueError("the literal native layout serves oracle rows only (the mask gate); not a per-head selection")
     slots, valid = [], []
@@ -161,7 +170,7 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
         slots.append(at_position)
         valid.append(shown)
     return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests],
-                  lengths, lengths.clone(), valid, reserve=reserve)
+                  position, coord, valid, reserve=reserve)
 
 
 SERVING = dict(zip(SERVING_MODES, (serve_compact, serve_native)))  # protocol.pairs.SERVING_MODES names them
