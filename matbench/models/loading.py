@@ -232,6 +232,31 @@ def load_model(
     return with_fused_kernels(LoadedModel(model, tokenizer, source, dtype, device), fuse)
 
 
+def load_tokenizer(name: str, *, revision: str | None = None, trust_remote_code: bool = False) -> Any:
+    """The tokenizer `load_model` gives `name`, without loading any weights (`matbench show`). For
+    a GGUF file: the one of its dequantised copy when there is one (what `load_model` reads), else
+    the one transformers rebuilds from the GGUF file itself (what `convert_gguf` saves there)."""
+    import transformers
+    from transformers import AutoTokenizer
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    source = resolve_source(name, revision)
+    location, kwargs = source.location, {"revision": source.revision}
+    if source.gguf_file:
+        converted = gguf_cache_dir(source)
+        if (converted / "config.json").is_file():
+            location = str(converted)
+        else:
+            kwargs["gguf_file"] = source.gguf_file
+    try:
+        return AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code, **kwargs)
+    except Exception as exc:  # transformers raises OSError/ValueError/struct errors alike
+        if source.gguf_file or source.is_local:
+            raise MatbenchError(f"could not load the tokenizer of {name!r}: {first_line(exc, 240)}") from None
+        raise MatbenchError(unknown_model_message(name, exc)) from None
+
+
 def with_fused_kernels(loaded: LoadedModel, fuse: bool) -> LoadedModel:
     """`loaded` with its RMSNorm and MLP forwards compiled when `fuse` (`fused.resolve`, checked
     before the model is loaded)."""
