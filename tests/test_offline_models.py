@@ -1,4 +1,5 @@
-"""The faithfulness gates on the real offline models (SmolLM2-135M-Instruct, Gemma 3 270M)."""
+"""The faithfulness gates on the real offline models (SmolLM2-135M-Instruct, Gemma 3 270M,
+Qwen2.5-Coder-0.5B-Instruct)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import torch
 
 from matbench.engine.gates import FLOAT32_TOL, gate_a, run_gates
 from matbench.engine.pair_engine import PairEngine, probe_logits
+from matbench.models.loading import load_model
 from matbench.protocol.pairs import Arm, DonorPair
 
 pytestmark = pytest.mark.slow
@@ -38,6 +40,20 @@ def test_gemma3_gates(gemma3, pairs):
     bos = gemma3.tokenizer.bos_token_id
     assert not engine.renderer.chat and engine.renderer.bos_ids == [bos]
     assert engine.renderer.header_ids()[0] == bos and engine.renderer.header_ids().count(bos) == 1
+
+
+def test_qwen_coder_loads_as_an_instruct_qwen2_and_passes_gate_a(pairs):
+    """The largest offline model (0.5B, assembled from six packages): one pair, gate A only, to
+    keep it near a minute on 2 cores (the first run also dequantises it, about a minute more)."""
+    loaded = load_model("qwen2.5-coder-0.5b", device="cpu", dtype="float32")
+    config = loaded.text_config
+    assert (config.model_type, config.num_hidden_layers) == ("qwen2", 24)
+    assert loaded.tokenizer.chat_template and not loaded.has_sliding_layers
+    engine = PairEngine(loaded)
+    assert engine.serving == "compact" and engine.renderer.chat and engine.renderer.bos_ids == []
+    layout, caches = engine.prepare(pairs[0])
+    result = gate_a(engine, pairs[0], layout, caches)
+    assert result.passed and result.max_abs_diff <= FLOAT32_TOL, result
 
 
 def test_gemma3_compact_and_native_differ_only_beyond_the_window(gemma3, pairs):

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import shutil
 from pathlib import Path
 
 from matbench.errors import MatbenchError, first_line
-from matbench.models.sources import ModelSource, cache_root
+from matbench.models.sources import ModelSource, cache_root, file_sha256
 
 
 def gguf_cache_dir(source: ModelSource) -> Path:
     path = Path(source.location) / (source.gguf_file or "")
     stat = path.stat()
-    return cache_root() / "gguf" / _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)[:24]
-
-
-@functools.lru_cache(maxsize=8)
-def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
-    """sha256 of a file, computed once per (path, size, mtime): loading and describing a GGUF
-    model both need it, and a 250 MB file takes a second to hash."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return cache_root() / "gguf" / file_sha256(str(path), stat.st_size, stat.st_mtime_ns)[:24]
 
 
 def convert_gguf(source: ModelSource, trust_remote_code: bool) -> Path:

