@@ -46,8 +46,9 @@ def _first(values) -> str | None:
 
 # How an arm's answer is read (member A: natural items have identical members).
 READINGS: dict[str, Reading] = {
-    "paper_parse": lambda a: _first(a.paper_answers),  # the paper's parse of the generated text
-    "first_token": lambda a: _first(getattr(a, "first_answers", None)),  # " A" vs " B" logit, no "Answer:"
+    # The paper's reading: its parse of generated text, or under the logit readout the " A" vs
+    # " B" first-token logit with no "Answer:" (kv_harvnative), recorded as paper_answers.
+    "paper_parse": lambda a: _first(a.paper_answers),
     "readout": lambda a: a.answers[0],  # the run's readout, matbench's parse
     "probe": lambda a: a.probe_answers[0],  # matbench's probe after "Answer:"
 }
@@ -57,11 +58,11 @@ def readings_of(records: Sequence[PairRecord]) -> list[str]:
     """The readings every record has, headline first: the paper's parse of generated text, else
     the probe; `readout` only where it differs from the probe (a generating readout)."""
     def present(name: str) -> bool:
-        attribute = {"paper_parse": "paper_answers", "first_token": "first_answers"}.get(name)
+        attribute = {"paper_parse": "paper_answers"}.get(name)
         return attribute is None or all(getattr(a, attribute, None) is not None for r in records for a in r.arms.values())
 
     generating = all(a.texts is not None for r in records for a in r.arms.values())
-    names = [n for n in ("paper_parse", "first_token") if present(n)]
+    names = [n for n in ("paper_parse",) if present(n)]
     names += (["readout"] if generating else []) + ["probe"]
     return names
 

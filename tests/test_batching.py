@@ -49,3 +49,26 @@ def test_masks_follow_coordinates(tiny_gemma):
     visible = {name: (m[0, 0, 0] if m.dtype == torch.bool else m[0, 0, 0] == 0).tolist() for name, m in masks.items()}
     assert visible["full_attention"] == [True, True, True, False, True, False]
     assert visible["sliding_attention"] == [False, False, True, False, True, False]  # 100 - 37 < 64
+
+
+def test_logit_readout_is_the_raw_first_token_logit_after_the_question(tiny_llama, pairs):
+    """kv_harvnative's readout: the query ends at the chat tail (no "Answer:"), and the answer is
+    the candidate whose first token of " W" has the highest raw logit there."""
+    from matbench.engine.probe import first_token_answers
+    from matbench.engine.serving import SERVING, ServeRequest
+    from matbench.protocol.readouts import READOUTS
+
+    engine = PairEngine(tiny_llama)
+    pair, layout, caches = engine.prepare_many(pairs[:1])[0]
+    record = engine.score_many([(pair, layout, caches)], [("logit", "compact")])[0][("logit", "compact")]
+    readout = READOUTS.get("logit")
+    arm = pair.arms[0]
+    ids = engine.query_ids(pair, arm, readout)
+    assert engine.renderer.arm_query(pair, arm, readout).endswith(engine.renderer.tail)  # no "Answer:" prefix
+    _, logits = SERVING["compact"](engine.runner, [ServeRequest(caches[m], arm.served, ids) for m in (0, 1)])
+    menu = pair.arm_menu(arm)
+    firsts = [engine.renderer.ids(" " + w)[0] for w in menu]
+    expected = [menu[int(row[firsts].argmax())] for row in logits.float()]
+    assert list(record.arms[arm.name].answers) == expected == first_token_answers(logits, menu, engine.renderer.ids)
+    assert record.arms[arm.name].paper_answers == record.arms[arm.name].answers  # the paper's own reading
+    assert record.arms[arm.name].texts is None

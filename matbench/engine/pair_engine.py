@@ -17,7 +17,7 @@ from matbench.engine.cache import EventCache, isolated_cache, spliced_cache, tex
 from matbench.engine.layout import PairLayout, layout_pair
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
-from matbench.engine.probe import ProbeScorer
+from matbench.engine.probe import ProbeScorer, first_token_answers
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
 from matbench.engine.selection import governed, select
@@ -207,6 +207,13 @@ class PairEngine:
                 probes[serving] = [self._probe(pair, logits[lo:hi]) for (pair, _, _), (lo, hi) in zip(items, spans)]
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
+            firsts: list[list[str] | None] = [None] * len(items)
+            if readout.first_token:
+                _, logits = serve(self.runner, self._batch_requests(items, readout, derived, chosen))
+                firsts = [[a for j, arm in enumerate(pair.arms)
+                           for a in first_token_answers(logits[lo + 2 * j:lo + 2 * j + 2], pair.arm_menu(arm),
+                                                        self.renderer.ids)]
+                          for (pair, _, _), (lo, _) in zip(items, spans)]
             if readout.max_new_tokens:
                 batch, first = serve(self.runner, self._batch_requests(items, readout, derived, chosen),
                                      reserve=readout.max_new_tokens)
@@ -216,6 +223,8 @@ class PairEngine:
             for k, (pair, layout, _) in enumerate(items):
                 cand, probe_answers = probes[serving][k]
                 answers, paper = probe_answers, None
+                if firsts[k] is not None:  # the paper's own readout: its reading is the answer itself
+                    answers = paper = firsts[k]
                 if texts[k] is not None:
                     menus = [pair.arm_menu(pair.arms[j // 2]) for j in range(len(texts[k]))]
                     answers = [readout.parse(t, menu, pair.registers) for t, menu in zip(texts[k], menus)]

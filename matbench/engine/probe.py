@@ -46,3 +46,13 @@ class ProbeScorer:
 
     def answers(self, cand_logp: torch.Tensor) -> list[str]:
         return [self.menu[i] for i in cand_logp.argmax(-1).tolist()]
+
+
+def first_token_answers(logits: torch.Tensor, menu: tuple[str, ...], encode) -> list[str]:
+    """`[B, vocab]` logits -> per row the candidate whose first token of " W" has the highest raw
+    logit (kv_harvnative `ab_logit`); refused in one line when two candidates share that token."""
+    ids = [encode(" " + word)[0] for word in menu]
+    if len(set(ids)) < len(ids):
+        raise MatbenchError(f"logit readout: two of the candidates {', '.join(menu)} start with the same token "
+                            "for this tokenizer; use --readout short")
+    return [menu[i] for i in logits.float()[:, ids].argmax(-1).tolist()]

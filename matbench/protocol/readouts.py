@@ -10,6 +10,8 @@ The wording is the paper's (`kvmemory/*.py`, the reference for every suffix):
   last menu word (kv_causal / kv_parabank).
 - menu: " Answer with the single state word only ({menu}):", up to 160 greedy tokens, the last
   menu word: the paper's `--menu` readout (kv_causal2/3, kv_poscontrol), used for Gemma-4.
+- logit: " Answer {menu}:" and no assistant prefix; the candidate whose first token of " W" has
+  the highest raw next-token logit (kv_harvnative's native recognition readout, " A" vs " B").
 
 Every generating readout also records the paper's own, looser parse (`paper_pick`: upper-cased
 substring search), the one the paper's numbers were made with.
@@ -69,6 +71,9 @@ class Readout:
     assistant_prefix: str = ""
     max_new_tokens: int = 0
     pick: str = "first"  # which parsed menu word counts: "first" or "last"
+    # No generation: the answer is the candidate whose first token (of " W") has the highest raw
+    # next-token logit right after the query (kv_harvnative's readout; no "Answer:" prefix).
+    first_token: bool = False
 
     def suffix(self, menu: tuple[str, ...], trace: str = RELEVANT_TRACE) -> str:
         return self.suffix_template.format(menu=menu_phrase(menu), trace=trace)
@@ -86,6 +91,7 @@ class Readout:
 READOUTS.register("probe")(Readout("probe", " Answer {menu}:", assistant_prefix="Answer:"))
 READOUTS.register("short")(Readout("short", " Answer {menu}:", max_new_tokens=12, pick="first"))
 READOUTS.register("trace")(Readout("trace", " Answer {menu}.{trace}", max_new_tokens=160, pick="last"))
+READOUTS.register("logit")(Readout("logit", " Answer {menu}:", first_token=True))
 READOUTS.register("menu")(Readout("menu", " Answer with the single state word only ({menu}):", max_new_tokens=160,
                                   pick="last"))
 
