@@ -63,7 +63,7 @@ def _rate(successes: list[int], trials: int) -> dict[str, Any]:
     n = trials * len(successes)
     hits = sum(successes)
     ci = stats.clustered_wilson(successes, trials) if trials > 1 else stats.wilson(hits, n)
-    return {"rate": hits / n if n else float("nan"), "hits": hits, "n": n, "ci": ci.as_list()}
+    return {"rate": hits / n if n else None, "hits": hits, "n": n, "ci": ci.as_list()}
 
 
 def accuracy(records: Sequence[PairRecord], arm: str, parse: str = "matbench") -> dict[str, Any]:
