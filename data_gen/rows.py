@@ -16,7 +16,7 @@ from matbench.protocol.pairs import Arm, DonorPair
 
 ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
               "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
-              "slot_alternatives", "trace", "frame", "content_hash")
+              "slot_alternatives", "trace", "frame", "padded", "content_hash")
 
 FIELD_DOCS = {
     "item_id": "unique id `<suite>-v<version>-s<seed>-<index>`",
@@ -45,6 +45,7 @@ FIELD_DOCS = {
     "slot_alternatives": "event slots whose position budget covers every listed alternative body (fixed later positions)",
     "trace": "the trace readout's instruction, appended after the menu (the paper's wording for this suite)",
     "frame": "how the header and events are rendered (matbench.protocol.frames.FRAMES: trajectory, versioned, ...)",
+    "padded": "event slots padded with newline tokens up to the longest listed body (served with the event)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 
@@ -78,6 +79,7 @@ def features():
         "slot_alternatives": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
         "trace": Value("string"),
         "frame": Value("string"),
+        "padded": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
         "content_hash": Value("string"),
     })
 
@@ -113,6 +115,7 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "slot_alternatives": [{"index": i, "bodies": list(b)} for i, b in pair.slot_alternatives],
         "trace": pair.trace,
         "frame": pair.frame,
+        "padded": [{"index": i, "bodies": list(b)} for i, b in pair.padded],
     }
     row["content_hash"] = content_hash({**row, "content_hash": ""})
     return row
@@ -150,6 +153,7 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             slot_alternatives=tuple((int(e["index"]), tuple(e["bodies"])) for e in row["slot_alternatives"]),
             trace=row["trace"],
             frame=row["frame"],
+            padded=tuple((int(e["index"]), tuple(e["bodies"])) for e in row["padded"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None

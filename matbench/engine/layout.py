@@ -60,6 +60,15 @@ def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
     ids = [[renderer.ids(t) for t in member] for member in texts]
     for m in (0, 1):
         renderer.check_piecewise([renderer.head + frame.header] + texts[m], [header] + ids[m])
+    # Padded slots (kv_parabank2) get real newline tokens appended, after the one-shot check: like
+    # the paper, the pad is token ids ("\n" x k need not tokenize to k tokens in one shot).
+    newline = renderer.ids("\n")[-1]
+    for i, bodies in pair.padded:
+        target = max(len(renderer.ids(frame.render_event(i, body))) for body in bodies)
+        for m in (0, 1):
+            if len(ids[m][i]) > target:
+                raise MatbenchError(f"item {pair.item_id}: event {i} is longer than the padding target of its slot")
+            ids[m][i] = ids[m][i] + [newline] * (target - len(ids[m][i]))
     # Each donor-dependent slot gets a position budget: the longer member's length; a slot with
     # alternatives gets the longest alternative's length (positions are skipped, no pad tokens).
     budgets = {i: max(len(ids[0][i]), len(ids[1][i])) for i in pair.varying()}

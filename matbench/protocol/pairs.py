@@ -105,6 +105,10 @@ class DonorPair:
     frame: str = "trajectory"  # rendering of the header and events (matbench.render.FRAMES)
     # The trace readout's instruction after the menu (SPEC 2.5): the paper's wording per suite.
     trace: str = RELEVANT_TRACE
+    # (event index, bodies): the event is padded with newline tokens up to the token length of the
+    # longest of `bodies` at that slot (kv_parabank2's carrier padding). The padding belongs to the
+    # event's rows, so an arm that serves the event serves it; the slot's budget covers it.
+    padded: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
     def arm_menu(self, arm: Arm) -> tuple[str, ...]:
         return arm.menu or self.menu
@@ -118,7 +122,8 @@ class DonorPair:
     def prefill_key(self) -> tuple:
         """Equal for pairs whose two members render to the same texts, and so share one global
         prefill (items asking different questions of one long dialog)."""
-        return self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives
+        return (self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives,
+                self.padded)
 
     def varying(self) -> dict[int, tuple[str, str]]:
         """Every donor-dependent event: index -> (body in A, body in B); the source included."""
@@ -156,6 +161,8 @@ class DonorPair:
         varying = self.varying()
         if any(not 0 <= i < len(self.events) or i == self.source for i, _, _ in self.donor_events):
             raise MatbenchError(f"{where}: donor_events must name existing events other than the source")
+        if any(not 0 <= i < len(self.events) or not bodies for i, bodies in self.padded):
+            raise MatbenchError(f"{where}: padded slots must name existing events and at least one body")
         for arm in self.arms:
             bad = [i for i in arm.served if not 0 <= i < len(self.events)]
             if bad:
