@@ -119,14 +119,15 @@ def _trigger(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
         columns.append(e.label)
         with _reading(e.name, "trigger"):
             for c, row in rows.items():
-                write[(c, e.label)] = (_number(row["write_through"], e.name, metric), row["class"])
+                write[(c, e.label)] = (_number(row["write_through_accuracy"], e.name, metric), row["class"])
                 shift[(c, e.label)] = (_number(row["kv_donor_shift"]["mean"], e.name, metric),
                                        "*" if row["shift_q"] < 0.05 else "")
     if not columns:
         return []
     constructions = sorted({c for c, _ in write})
     values = [v for v, _ in shift.values()]
-    return [plots.heatmap(constructions, columns, write, "Trigger write-through (kv follow rate; letter = W/U/N)", 0, 1),
+    return [plots.heatmap(constructions, columns, write,
+                          "Trigger write-through (kv accuracy vs the gold, chance .5; letter = W/U/N)", 0, 1),
             plots.heatmap(constructions, columns, shift, "Trigger kv donor shift (* = toward the donor, BH q < .05)",
                           min(values), max(values), diverging=True)]
 
