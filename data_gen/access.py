@@ -43,7 +43,7 @@ from matbench.protocol.pairs import Arm, DonorPair
 
 # 2: kv_sweepmenu / kv_digit stimuli: source in [8, 16), digit3 carrier "mirrors" and kv_digit's
 #    questions; register names from all ten outside name8.
-VERSION = "2"
+VERSION = "3"  # 3: exact recovery has kv_digit's own 12-token budget (arm budget)
 DECOY_AT, CARRIER_AT = 0, 23
 SOURCE_RANGE = (8, 16)  # kv_sweepmenu: randrange(n // 3, 2n // 3) with n = 24; kv_digit: randrange(8, 16)
 POOLS = {
@@ -157,7 +157,8 @@ def build(d: AccessDraw, item_id: str) -> DonorPair:
         carrier = f"register {T} mirrors register {S}"
         above = tuple("YES" if int(n) > 500 else "NO" for n in d.values)
         arms = _arms(d.source, [
-            ("exact", DIGIT_QUESTIONS["exact"].format(T=T), {"open_question": True}),
+            # kv_digit generates 12 tokens for the exact number, whatever the run's readout budget.
+            ("exact", DIGIT_QUESTIONS["exact"].format(T=T), {"open_question": True, "budget": 12}),
             ("above500", DIGIT_QUESTIONS["above500"].format(T=T),
              {"open_question": True, "menu": ("YES", "NO"), "values": above}),
             ("first_digit", DIGIT_QUESTIONS["first_digit"].format(T=T),

@@ -47,6 +47,8 @@ from matbench.errors import MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "2"
+# kv_harvest4 reads recognition from 8 greedy tokens (pick_ab), whatever the readout's budget.
+RECOGNITION_TOKENS = 8
 CATEGORIES = (1, 2, 3)
 N_CARRIERS = 4
 N_INJECTED = 4
@@ -210,11 +212,12 @@ def build(draw: HarvestDraw, item_id: str, variant: str) -> DonorPair:
     if draw.kind == "natural":
         carriers = draw.carriers
         arms = (
-            Arm("harv", carriers, ask, open_question=True),
-            Arm("iso", carriers, ask, encoding="isolated", open_question=True),
-            Arm("text", carriers, ask, encoding="text", open_question=True),
-            Arm("none", (), ask, encoding="text", open_question=True),
-            Arm("goldev", tuple(evidence), ask, uses_source=True, encoding="text", open_question=True),
+            Arm("harv", carriers, ask, open_question=True, budget=RECOGNITION_TOKENS),
+            Arm("iso", carriers, ask, encoding="isolated", open_question=True, budget=RECOGNITION_TOKENS),
+            Arm("text", carriers, ask, encoding="text", open_question=True, budget=RECOGNITION_TOKENS),
+            Arm("none", (), ask, encoding="text", open_question=True, budget=RECOGNITION_TOKENS),
+            Arm("goldev", tuple(evidence), ask, uses_source=True, encoding="text", open_question=True,
+                budget=RECOGNITION_TOKENS),
         )
         return DonorPair(events=tuple(bodies), source=evidence[-1], source_bodies=(bodies[evidence[-1]],) * 2,
                          values=(draw.letter, draw.letter), arms=arms, leak_patterns=(re.escape(draw.gold),),
@@ -233,8 +236,8 @@ def build(draw: HarvestDraw, item_id: str, variant: str) -> DonorPair:
     events = tuple(bodies) + (draw.injected,)
     inj = len(events) - 1
     other = OPTIONS[1 - OPTIONS.index(draw.letter)]
-    arms = (Arm("harv", (inj,), ask, open_question=True),
-            Arm("iso", (inj,), ask, encoding="isolated", open_question=True))
+    arms = (Arm("harv", (inj,), ask, open_question=True, budget=RECOGNITION_TOKENS),
+            Arm("iso", (inj,), ask, encoding="isolated", open_question=True, budget=RECOGNITION_TOKENS))
     # The one served turn is a template over the question, identical in both members and drawn
     # without the donor: whatever it names (a question that names the gold, a negative made of
     # words such as "to" or "the") the query names too. So it is declared donor-independent

@@ -36,7 +36,9 @@ FIELD_DOCS = {
             "its original positions; text: header and served events re-prefilled as text), menu and values (this arm's "
             "own menu and donor values when it asks another question of the same rows; empty = the row's), "
             "open_question (the question carries its own answer instruction; no menu is appended), swapped (served "
-            "events whose rows each member takes from the other member's prefill: the root x downstream factorial)",
+            "events whose rows each member takes from the other member's prefill: the root x downstream factorial), "
+            "trace (this arm's trace instruction when it differs from the row's; empty = the row's), budget (greedy "
+            "tokens for this arm's answer under generating readouts where the paper set one; 0 = the readout's)",
     "leak_patterns": "regular expressions no served event may match",
     "registers": "the item's own register names (echoes of these are not answers)",
     "decoys": "events drawn independently of the donor (they may name a menu value)",
@@ -70,7 +72,8 @@ def features():
                   "appended": Sequence(Value("string")), "expected": Value("string"),
                   "encoding": Value("string"), "menu": Sequence(Value("string")),
                   "values": Sequence(Value("string")), "open_question": Value("bool"),
-                  "swapped": Sequence(Value("int32")), "trace": Value("string")}],
+                  "swapped": Sequence(Value("int32")), "trace": Value("string"),
+                  "budget": Value("int32")}],
         "leak_patterns": Sequence(Value("string")),
         "registers": Sequence(Value("string")),
         "decoys": Sequence(Value("int32")),
@@ -105,7 +108,8 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "arms": [{"name": a.name, "served": list(a.served), "question": a.question, "uses_source": a.uses_source,
                   "query_at_end": a.query_at_end, "appended": list(a.appended), "expected": a.expected,
                   "encoding": a.encoding, "menu": list(a.menu), "values": list(a.values),
-                  "open_question": a.open_question, "swapped": list(a.swapped), "trace": a.trace}
+                  "open_question": a.open_question, "swapped": list(a.swapped), "trace": a.trace,
+                  "budget": a.budget}
                  for a in pair.arms],
         "leak_patterns": list(pair.leak_patterns),
         "registers": list(pair.registers),
@@ -144,7 +148,8 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             arms=tuple(Arm(a["name"], tuple(int(i) for i in a["served"]), a["question"], bool(a["uses_source"]),
                            bool(a["query_at_end"]), tuple(a["appended"]), a["expected"], a["encoding"],
                            tuple(a["menu"]), tuple(a["values"]), bool(a["open_question"]),
-                           tuple(int(i) for i in a["swapped"]), a["trace"]) for a in row["arms"]),
+                           tuple(int(i) for i in a["swapped"]), a["trace"], int(a["budget"]))
+                      for a in row["arms"]),
             leak_patterns=tuple(row["leak_patterns"]),
             registers=tuple(row["registers"]),
             decoys=tuple(int(i) for i in row["decoys"]),

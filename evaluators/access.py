@@ -39,6 +39,7 @@ from matbench.evaluators.base import (
 )
 from matbench.protocol.metrics import Format, Metric, Scale
 from matbench.protocol.outcomes import OUTCOMES, outcome
+from matbench.protocol.readouts import GENERATING_READOUTS
 from matbench.protocol.records import ArmRecord, PairRecord
 
 ENCODINGS = ("harv_kv", "sel_ikv", "sel_txt", "full_txt")
@@ -119,12 +120,13 @@ class AccessEvaluator(Evaluator):
                   "answers with its item-level 95% CI; the first menu word by the paper's parse under a generating "
                   "readout, the probe's argmax under the probe", chance, overview=True)
           for pool, chance in (("bin2", 0.5), ("dir4", 0.25), ("name8", 0.125))),
-        # Open recovery by generation (kv_digit: 12 tokens, the first three-digit number). The short
-        # readout asks exactly kv_digit's question with its 12-token budget; a probe run has no text
-        # and leaves the metric out (the probe could only choose between the two donor numbers).
+        # Open recovery by generation (kv_digit: 12 tokens, the first three-digit number): the exact
+        # arms carry kv_digit's 12-token budget under every generating readout; a probe run has no
+        # text and leaves the metric out (the probe could only choose between the two donor numbers).
         _metric("digit3_exact", "digit3/exact", "digit3 exact",
                 "harv_kv exact recovery of the dropped three-digit number (kv_digit's metric: the first three-digit "
-                "number of a 12-token generation; chance ~1/900)", EXACT_CHANCE, readouts=("short",), optional=True),
+                "number of a 12-token generation; chance ~1/900)", EXACT_CHANCE, readouts=GENERATING_READOUTS,
+                optional=True),
         _metric("digit3_above500", "digit3/above500", "digit3 > 500",
                 "harv_kv: is the dropped number above 500, by kv_digit's candidate-logit probe (YES/NO after "
                 "'Answer:')", 0.5),

@@ -72,3 +72,21 @@ def test_logit_readout_is_the_raw_first_token_logit_after_the_question(tiny_llam
     assert list(record.arms[arm.name].answers) == expected == first_token_answers(logits, menu, engine.renderer.ids)
     assert record.arms[arm.name].paper_answers == record.arms[arm.name].answers  # the paper's own reading
     assert record.arms[arm.name].texts is None
+
+
+def test_an_arms_token_budget_cuts_its_generation_exactly(tiny_llama, pairs):
+    """An arm with the paper's own budget (e.g. 8 tokens for recognition) answers within it under
+    any generating readout: its text is the first `budget` tokens of the unbudgeted generation."""
+    import dataclasses
+
+    engine = PairEngine(tiny_llama)
+    pair = pairs[0]
+    budgeted = dataclasses.replace(pair, arms=tuple(dataclasses.replace(a, budget=3) if a.name == "root" else a
+                                                    for a in pair.arms))
+    combo = ("short", "compact")
+    free = engine.score_many([(pair, *engine.prepare(pair))], [combo])[0][combo]
+    cut = engine.score_many([(budgeted, *engine.prepare(budgeted))], [combo])[0][combo]
+    for m in (0, 1):
+        short, full = cut.arms["root"].texts[m], free.arms["root"].texts[m]
+        assert full.startswith(short) and len(short) < len(full)
+        assert cut.arms["chain"].texts[m] == free.arms["chain"].texts[m]  # other arms keep the readout's 12

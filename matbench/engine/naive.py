@@ -55,7 +55,7 @@ def naive_pair(engine: PairEngine, pair: DonorPair, serving: str, readout: str =
             cands.append(cand[0])
             probe_answers += engine.scorer(menu).answers(cand)
             batch, first = serve(engine.runner, [ServeRequest(cache, arm.served, decode_ids, at)])
-            tokens = greedy_decode(engine.runner, batch, first, decode.max_new_tokens, engine.stop_ids)[0]
+            tokens = greedy_decode(engine.runner, batch, first, arm.budget or decode.max_new_tokens, engine.stop_ids)[0]
             answers.append(decode.parse(engine.renderer.decode(tokens), menu, pair.registers))
         arms[arm.name] = {
             "probe_answers": probe_answers,

@@ -215,10 +215,15 @@ class PairEngine:
                                                         self.renderer.ids)]
                           for (pair, _, _), (lo, _) in zip(items, spans)]
             if readout.max_new_tokens:
+                # Each arm answers within its question's own budget where the paper set one (8
+                # tokens for recognition); rows decode independently, so cutting a row's tokens at
+                # its budget is exactly stopping it there.
+                limits = [arm.budget or readout.max_new_tokens for pair, _, _ in items for arm in pair.arms
+                          for _ in (0, 1)]
                 batch, first = serve(self.runner, self._batch_requests(items, readout, derived, chosen),
-                                     reserve=readout.max_new_tokens)
-                generated = greedy_decode(self.runner, batch, first, readout.max_new_tokens, self.stop_ids)
-                decoded = [self.renderer.decode(g) for g in generated]
+                                     reserve=max(limits))
+                generated = greedy_decode(self.runner, batch, first, max(limits), self.stop_ids)
+                decoded = [self.renderer.decode(g[:n]) for g, n in zip(generated, limits)]
                 texts = [decoded[lo:hi] for lo, hi in spans]
             for k, (pair, layout, _) in enumerate(items):
                 cand, probe_answers = probes[serving][k]

@@ -54,7 +54,9 @@ class Arm:
     (their text is the same in both): the root x downstream factorial serves member A's root
     with member B's downstream rows, so an answer that follows the root donor there shows the
     downstream rows are not what carries it. `trace` overrides the pair's trace instruction for
-    this arm (the paper's depth-3 runs ask "Trace the mirror chain ...").
+    this arm (the paper's depth-3 runs ask "Trace the mirror chain ..."). `budget` is the number
+    of greedy tokens this arm's answer gets under a generating readout where the paper set one
+    for its question (8 for recognition, 12 for exact digits); 0 = the readout's.
     """
 
     name: str
@@ -70,6 +72,7 @@ class Arm:
     open_question: bool = False
     swapped: tuple[int, ...] = ()
     trace: str = ""
+    budget: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,8 @@ class DonorPair:
         if any(not 0 <= i < len(self.events) or not bodies for i, bodies in self.padded):
             raise MatbenchError(f"{where}: padded slots must name existing events and at least one body")
         for arm in self.arms:
+            if arm.budget < 0:
+                raise MatbenchError(f"{where}, arm {arm.name}: a token budget cannot be negative ({arm.budget})")
             bad = [i for i in arm.served if not 0 <= i < len(self.events)]
             if bad:
                 raise MatbenchError(f"{where}, arm {arm.name}: served events {bad} do not exist")
