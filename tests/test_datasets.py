@@ -48,7 +48,7 @@ def test_card_documents_configs_fields_and_hashes(repo):
     assert f"path: {PARQUET.format(config='discovery')}" in card
     for field in ROW_FIELDS + HARVEST_FIELDS:
         assert f"| `{field}` |" in card
-    assert "config_name: harvest" in card and "| harvest | 1 | 6 |" in card
+    assert "config_name: harvest" in card and f"| harvest | {SUITES.get('harvest').version} | 6 |" in card
     pairs, info = load_pairs(str(repo), "discovery")
     assert f"`{info['config_content_hash']}`" in card and f"| discovery | {SUITES.get('discovery').version} | 6 |" in card
     assert "config_name: landing" in card and f"| landing | {SUITES.get('landing').version} | 6 |" in card
