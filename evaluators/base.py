@@ -99,15 +99,20 @@ def _expected_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]
     entries = [(r.arms[arm], r.values) for r in records if r.arms[arm].expected is not None]
     if not entries:
         return {}
-    wins = sum(a == e.expected for e, values in entries for a in e.answers)
-    stale = [(a, v) for e, values in entries for a, v in zip(e.answers, values) if v != e.expected]
-    leaks = sum(a == v for a, v in stale)
+    per_pair = [sum(a == e.expected for a in e.answers) for e, _ in entries]
+    at_risk = [[a == v for a, v in zip(e.answers, values) if v != e.expected] for e, values in entries]
+    stale = [x for pair in at_risk for x in pair]
+    leaks = sum(stale)
+    sizes = {len(pair) for pair in at_risk if pair}
+    # Item-level intervals: the members of a pair share their served text.
+    leak_ci = (stats.clustered_wilson([sum(pair) for pair in at_risk if pair], sizes.pop()) if len(sizes) == 1
+               else stats.wilson(leaks, len(stale)))
     return {
-        "expected_win_rate": wins / (2 * len(entries)),
-        "expected_win_ci": stats.wilson(wins, 2 * len(entries)).as_list(),
+        "expected_win_rate": sum(per_pair) / (2 * len(entries)),
+        "expected_win_ci": stats.clustered_wilson(per_pair, 2).as_list(),
         "old_value_leaks": leaks,
         "old_value_at_risk": len(stale),
-        "old_value_leak_ci": stats.wilson(leaks, len(stale)).as_list(),
+        "old_value_leak_ci": leak_ci.as_list(),
     }
 
 
