@@ -2,8 +2,10 @@
 checkpoints saved to disk, load through `load_model` and pass every faithfulness gate.
 
 Ministral-3 is a `Mistral3ForConditionalGeneration` (not in the causal-LM auto mapping; loaded as
-`AutoModelForImageTextToText`, as the paper does); Gemma-4 ships as a multimodal wrapper too. Both
-are served through their text inputs: the wrapper runs its language model and lm_head.
+`AutoModelForImageTextToText`, as the paper does); Gemma-4 ships as a multimodal wrapper too
+(Gemma-4-12B-it is `gemma4_unified`, the checkpoint transformers documents that config with; the
+smaller ones `gemma4`). Both are served through their text inputs: the wrapper runs its language
+model and lm_head.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ KINDS = {
     "qwen3": ("qwen3", "Qwen3ForCausalLM", "qwen3"),
     "gemma4-text": ("gemma4_text", "Gemma4ForCausalLM", "gemma4_text"),
     "gemma4": ("gemma4", "Gemma4ForConditionalGeneration", "gemma4_text"),
+    "gemma4-unified": ("gemma4_unified", "Gemma4UnifiedForConditionalGeneration", "gemma4_unified_text"),
     "mistral3": ("mistral3", "Mistral3ForConditionalGeneration", "ministral3"),
     "mistral3-mistral": ("mistral3", "Mistral3ForConditionalGeneration", "mistral"),
 }
@@ -67,6 +70,11 @@ def tiny_paper_config(kind: str):
         vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                       num_key_value_heads=2, head_dim=16, patch_size=4, position_embedding_size=64)
         return AutoConfig.for_model("gemma4", text_config=_gemma4_text(), vision_config=vision)
+    if kind == "gemma4-unified":  # wider global heads through global_head_dim, no per-layer inputs
+        text = dict(model_type="gemma4_unified_text", num_hidden_layers=4, sliding_window=64,
+                    layer_types=["sliding_attention"] * 3 + ["full_attention"], global_head_dim=32, **COMMON)
+        vision = dict(patch_size=4, pooling_kernel_size=2, mm_embed_dim=32, mm_posemb_size=16, output_proj_dims=64)
+        return AutoConfig.for_model("gemma4_unified", text_config=text, vision_config=vision)
     # Ministral-3: a Pixtral vision tower and an untied lm_head over a ministral3 (or mistral) decoder.
     vision = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                   num_attention_heads=2, head_dim=16, image_size=32, patch_size=8)
@@ -116,12 +124,12 @@ def test_mistral3_is_outside_the_causal_lm_mapping():
         MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
     )
 
-    _require("mistral3", "gemma4")
+    _require("mistral3", "gemma4", "gemma4_unified")
     assert "mistral3" not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and "mistral3" in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
-    assert "gemma4" in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and "gemma4_text" in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    assert {"gemma4", "gemma4_text", "gemma4_unified"} <= set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
-@pytest.mark.parametrize("kind", ["gemma4", "mistral3"])
+@pytest.mark.parametrize("kind", ["gemma4", "gemma4-unified", "mistral3"])
 def test_a_wrapper_gives_the_logits_of_its_language_model_and_lm_head(kind, saved, tokenizer):
     """What the engine serves is the paper's `core` (`model.model.language_model`) and lm_head:
     the vision tower is idle for text inputs."""
