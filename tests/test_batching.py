@@ -90,3 +90,18 @@ def test_an_arms_token_budget_cuts_its_generation_exactly(tiny_llama, pairs):
         short, full = cut.arms["root"].texts[m], free.arms["root"].texts[m]
         assert full.startswith(short) and len(short) < len(full)
         assert cut.arms["chain"].texts[m] == free.arms["chain"].texts[m]  # other arms keep the readout's 12
+
+
+def test_gate_a_is_not_applicable_when_no_member_of_a_sliding_model_is_gap_free(tiny_gemma):
+    """transformers measures windows in slots, the global prefill in positions: on a sliding-window
+    model gate A needs a member without a position gap. Trigger's bank-wide budgets leave gaps in
+    both members, so the gate says n/a instead of failing (or crashing on no member)."""
+    from matbench.data_gen import SUITES
+    from matbench.engine.gates import gate_a
+
+    engine = PairEngine(tiny_gemma)
+    pair = SUITES.get("trigger").generate(0, 1)[0]
+    layout, caches = engine.prepare(pair)
+    assert not any(m.positions[-1] - m.positions[0] + 1 == len(m.positions) for m in layout.members)
+    result = gate_a(engine, pair, layout, caches)
+    assert (result.passed, result.max_abs_diff) == (True, None) and result.detail.startswith("n/a")

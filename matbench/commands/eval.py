@@ -37,7 +37,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--model", required=True,
-                   help="offline alias (smollm2-135m, gemma3-270m), Hub id, local directory, or .gguf file")
+                   help="offline alias (smollm2-135m, gemma3-270m, qwen2.5-coder-0.5b), Hub id, local directory, or .gguf file")
     p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
     p.add_argument("--suite", default="discovery", help="suite name (a registered suite: built in, or a plugin's; "
                    "see MATBENCH_PLUGINS), or all for the whole memory contract and its scorecard (default: discovery)")

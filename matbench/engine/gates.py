@@ -52,6 +52,8 @@ def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
         # transformers measures windows in slots, the global prefill in positions: they agree
         # only on a member without a position gap (the one whose source fills the budget).
         members = tuple(m for m in members if _contiguous(layout.members[m].positions))
+        if not members:  # e.g. trigger's bank-wide budgets leave gaps in both members
+            return GateResult("A", True, None, "n/a: sliding windows and no member without a position gap")
     served = probe_logits(engine, pair, caches, everything, members=members, serving="compact")
     query = engine.query_ids(pair, everything, engine.probe_readout)
     refs = []

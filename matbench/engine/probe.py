@@ -50,9 +50,13 @@ class ProbeScorer:
 
 def first_token_answers(logits: torch.Tensor, menu: tuple[str, ...], encode) -> list[str]:
     """`[B, vocab]` logits -> per row the candidate whose first token of " W" has the highest raw
-    logit (kv_harvnative `ab_logit`); refused in one line when two candidates share that token."""
-    ids = [encode(" " + word)[0] for word in menu]
-    if len(set(ids)) < len(ids):
-        raise MatbenchError(f"logit readout: two of the candidates {', '.join(menu)} start with the same token "
-                            "for this tokenizer; use --readout short")
-    return [menu[i] for i in logits.float()[:, ids].argmax(-1).tolist()]
+    logit (kv_harvnative `ab_logit`). Where two candidates' " W" share that token (" 857" and
+    " 217" both start with " " in Gemma's tokenizer), each is scored by the highest raw logit among
+    the first tokens of " W" and "W" that are its own, as the probe does; refused in one line when
+    a candidate has none."""
+    spaced = [encode(" " + word)[0] for word in menu]
+    if len(set(spaced)) == len(spaced):
+        return [menu[i] for i in logits.float()[:, spaced].argmax(-1).tolist()]
+    own = ProbeScorer.for_menu(menu, encode).token_ids  # refuses a candidate with no token of its own
+    scores = torch.stack([logits.float()[:, list(ids)].max(-1).values for ids in own], dim=-1)
+    return [menu[i] for i in scores.argmax(-1).tolist()]
