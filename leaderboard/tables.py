@@ -89,9 +89,16 @@ def rank_value(entry: ModelEntry) -> tuple[float, float, float] | None:
     for suite in suites_in_order():
         for m in EVALUATORS.get(suite).contract:
             if m.rank and suite in entry.contract:
-                n = entry.contract[suite]["evidence"]["n_items"]
-                follow = entry.contract[suite][m.key]["follow"]
-                return (follow / n, *stats.wilson(follow, n).as_list())
+                card = entry.contract[suite]
+                n = card["evidence"]["n_items"]
+                try:
+                    value = card[m.key]
+                    follow = value["follow"] if isinstance(value, dict) else value[0]
+                    return (follow / n, *stats.wilson(follow, n).as_list())
+                except (KeyError, TypeError, IndexError, ZeroDivisionError) as exc:
+                    raise MatbenchError(f"results of {entry.name!r} ({card['evidence']['results']}): rank metric "
+                                        f"{m.key!r} has a value of another shape ({type(exc).__name__}: {exc}); run "
+                                        "matbench rescore on them, or submit again") from None
     return None
 
 

@@ -29,7 +29,7 @@ from tests.leaderboard_fixtures import (
     synthetic_runs,
 )
 
-UPDATE = next(p for p in committed_runs() if p.name == "update_probe_compact.json")
+RUN = next(p for p in committed_runs() if p.name == "discovery_probe_compact.json")
 
 
 class _Links(HTMLParser):
@@ -58,7 +58,10 @@ def _parse(path: Path) -> _Links:
 
 def test_every_committed_submission_verifies_and_is_stored_under_its_address():
     runs = committed_runs()
-    assert len(runs) == 2 * len(suites_in_order())  # the two offline models' scorecard runs, every suite
+    # The submissions are exactly the committed contract runs of the offline models.
+    contract = [p for p in (Path(__file__).resolve().parents[1] / "results" / "contract").glob("*/*.json")
+                if p.name != "scorecard.json"]
+    assert sorted(file_sha256(p) for p in runs) == sorted(file_sha256(p) for p in contract) and runs
     for path in runs:
         run = verify_submission(path)
         assert path.parent.name == run.sha256[:16]  # content-addressed
@@ -67,31 +70,36 @@ def test_every_committed_submission_verifies_and_is_stored_under_its_address():
 def test_site_from_the_committed_submissions(tmp_path):
     summary = build_site([SUBMISSIONS], tmp_path / "site")
     site = summary.out
-    assert (summary.n_runs, summary.n_models) == (14, 2)
+    runs = committed_runs()
+    models = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs}
+    suites = {json.loads(p.read_text())["config"]["suite"] for p in runs}
+    assert (summary.n_runs, summary.n_models) == (len(runs), len(models))
     assert summary.pages == 1 + len(suites_in_order()) + summary.n_models  # index, a page per suite, a page per model
     index = _parse(site / "index.html")
     reported = load_reported()
     named_rows = [(model, readout) for model, readout in reported.rows() if model is not None]
-    assert index.rows["overview"] == ["measured"] * 2 + ["reported"] * len(named_rows)
-    assert index.rows["runs"] == ["measured"] * 14  # one row per results file
-    assert index.tags.count("svg") == 5  # access, trigger x2, programming, harvest
+    assert index.rows["overview"] == ["measured"] * len(models) + ["reported"] * len(named_rows)
+    assert index.rows["runs"] == ["measured"] * len(runs)  # one row per results file
+    figures = dict(re.findall(r'<figure id="plot-(\w+)">(.*?)</figure>', (site / "index.html").read_text(), re.DOTALL))
+    assert "trigger" in suites and figures["trigger"].count("<svg") == 2  # the two heat maps
+    assert index.tags.count("svg") == sum(f.count("<svg") for f in figures.values())  # plots live in figures
     for page in site.glob("*.html"):  # every link resolves inside the site: evidence works offline
         for href in _parse(page).hrefs:
             assert (site / href).resolve().is_file(), (page.name, href)
             assert (site / href).resolve().is_relative_to(site.resolve())
     evidence = [h for h in index.hrefs if h.startswith("evidence/")]
-    assert len({h for h in evidence if h.endswith(".items.jsonl")}) == 14
+    assert len({h for h in evidence if h.endswith(".items.jsonl")}) == len(runs)
 
 
 def test_tie_groups_share_a_rank_when_intervals_overlap(tmp_path):
-    # Both offline models have root follow 0-1 of 64: overlapping Wilson intervals, one rank.
+    # The three offline models have root follow 0-1 of 32: overlapping Wilson intervals, one rank.
     site = build_site([SUBMISSIONS], tmp_path / "site").out
     ranks = re.findall(r'<tr class="measured"><td data-sort="(\d+)"', (site / "index.html").read_text())
-    assert ranks == ["1", "1"]
+    assert ranks == ["1", "1", "1"]
 
 
 def test_a_hostile_model_name_stays_text_and_cannot_pick_a_path(tmp_path):
-    copy_run(UPDATE, tmp_path / "runs" / "evil", model=HOSTILE)
+    copy_run(RUN, tmp_path / "runs" / "evil", model=HOSTILE)
     site = build_site([tmp_path / "runs"], tmp_path / "site").out
     html = "".join(p.read_text() for p in site.glob("*.html"))
     assert "<script>window" not in html and "<img src=x" not in html
@@ -103,7 +111,7 @@ def test_a_hostile_model_name_stays_text_and_cannot_pick_a_path(tmp_path):
 
 
 def _tamper(tmp_path: Path, edit) -> Path:
-    path = copy_run(UPDATE, tmp_path / "sub")
+    path = copy_run(RUN, tmp_path / "sub")
     payload = json.loads(path.read_text())
     edit(payload)
     path.write_text(json.dumps(payload))
@@ -111,9 +119,9 @@ def _tamper(tmp_path: Path, edit) -> Path:
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda d: d["metrics"]["arms"]["bare"]["classes"].__setitem__("follow", 9), "metrics.arms.bare.classes.follow does not match"),
-    (lambda d: d["metrics"]["headline"].__setitem__("patch_win_rate", {"bare": 1.0, "structured": 1.0, "versioned": 1.0}),
-     "metrics.headline.patch_win_rate.bare does not match"),
+    (lambda d: d["metrics"]["arms"]["root"]["classes"].__setitem__("follow", 9), "metrics.arms.root.classes.follow does not match"),
+    (lambda d: d["metrics"]["headline"].__setitem__("control_clean", False),
+     "metrics.headline.control_clean does not match"),
     (lambda d: d["items"].__setitem__("log", "../../outside.items.jsonl"), "field items.log"),
     (lambda d: d["items"].__setitem__("sha256", "0" * 64), "not the one the run wrote"),
     (lambda d: d.__setitem__("script", "<script>"), "field script"),
@@ -127,15 +135,15 @@ def test_a_doctored_submission_is_refused_in_one_line(tmp_path, capsys, edit, me
 
 
 def test_oversized_and_missing_submissions_are_refused(tmp_path):
-    path = copy_run(UPDATE, tmp_path / "big")
+    path = copy_run(RUN, tmp_path / "big")
     path.write_text(path.read_text() + " " * MAX_RESULTS_BYTES)
     with pytest.raises(MatbenchError, match=f"over the {MAX_RESULTS_BYTES} byte limit"):
         verify_submission(path)
     with pytest.raises(MatbenchError, match="not found"):
         verify_submission(tmp_path / "nope.json")
-    lost = copy_run(UPDATE, tmp_path / "lost")
-    (lost.parent / "update_probe_compact.items.jsonl").unlink()
-    with pytest.raises(MatbenchError, match="per-item log update_probe_compact.items.jsonl is missing"):
+    lost = copy_run(RUN, tmp_path / "lost")
+    (lost.parent / "discovery_probe_compact.items.jsonl").unlink()
+    with pytest.raises(MatbenchError, match="per-item log discovery_probe_compact.items.jsonl is missing"):
         verify_submission(lost)
 
 
@@ -150,14 +158,14 @@ def _edit_first_record(line: str, edit) -> str:
     (lambda line: "[1, 2]", "line 1: missing field 'item_id'"),
     (lambda line: _edit_first_record(line, lambda r: r.pop("item_id")), "line 1: missing field 'item_id'"),
     (lambda line: _edit_first_record(line, lambda r: r.pop("arms")), "missing field 'arms'"),
-    (lambda line: _edit_first_record(line, lambda r: r["arms"]["bare"].__setitem__("class", "won")),
-     "arm bare: class 'won' is not one of follow, anti, const, other"),
+    (lambda line: _edit_first_record(line, lambda r: r["arms"]["root"].__setitem__("class", "won")),
+     "arm root: class 'won' is not one of follow, anti, const, other"),
     (lambda line: _edit_first_record(line, lambda r: r.__setitem__("scrore", 1)), "unknown field 'scrore'"),
 ])
 def test_a_submission_whose_log_lacks_records_is_refused_in_one_line(tmp_path, capsys, edit_line, message):
     # The log matches the results file's sha256 (both forged together), but its lines are not records.
-    path = copy_run(UPDATE, tmp_path / "sub")
-    log = path.parent / "update_probe_compact.items.jsonl"
+    path = copy_run(RUN, tmp_path / "sub")
+    log = path.parent / "discovery_probe_compact.items.jsonl"
     lines = log.read_text().splitlines()
     log.write_text("\n".join([edit_line(lines[0]), *lines[1:]]) + "\n")
     payload = json.loads(path.read_text())
@@ -165,18 +173,18 @@ def test_a_submission_whose_log_lacks_records_is_refused_in_one_line(tmp_path, c
     path.write_text(json.dumps(payload))
     assert main(["submit", str(path), "--submissions", str(tmp_path / "store")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err and "update_probe_compact" in err
+    assert err.count("\n") == 1 and message in err and "discovery_probe_compact" in err
     assert not (tmp_path / "store").exists()
 
 
 def test_store_is_content_addressed_and_idempotent(tmp_path):
-    run = verify_submission(copy_run(UPDATE, tmp_path / "sub"))
+    run = verify_submission(copy_run(RUN, tmp_path / "sub"))
     first = store_submission(run, tmp_path / "store")
     second = store_submission(run, tmp_path / "store")
     assert first == second and first.address == run.sha256[:16]
     assert sorted(p.name for p in (tmp_path / "store" / first.address).iterdir()) == [
-        "update_probe_compact.items.jsonl", "update_probe_compact.json"]
-    assert verify_submission(tmp_path / "store" / first.address / "update_probe_compact.json").sha256 == run.sha256
+        "discovery_probe_compact.items.jsonl", "discovery_probe_compact.json"]
+    assert verify_submission(tmp_path / "store" / first.address / "discovery_probe_compact.json").sha256 == run.sha256
 
 
 def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
@@ -189,12 +197,12 @@ def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
             return Info()
 
     api = FakeApi()
-    run = verify_submission(copy_run(UPDATE, tmp_path / "sub"))
+    run = verify_submission(copy_run(RUN, tmp_path / "sub"))
     assert open_hub_pull_request(run, "org/matbench-submissions", api=api).endswith("/discussions/1")
     assert api.kw["create_pr"] is True and api.kw["repo_type"] == "dataset"
     assert [op.path_in_repo for op in api.kw["operations"]] == [
-        f"submissions/{run.sha256[:16]}/update_probe_compact.json",
-        f"submissions/{run.sha256[:16]}/update_probe_compact.items.jsonl"]
+        f"submissions/{run.sha256[:16]}/discovery_probe_compact.json",
+        f"submissions/{run.sha256[:16]}/discovery_probe_compact.items.jsonl"]
 
 
 def _http_error(message: str) -> Exception:
@@ -214,7 +222,7 @@ def test_hub_errors_are_one_line(tmp_path, error, name):
         def create_commit(self, **kw):
             raise error()
 
-    run = verify_submission(copy_run(UPDATE, tmp_path / "sub"))
+    run = verify_submission(copy_run(RUN, tmp_path / "sub"))
     with pytest.raises(MatbenchError, match=rf"^could not open a pull request on the Hub dataset org/x: {name}: "
                                             r"(403 Forbidden: )?you cannot open a pull request here$"):
         open_hub_pull_request(run, "org/x", api=FailingApi())
@@ -222,7 +230,10 @@ def test_hub_errors_are_one_line(tmp_path, error, name):
 
 def test_build_cli_and_its_errors(tmp_path, capsys):
     assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "s")]) == 0
-    assert "2 models, 14 results files, 10 pages" in capsys.readouterr().out
+    runs = committed_runs()
+    models = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs}
+    pages = 1 + len(suites_in_order()) + len(models)
+    assert f"{len(models)} models, {len(runs)} results files, {pages} pages" in capsys.readouterr().out
     assert main(["leaderboard", "build", "--results", str(tmp_path / "none"), "--out", str(tmp_path / "t")]) == 2
     assert "is not a directory of results files" in capsys.readouterr().err
     bad = tmp_path / "bad"
@@ -249,13 +260,13 @@ def test_synthetic_runs_group_into_models(tmp_path):
 def test_a_file_with_foreign_metrics_is_named_in_one_line(tmp_path, capsys):
     # The schema leaves `metrics` open (each suite has its own); a file whose metrics are not what
     # this matbench reads must be named, not crash a page with a traceback.
-    path = copy_run(UPDATE, tmp_path / "runs" / "odd", model="odd-model")
+    path = copy_run(RUN, tmp_path / "runs" / "odd", model="odd-model")
     payload = json.loads(path.read_text())
-    payload["metrics"]["headline"]["patch_win_rate"] = "everything"
+    payload["metrics"]["arms"]["root"]["classes"] = "everything"
     path.write_text(json.dumps(payload))
     assert main(["leaderboard", "build", "--results", str(tmp_path / "runs"), "--out", str(tmp_path / "site")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "results of 'odd-model'" in err and "update_probe_compact.json" in err
+    assert err.count("\n") == 1 and "results of 'odd-model'" in err and "discovery_probe_compact.json" in err
 
 
 def test_a_file_whose_metrics_a_figure_cannot_read_is_named_in_one_line(tmp_path, capsys):
@@ -279,12 +290,19 @@ def test_two_revisions_of_one_model_are_two_series_in_every_figure(tmp_path):
         if json.loads(path.read_text())["config"]["model"]["model"] == "smollm2-135m":
             for revision in ("a" * 40, "b" * 40):
                 copy_run(path, tmp_path / "runs" / revision[0] / path.parent.name, revision=revision)
+    copied = list((tmp_path / "runs").glob("*/*/*.json"))
     summary = build_site([tmp_path / "runs"], tmp_path / "site")
-    assert (summary.n_runs, summary.n_models) == (2 * len(suites_in_order()), 2)
+    assert (summary.n_runs, summary.n_models) == (len(copied), 2)
     index = (summary.out / "index.html").read_text()
     figures = re.findall(r'<figure id="plot-(\w+)">(.*?)</figure>', index, re.DOTALL)
-    assert [name for name, _ in figures] == ["trigger", "access", "programming", "harvest"]  # suites in table order
+    suites = {json.loads(p.read_text())["config"]["suite"] for p in copied}
+    plotted = [s for s in ("trigger", "access", "programming", "harvest") if s in suites]  # table order
+    names = [name for name, _ in figures]
+    assert names == [s for s in ("trigger", "access", "programming", "harvest") if s in names]  # table order
+    assert set(plotted) <= set(names) and "trigger" in plotted
     for name, figure in figures:
+        if name not in suites:  # drawn from the paper's reported figures only
+            continue
         for label in ("smollm2-135m @aaaaaaaa", "smollm2-135m @bbbbbbbb"):
             assert label in figure, (name, label)
     trigger = dict(figures)["trigger"]

@@ -66,19 +66,14 @@ def test_the_scorecard_holds_exactly_the_declared_metrics_valid_for_its_readout(
     for suite, entry in card["contract"].items():
         declared = {m.key for m in EVALUATORS.get(suite).contract if m.in_scorecard and m.valid_for("probe")}
         assert set(entry) - {"evidence"} == declared == set(entry["evidence"]["keys"]), suite
-    assert "digit3_exact" not in card["contract"]["access"]  # generation only: the probe picks between 2 tokens
-    # Under a generating readout it is there: the same run relabelled as a short-readout run.
-    for path in runs.glob("access_probe_*"):
-        target = runs / path.name.replace("_probe_", "_short_")
-        text = path.read_text()
-        if path.suffix == ".json":
-            payload = json.loads(text)
-            payload["config"]["readout"] = "short"
-            payload["items"]["log"] = payload["items"]["log"].replace("_probe_", "_short_")
-            text = json.dumps(payload)
-        target.write_text(text)
-    short = build_scorecard(runs, readout="short")
-    assert "digit3_exact" in short["contract"]["access"]
+    # The paper's parse exists only where text was generated: absent from the probe's card, present
+    # in the trace card of the same model (both runs committed).
+    assert "root_classes_paper" not in card["contract"]["discovery"]
+    trace = build_scorecard(runs, readout="trace")
+    for suite, entry in trace["contract"].items():
+        declared = {m.key for m in EVALUATORS.get(suite).contract if m.in_scorecard and m.valid_for("trace")}
+        assert set(entry) - {"evidence"} == declared, suite
+    assert trace["contract"]["discovery"]["root_classes_paper"] is not None
 
 
 def _figures_file(tmp_path: Path, figure: dict) -> Path:

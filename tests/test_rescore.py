@@ -16,7 +16,7 @@ from matbench.results.rescore import rescore_file
 from matbench.results.schema import SCHEMA_VERSION, read_results
 
 SOURCE = Path(__file__).resolve().parent.parent / "results" / "contract" / "smollm2-135m"
-STEM = "update_probe_compact"
+STEM = "trigger_probe_compact"
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def run_dir(tmp_path):
 def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, capsys):
     path = run_dir / f"{STEM}.json"
     old = json.loads(path.read_text())
-    stripped = {**old, "schema_version": "1.0", "metrics": {k: v for k, v in old["metrics"].items() if k != "despite_patch"}}
+    stripped = {**old, "schema_version": "1.0", "metrics": {k: v for k, v in old["metrics"].items() if k != "by_construction"}}
     stripped.pop("rescored", None)
     path.write_text(json.dumps(stripped))
     log_before = (run_dir / f"{STEM}.items.jsonl").read_bytes()
@@ -38,14 +38,14 @@ def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, capsys):
     new = read_results(path)
     records = sorted((PairRecord.from_json(json.loads(x)) for x in log_before.decode().splitlines()),
                      key=lambda r: r.item_id)
-    assert new.metrics == json.loads(json.dumps(EVALUATORS.get("update")(suite="update").summarize(records)))
-    assert "despite_patch" in new.metrics and new.metrics["despite_patch"] == old["metrics"]["despite_patch"]
+    assert new.metrics == json.loads(json.dumps(EVALUATORS.get("trigger")(suite="trigger").summarize(records)))
+    assert "by_construction" in new.metrics and new.metrics["by_construction"] == old["metrics"]["by_construction"]
     assert new.schema_version == SCHEMA_VERSION and new.rescored.from_schema_version == "1.0"
     source = read_results(SOURCE / f"{STEM}.json")
     assert (new.config, new.items, new.environment) == (source.config, source.items, source.environment)
     assert (run_dir / f"{STEM}.items.jsonl").read_bytes() == log_before  # the evidence is untouched
     card = json.loads((run_dir / "scorecard.json").read_text())
-    assert card["contract"]["update"]["donor_follow_despite_patch"] == new.metrics["headline"]["donor_follow_despite_patch"]
+    assert card["contract"]["trigger"]["classes"] == new.metrics["headline"]["classes"]
     assert "scorecard.json: rebuilt" in capsys.readouterr().out
 
 
@@ -81,9 +81,9 @@ def test_rescore_rebuilds_a_scorecard_from_every_directory_it_cites(tmp_path, ca
 
     assert main(["rescore", str(first)]) == 0
     rebuilt = json.loads((first / "scorecard.json").read_text())
-    assert rebuilt["suites"] == ["discovery", "update"]
+    assert rebuilt["suites"] == ["discovery", "trigger"]
     assert rebuilt["contract"]["discovery"]["evidence"] == card["contract"]["discovery"]["evidence"]
-    assert rebuilt["contract"]["update"]["evidence"]["results"] == f"{STEM}.json"
+    assert rebuilt["contract"]["trigger"]["evidence"]["results"] == f"{STEM}.json"
     assert f"{first / 'scorecard.json'}: rebuilt from ., ../second" in capsys.readouterr().out
 
 
