@@ -196,12 +196,12 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
     assert card["suites"] == SUITES.names() and set(card["contract"]) == set(SUITES.names())
     trigger = card["contract"]["trigger"]
     assert sum(trigger["classes"].values()) == 5  # 5 items = 5 constructions, each W, U or N
+    from matbench.evaluators import EVALUATORS
+
+    declared = [m for m in EVALUATORS.get("trigger").contract if m.in_scorecard and m.valid_for("probe")]
     assert trigger["evidence"] == {"results": "trigger_probe_compact.json", "items": "trigger_probe_compact.items.jsonl",
-                                   "keys": {"classes": "metrics.headline.classes",
-                                            "classes_shift": "metrics.headline.classes_shift",
-                                            "kv_shift_toward_donor": "metrics.headline.kv_shift_toward_donor",
-                                            "kv_shift_mean": "metrics.headline.kv_shift_mean",
-                                            "control_clean": "metrics.headline.control_clean"}, "n_items": 5, "device": "cpu"}
+                                   "keys": {m.key: f"metrics.{m.path}" for m in declared}, "n_items": 5, "device": "cpu"}
+    assert trigger["evidence"]["keys"]["write_through"] == "metrics.headline.write_through_accuracy"
     assert card["contract"]["access"]["bin2"]["chance"] == 0.5
     assert json.loads(stdout)["update"]["control_clean"] is True
     (out / "scorecard.json").unlink()
