@@ -128,3 +128,20 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_results(tiny_dir, t
     reference = {json.loads(line)["item_id"]: json.loads(line)
                  for line in (clean / "discovery_trace_compact.items.jsonl").read_text().splitlines()}
     assert records == reference
+
+
+def test_the_recorded_revision_says_when_the_tree_differs_from_it(tmp_path):
+    import subprocess
+
+    from matbench.results.provenance import git_revision
+
+    assert git_revision(tmp_path) is None  # not a checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "f.py").write_text("a = 1\n")
+    subprocess.run([*git, "add", "f.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert git_revision(tmp_path) == head
+    (tmp_path / "f.py").write_text("a = 2\n")  # a copied tree whose .git lags behind
+    assert git_revision(tmp_path) == head + "+dirty"

@@ -6,10 +6,21 @@ import subprocess
 from pathlib import Path
 
 
-def git_revision() -> str | None:
-    here = Path(__file__).resolve().parent
+def _git(here: Path, *args: str) -> subprocess.CompletedProcess | None:
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        return subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def git_revision(here: Path | None = None) -> str | None:
+    """HEAD of the checkout matbench runs from, with "+dirty" when its tracked files differ from
+    HEAD: a copied tree whose .git lags behind (as on a lent GPU machine) must not claim a commit
+    it was not run from."""
+    here = here or Path(__file__).resolve().parent
+    head = _git(here, "rev-parse", "HEAD")
+    if head is None or head.returncode != 0 or not head.stdout.strip():
+        return None
+    status = _git(here, "status", "--porcelain", "--untracked-files=no")
+    dirty = status is None or status.returncode != 0 or bool(status.stdout.strip())
+    return head.stdout.strip() + ("+dirty" if dirty else "")
