@@ -133,22 +133,24 @@ def _trigger(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
 
 
 def _programming(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
-    metric = EVALUATORS.get("programming").metric("follow_rate")
+    """The paper's X9 headline: donor-follow per carrier kind with decoy, unrelated register,
+    carrier and review served (`follow_both`), beside the paper's pas / nld."""
+    metric = EVALUATORS.get("programming").metric("follow_both")
     series = []
     for e in entries:
         rates = _run_metric(e, "programming", metric.key)
         if rates is not None:
             with _reading(e.name, "programming"):
-                series.append(plots.Series(e.label, {k: (_number(v["both"], e.name, metric), None, None)
-                                                     for k, v in rates.items()}))
+                series.append(plots.Series(e.label, {k: (_number(v, e.name, metric), None, None)
+                                                     for k, v in rates.items() if v is not None}))
     for model in reported.models:
         for f in reported.of(model, "programming"):
             if f.metric == metric:
-                series.append(plots.Series(model, {k: (v["both"], None, None) for k, v in f.value.items()},
-                                           reported=True))
+                series.append(plots.Series(model, {k: (v, None, None) for k, v in f.value.items()}, reported=True))
     if not series:
         return []
-    return [plots.bar_chart(["pas", "bind", "dir", "nld", "exp"], series, "Programming: donor-follow by carrier kind")]
+    return [plots.bar_chart(["pas", "bind", "dir", "nld", "exp"], series,
+                            "Programming: donor-follow by carrier kind, carrier + review served (X9)")]
 
 
 def _harvest(entries: list[ModelEntry], reported: Reported) -> list[Markup]:

@@ -82,6 +82,8 @@ def test_site_from_the_committed_submissions(tmp_path):
     assert index.rows["runs"] == ["measured"] * len(runs)  # one row per results file
     figures = dict(re.findall(r'<figure id="plot-(\w+)">(.*?)</figure>', (site / "index.html").read_text(), re.DOTALL))
     assert "trigger" in suites and figures["trigger"].count("<svg") == 2  # the two heat maps
+    # The paper's X9 bars (pas, nld: the reported follow_both figure) reach the programming chart.
+    assert "reported" in figures["programming"] and "Qwen3-8B" in figures["programming"]
     assert index.tags.count("svg") == sum(f.count("<svg") for f in figures.values())  # plots live in figures
     for page in site.glob("*.html"):  # every link resolves inside the site: evidence works offline
         for href in _parse(page).hrefs:
