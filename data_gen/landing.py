@@ -44,6 +44,7 @@ from matbench.data_gen.base import (
     SUITES,
     Suite,
     ask_state,
+    filler_body,
     register_source_pair,
 )
 from matbench.protocol.pairs import Arm, DonorPair
@@ -59,10 +60,6 @@ MENTION = "register {m} was listed in the scheduled audit inventory for this cyc
 # Items come in groups of four sharing one seed: one per kind (the two perturbation items share every draw).
 KINDS = ("edge", "depth3", "perturb/mention", "perturb/refswap")
 EXPERIMENT = {"edge": "edge", "depth3": "depth3", "perturb/mention": "perturb", "perturb/refswap": "perturb"}
-
-
-def _filler(name: str, number: int) -> str:
-    return f"register {name} refreshed to {number}"
 
 
 @dataclass(frozen=True)
@@ -112,8 +109,7 @@ def draw_edge(rng: random.Random) -> EdgeDraw:
     decoy, source_reg, mirror, target = rng.sample(REGISTER_POOL, 4)
     decoy_state = rng.choice(STATES)
     source = rng.randrange(SOURCE_LO, SOURCE_HI)
-    others = [n for n in REGISTER_POOL if n not in (decoy, source_reg, mirror, target)]
-    fillers = tuple(_filler(rng.choice(others), rng.randrange(100, 999)) for _ in range(N_EVENTS))
+    fillers = tuple(filler_body(rng, (decoy, source_reg, mirror, target)) for _ in range(N_EVENTS))
     return EdgeDraw(decoy, source_reg, mirror, target, decoy_state, source, fillers)
 
 
@@ -122,9 +118,9 @@ def draw_depth3(rng: random.Random) -> Depth3Draw:
     paper_value = rng.choice(STATES)
     decoy_state = rng.choice(STATES)
     source = rng.randrange(SOURCE_LO, SOURCE_HI)
-    others = [n for n in REGISTER_POOL if n not in (decoy, source_reg, mirror, mirror2, target)]
     own = {DECOY_AT, source, C1_AT, C2_AT, C3_AT}
-    fillers = tuple("" if i in own else _filler(rng.choice(others), rng.randrange(100, 999)) for i in range(N_EVENTS))
+    fillers = tuple("" if i in own else filler_body(rng, (decoy, source_reg, mirror, mirror2, target))
+                    for i in range(N_EVENTS))
     return Depth3Draw(decoy, source_reg, mirror, mirror2, target, paper_value, decoy_state, source, fillers)
 
 
@@ -138,8 +134,7 @@ def draw_perturb(rng: random.Random) -> PerturbDraw:
     # a character-level tokenizer; for a real one the evaluator reports how many groups matched.
     same_length = [u for u in others if len(u) == len(mirror)]
     unrelated = rng.choice(same_length) if same_length else rng.choice(others)
-    fillers = tuple(_filler(rng.choice([n for n in others if n != unrelated]), rng.randrange(100, 999))
-                    for _ in range(N_EVENTS))
+    fillers = tuple(filler_body(rng, (decoy, source_reg, mirror, unrelated)) for _ in range(N_EVENTS))
     return PerturbDraw(decoy, source_reg, mirror, unrelated, decoy_state, source, fillers)
 
 
