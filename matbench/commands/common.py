@@ -4,6 +4,24 @@ from __future__ import annotations
 
 import argparse
 
+from matbench.models.sources import OFFLINE_ALIASES
+
+
+def add_model(p: argparse.ArgumentParser) -> None:
+    """--model and --revision, as every command that loads a model (or its tokenizer) reads them."""
+    p.add_argument("--model", required=True, help=f"offline alias ({', '.join(OFFLINE_ALIASES)}), Hub id, local "
+                   "directory, or .gguf file")
+    p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
+
+
+def add_suite_rows(p: argparse.ArgumentParser) -> None:
+    """Where a suite's rows come from: a dataset repository or the generator (--limit, --seed)."""
+    p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
+                   "`matbench generate`) instead of generating it in memory")
+    p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
+    p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
+    p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
+
 
 def add_dialog_sources(p: argparse.ArgumentParser) -> None:
     p.add_argument("--locomo", metavar="PATH", help="your copy of LoCoMo's locomo10.json (harvest suite)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from matbench.commands.common import add_dialog_sources, choices
+from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, choices
 from matbench.errors import MatbenchError
 from matbench.models.loading import ATTN_IMPLEMENTATIONS
 from matbench.protocol.pairs import SERVING_MODES
@@ -36,16 +36,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog=EVAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--model", required=True,
-                   help="offline alias (smollm2-135m, gemma3-270m, qwen2.5-coder-0.5b), Hub id, local directory, or .gguf file")
-    p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
+    add_model(p)
     p.add_argument("--suite", default="discovery", help="suite name (a registered suite: built in, or a plugin's; "
                    "see MATBENCH_PLUGINS), or all for the whole memory contract and its scorecard (default: discovery)")
-    p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
-                   "`matbench generate`) instead of generating it in memory")
-    p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
-    p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
-    p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
+    add_suite_rows(p)
     p.add_argument("--readout", default="probe", type=choices("readout", tuple(READOUTS.names())),
                    help=f"{', '.join(READOUTS.names())}, a comma list, or all (default: probe; the donor shift "
                    "always comes from the probe). Several share one prefill per pair.")

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from matbench.commands.common import add_dialog_sources
+from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 from matbench.protocol.readouts import READOUTS
@@ -42,9 +42,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog=SHOW_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--model", required=True,
-                   help="offline alias (smollm2-135m, gemma3-270m), Hub id, local directory, or .gguf file")
-    p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
+    add_model(p)
     p.add_argument("--suite", default="discovery", help="suite name (default: discovery)")
     p.add_argument("--item", default="0", metavar="K",
                    help="the item: an index into the suite's rows or an item_id (default: 0, the first row)")
@@ -56,11 +54,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                    "else compact), as in eval")
     p.add_argument("--format", default="text", choices=("text", "json"),
                    help="text (default: for the eye) or json (one object, for diffs)")
-    p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
-                   "`matbench generate`) instead of generating it in memory")
-    p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
-    p.add_argument("--limit", type=int, help="number of rows loaded (default: the suite's default size, as eval)")
-    p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
+    add_suite_rows(p)
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     add_dialog_sources(p)
     p.set_defaults(func=run)
