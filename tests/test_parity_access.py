@@ -21,9 +21,7 @@ Where the designs differ, the test says so and checks the difference is exactly 
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -33,13 +31,12 @@ from matbench.engine.cache import EventCache, text_layout
 from matbench.engine.layout import layout_pair
 from matbench.protocol.pairs import DonorPair
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import RENDERER, served, trajectory
+from tests.parity.compare import EVENT, RENDERER, fixture, served, trajectory
 from tests.parity.recorder import _runs
 
-FIXTURE = json.loads((Path(__file__).parent / "parity" / "fixtures" / "access.json").read_text())
+FIXTURE = fixture("access")
 SWEEP = FIXTURE["scripts"]["kv_sweepmenu"]["items"]
 DIGIT = FIXTURE["scripts"]["kv_digit"]["items"]
-EVENT = re.compile(r"<step (\d+)>\naction: reg_op\(\)\nobservation: (.*)\n")
 DIGIT_ARMS = {"exact": "short", "above500": "probe", "first_digit": "probe"}  # kv_digit's read of each question
 
 

@@ -6,17 +6,14 @@ and full (matbench: chain) arms' served rows and query under the trace readout."
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-from pathlib import Path
 
 import pytest
 
 from matbench.data_gen.discovery import CHAIN_AT, ROOT_AT, TARGET_AT, DiscoveryDraw, build
-from tests.parity.compare import served, trajectory
+from tests.parity.compare import EVENT, fixture, served, trajectory
 
-FIXTURE = json.loads((Path(__file__).parent / "parity" / "fixtures" / "discovery.json").read_text())
-EVENT = re.compile(r"<step (\d+)>\naction: reg_op\(\)\nobservation: (.*)\n")
+FIXTURE = fixture("discovery")
 ARMS = {"root": "root", "full": "chain"}  # the paper's arm -> matbench's
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -32,10 +31,10 @@ from matbench.engine.layout import layout_pair
 from matbench.protocol.frames import FRAMES
 from matbench.protocol.pairs import DonorPair
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import RENDERER, served, trajectory
+from tests.parity.compare import RENDERER, fixture, served, trajectory
 from tests.parity.recorder import CHAT_HEAD, CHAT_TAIL, _runs
 
-FIXTURE = json.loads((Path(__file__).parent / "parity" / "fixtures" / "harvest.json").read_text())
+FIXTURE = fixture("harvest")
 QUERY = re.compile(r"\n\nQuestion: (.*)\nOption A: (.*)\nOption B: (.*)\nWhich option is correct\? Answer A or B\."
                    + re.escape(CHAT_TAIL), re.DOTALL)
 GENERATED = READOUTS.get("short")  # the paper's gen8 query: no suffix (an open question), no "Answer:"

@@ -20,10 +20,8 @@ Where the designs differ, the test says so and checks the difference exactly:
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -48,10 +46,9 @@ from matbench.data_gen.landing import (
 from matbench.engine.cache import EventCache, text_layout
 from matbench.engine.layout import layout_pair
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import RENDERER, served, trajectory
+from tests.parity.compare import EVENT, RENDERER, fixture, served, trajectory
 
-FIXTURE = json.loads((Path(__file__).parent / "parity" / "fixtures" / "landing.json").read_text())
-EVENT = re.compile(r"<step (\d+)>\naction: reg_op\(\)\nobservation: (.*)\n")
+FIXTURE = fixture("landing")
 VALUES = ("ONLINE", "OFFLINE")
 MEMBER = {"ON": 0, "OF": 1}
 

@@ -27,9 +27,7 @@ fixture's draws are used as they are. matbench adds car@L, txt and control arms 
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -38,10 +36,9 @@ from matbench.data_gen.programming import ProgrammingDraw, build
 from matbench.engine.cache import EventCache, text_layout
 from matbench.engine.layout import layout_pair
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import RENDERER, served, trajectory
+from tests.parity.compare import EVENT, RENDERER, fixture, served, trajectory
 
-FIXTURE = json.loads((Path(__file__).resolve().parent / "parity" / "fixtures" / "programming.json").read_text())
-EVENT = re.compile(r"<step (\d+)>\naction: reg_op\(\)\nobservation: (.*)\n")
+FIXTURE = fixture("programming")
 SHORT = READOUTS.get("short")
 ITEMS = [(script, item) for script, run in FIXTURE["scripts"].items() for item in run["items"]]
 ITEM_IDS = [f"{script}-item{item['item']}" for script, item in ITEMS]

@@ -18,9 +18,7 @@ Where the designs differ, on purpose, the tests say so and check the exact diffe
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -35,10 +33,9 @@ from matbench.data_gen.trigger import (
 )
 from matbench.protocol.frames import event_text
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import RENDERER, served
+from tests.parity.compare import EVENT, RENDERER, fixture, served
 
-FIXTURE = json.loads((Path(__file__).parent / "parity" / "fixtures" / "trigger.json").read_text())
-EVENT = re.compile(r"<step (\d+)>\naction: reg_op\(\)\nobservation: (.*)\n")
+FIXTURE = fixture("trigger")
 PIECE = re.compile(r"<step \d+>\n.*?(?=<step \d+>\n|\Z)", re.DOTALL)
 FAMILIES = ("mirror", "flag")
 

@@ -17,9 +17,7 @@ Where the designs differ, by design:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -29,10 +27,9 @@ from matbench.engine.cache import EventCache, text_layout
 from matbench.engine.layout import layout_pair
 from matbench.protocol.frames import FRAMES
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import RENDERER, served, trajectory
+from tests.parity.compare import EVENT, RENDERER, fixture, served, trajectory
 
-FIXTURE = json.loads((Path(__file__).parent / "parity" / "fixtures" / "update.json").read_text())
-EVENT = re.compile(r"<step (\d+)>\naction: reg_op\(\)\nobservation: (.*)\n")
+FIXTURE = fixture("update")
 STATES = ("ONLINE", "OFFLINE")
 
 

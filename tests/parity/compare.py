@@ -4,6 +4,10 @@ character-level tokenizer and chat template."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 from matbench.engine.layout import layout_pair
 from matbench.engine.render import Renderer
 from matbench.protocol.pairs import DonorPair
@@ -11,6 +15,14 @@ from matbench.protocol.readouts import READOUTS
 from tests.parity.recorder import CharTokenizer, _runs
 
 RENDERER = Renderer(CharTokenizer())
+FIXTURES = Path(__file__).parent / "fixtures"
+# One event of the paper's trajectory frame, as the fixtures hold it: (step number, body).
+EVENT = re.compile(r"<step (\d+)>\naction: reg_op\(\)\nobservation: (.*)\n")
+
+
+def fixture(suite: str) -> dict:
+    """The committed recording of the paper's scripts for `suite` (tests/parity/make_<suite>.py)."""
+    return json.loads((FIXTURES / f"{suite}.json").read_text())
 
 
 def served(pair: DonorPair, arm_name: str, member: int, readout: str) -> dict:
