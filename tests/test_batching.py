@@ -54,7 +54,7 @@ def test_masks_follow_coordinates(tiny_gemma):
 def test_logit_readout_is_the_raw_first_token_logit_after_the_question(tiny_llama, pairs):
     """kv_harvnative's readout: the query ends at the chat tail (no "Answer:"), and the answer is
     the candidate whose first token of " W" has the highest raw logit there."""
-    from matbench.engine.probe import first_token_answers
+    from matbench.engine.probe import first_token_answers, first_token_ids
     from matbench.engine.serving import SERVING, ServeRequest
     from matbench.protocol.readouts import READOUTS
 
@@ -69,7 +69,7 @@ def test_logit_readout_is_the_raw_first_token_logit_after_the_question(tiny_llam
     menu = pair.arm_menu(arm)
     firsts = [engine.renderer.ids(" " + w)[0] for w in menu]
     expected = [menu[int(row[firsts].argmax())] for row in logits.float()]
-    assert list(record.arms[arm.name].answers) == expected == first_token_answers(logits, menu, engine.renderer.ids)
+    assert list(record.arms[arm.name].answers) == expected == first_token_answers(logits, menu, first_token_ids(menu, engine.renderer.ids))
     assert record.arms[arm.name].paper_answers == record.arms[arm.name].answers  # the paper's own reading
     assert record.arms[arm.name].texts is None
 

@@ -113,14 +113,14 @@ def test_kway_margin_is_donor_minus_logsumexp_of_others():
 
 
 def test_logit_readout_falls_back_to_own_first_tokens_where_spaced_ones_collide():
-    from matbench.engine.probe import first_token_answers
+    from matbench.engine.probe import first_token_answers, first_token_ids
 
     # " 857" and " 217" both start with " " (as in Gemma's tokenizer): each is scored on its own
     # first tokens, like the probe; " A"/" B" keep the paper's raw " A" vs " B" comparison.
     encode = {" 857": [1, 8], "857": [8], " 217": [1, 2], "217": [2], " A": [5], "A": [7], " B": [6], "B": [9]}.get
     logits = torch.zeros(2, 10)
     logits[0, 8], logits[1, 2], logits[:, 1] = 3.0, 4.0, 9.0
-    assert first_token_answers(logits, ("857", "217"), encode) == ["857", "217"]
+    assert first_token_answers(logits, ("857", "217"), first_token_ids(("857", "217"), encode)) == ["857", "217"]
     letters = torch.zeros(1, 10)
     letters[0, 6], letters[0, 7] = 1.0, 5.0  # "A" without a space is not the paper's token
-    assert first_token_answers(letters, ("A", "B"), encode) == ["B"]
+    assert first_token_answers(letters, ("A", "B"), first_token_ids(("A", "B"), encode)) == ["B"]

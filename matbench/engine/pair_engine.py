@@ -17,7 +17,7 @@ from matbench.engine.cache import EventCache, isolated_cache, spliced_cache, tex
 from matbench.engine.layout import PairLayout, layout_pair
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
-from matbench.engine.probe import ProbeScorer, first_token_answers
+from matbench.engine.probe import ProbeScorer, first_token_answers, first_token_ids
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
 from matbench.engine.selection import governed, select
@@ -69,6 +69,13 @@ class PairEngine:
         if menu not in self._scorers:
             self._scorers[menu] = ProbeScorer.for_menu(menu, self.renderer.ids)
         return self._scorers[menu]
+
+    def first_ids(self, menu: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+        """The logit readout's candidate token ids for `menu`, tokenized once per menu."""
+        key = ("first_token", menu)
+        if key not in self._scorers:
+            self._scorers[key] = first_token_ids(menu, self.renderer.ids)
+        return self._scorers[key]
 
     def query_ids(self, pair: DonorPair, arm: Arm, readout: Readout) -> tuple[int, ...]:
         return tuple(self.renderer.ids(self.renderer.arm_query(pair, arm, readout)))
@@ -212,7 +219,7 @@ class PairEngine:
                 _, logits = serve(self.runner, self._batch_requests(items, readout, derived, chosen))
                 firsts = [[a for j, arm in enumerate(pair.arms)
                            for a in first_token_answers(logits[lo + 2 * j:lo + 2 * j + 2], pair.arm_menu(arm),
-                                                        self.renderer.ids)]
+                                                        self.first_ids(pair.arm_menu(arm)))]
                           for (pair, _, _), (lo, _) in zip(items, spans)]
             if readout.max_new_tokens:
                 # Each arm answers within its question's own budget where the paper set one (8

@@ -48,15 +48,19 @@ class ProbeScorer:
         return [self.menu[i] for i in cand_logp.argmax(-1).tolist()]
 
 
-def first_token_answers(logits: torch.Tensor, menu: tuple[str, ...], encode) -> list[str]:
-    """`[B, vocab]` logits -> per row the candidate whose first token of " W" has the highest raw
-    logit (kv_harvnative `ab_logit`). Where two candidates' " W" share that token (" 857" and
-    " 217" both start with " " in Gemma's tokenizer), each is scored by the highest raw logit among
-    the first tokens of " W" and "W" that are its own, as the probe does; refused in one line when
-    a candidate has none."""
+def first_token_ids(menu: tuple[str, ...], encode) -> tuple[tuple[int, ...], ...]:
+    """Per candidate, the token ids the logit readout scores: the first token of " W" (kv_harvnative
+    `ab_logit`); where two candidates share it (" 857" and " 217" both start with " " in Gemma's
+    tokenizer), each candidate's own first tokens of " W" and "W", as the probe chooses them
+    (refused in one line when a candidate has none)."""
     spaced = [encode(" " + word)[0] for word in menu]
     if len(set(spaced)) == len(spaced):
-        return [menu[i] for i in logits.float()[:, spaced].argmax(-1).tolist()]
-    own = ProbeScorer.for_menu(menu, encode).token_ids  # refuses a candidate with no token of its own
-    scores = torch.stack([logits.float()[:, list(ids)].max(-1).values for ids in own], dim=-1)
+        return tuple((t,) for t in spaced)
+    return ProbeScorer.for_menu(menu, encode).token_ids
+
+
+def first_token_answers(logits: torch.Tensor, menu: tuple[str, ...], ids: tuple[tuple[int, ...], ...]) -> list[str]:
+    """`[B, vocab]` logits -> per row the candidate with the highest raw logit among its `ids`
+    (`first_token_ids`)."""
+    scores = torch.stack([logits.float()[:, list(own)].max(-1).values for own in ids], dim=-1)
     return [menu[i] for i in scores.argmax(-1).tolist()]
