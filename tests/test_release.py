@@ -35,3 +35,11 @@ def test_the_release_holds_every_suite_as_generated_now(tmp_path):
         card = (RELEASE / "README.md").read_text()
         for field, feature in ds.features.items():  # the card documents the type that loads
             assert f"| `{field}` | `{feature_type(feature)}` |" in card, (name, field)
+
+
+def test_the_readme_suite_table_gives_the_rows_each_default_release_has():
+    """README's suite table states each config's default row count: it is the release's."""
+    readme = (RELEASE.parent / "README.md").read_text()
+    stated = {m.group(1): int(m.group(2).replace(",", ""))
+              for m in re.finditer(r"^\| (\w+) \| ([\d,]+)\b", readme, re.MULTILINE)}
+    assert {name: stated.get(name) for name in SUITES.names()} == {name: n for name, (_, n, _) in card_table().items()}
