@@ -169,3 +169,41 @@ def test_identity_gate_catches_a_missing_position_budget(tiny_llama, pairs, monk
                                layout.prefix_tokens)
     with pytest.raises(MatbenchError, match="identity gate"):
         bad.check_identity()
+
+
+# --- gate A's reference in chunks (long dialogs) ------------------------------------------------
+
+@pytest.mark.parametrize("chunk", [17, 64, 100])
+def test_chunked_reference_equals_the_plain_forward(tiny, chunk):
+    """Chunks shorter than, equal to and longer than gemma3's 64-token window: the reference run
+    through transformers' own cache gives the unchunked forward's logits, position gaps included."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 1000, (1, 230))
+    pos = torch.cat([torch.arange(0, 120), torch.arange(150, 260)])[None]  # one gap of 30
+    runner = ModelRunner(tiny.model, tiny.model.config)
+    whole = runner.plain_forward(ids, pos)
+    chunked = runner.plain_forward(ids, pos, chunk)
+    assert whole.shape == chunked.shape == (1, tiny.model.config.vocab_size)
+    assert float((whole - chunked).abs().max()) <= 1e-4
+
+
+def test_gate_a_under_a_chunk_size_uses_the_chunked_reference(tiny, pairs, monkeypatch):
+    engine, layout, caches, _ = _gates(tiny, pairs[0], chunk_size=50)
+    calls = []
+    original = ModelRunner._plain_chunk
+
+    def counting(self, input_ids, position_ids, start, end, cache):
+        calls.append((start, end, cache is not None))
+        return original(self, input_ids, position_ids, start, end, cache)
+
+    monkeypatch.setattr(ModelRunner, "_plain_chunk", counting)
+    result = gate_a(engine, pairs[0], layout, caches)
+    assert result.passed and result.max_abs_diff <= FLOAT32_TOL, result
+    # one chunked reference per member compared (a sliding model compares the gap-free one only)
+    query = len(engine.query_ids(pairs[0], pairs[0].arms[0], engine.probe_readout))
+    expected = []
+    for member in layout.members:
+        if not tiny.has_sliding_layers or member.positions[-1] - member.positions[0] + 1 == len(member.positions):
+            n = len(member.input_ids) + query
+            expected += [(start, min(start + 50, n), True) for start in range(0, n, 50)]
+    assert expected and calls == expected

@@ -61,7 +61,7 @@ def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
         start = member.positions[-1] + 1
         ids = torch.tensor([list(member.input_ids) + list(query)])
         pos = torch.tensor([list(member.positions) + list(range(start, start + len(query)))])
-        refs.append(engine.runner.plain_forward(ids, pos)[0])
+        refs.append(engine.runner.plain_forward(ids, pos, engine.chunk_size)[0])
     return compare_logits("A", served.cpu(), torch.stack(refs).cpu(), _exact(engine))
 
 

@@ -277,16 +277,39 @@ class ModelRunner:
         return logits.float()
 
     @torch.inference_mode()
-    def plain_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
-        """Reference forward with no cache, the model's own mask (from a 2-D all-ones mask, which
-        also stops transformers from reading a position gap as a packed-sequence boundary).
-        Used by the faithfulness gates only. Returns last-token logits `[B, vocab]`."""
+    def plain_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor,
+                      chunk_size: int | None = None) -> torch.Tensor:
+        """Reference forward with the model's own masks (from a 2-D all-ones mask, which also
+        stops transformers from reading a position gap as a packed-sequence boundary).
+        Used by the faithfulness gates only. Returns last-token logits `[B, vocab]`.
+
+        No cache, unless `chunk_size` is shorter than the sequence: then the reference runs in
+        chunks through the cache transformers builds from the model's config (what `generate`
+        uses; sliding layers keep their window) with the model's own masks, so that a long dialog
+        needs no `[heads, T, T]` score matrix (9 heads x 25k^2 floats = 22 GB under eager
+        attention)."""
+        length = input_ids.shape[1]
+        if not chunk_size or length <= chunk_size:
+            return self._plain_chunk(input_ids, position_ids, 0, length, None)
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        for start in range(0, length, chunk_size):
+            logits = self._plain_chunk(input_ids, position_ids, start, min(start + chunk_size, length), cache)
+        return logits
+
+    def _plain_chunk(self, input_ids: torch.Tensor, position_ids: torch.Tensor, start: int, end: int,
+                     cache: Any) -> torch.Tensor:
         kwargs: dict[str, Any] = {
-            "input_ids": input_ids.to(self.device),
-            "position_ids": position_ids.to(self.device),
-            "attention_mask": torch.ones_like(input_ids, device=self.device),
-            "use_cache": False,
+            "input_ids": input_ids[:, start:end].to(self.device),
+            "position_ids": position_ids[:, start:end].to(self.device),
+            "attention_mask": torch.ones(input_ids.shape[0], end, dtype=torch.long, device=self.device),
+            "use_cache": cache is not None,
         }
+        if cache is not None:
+            kwargs[self._cache_kw] = cache
+            if self._pass_cache_position:
+                kwargs["cache_position"] = torch.arange(start, end, device=self.device)
         if self._pass_logits_to_keep:
             kwargs["logits_to_keep"] = 1
         return self.model(**kwargs).logits[:, -1].float()
