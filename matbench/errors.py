@@ -20,4 +20,9 @@ def is_out_of_memory(exc: BaseException) -> bool:
     import sys
 
     torch = sys.modules.get("torch")
-    return torch is not None and isinstance(exc, torch.OutOfMemoryError)
+    if torch is None:
+        return False
+    # A kernel launch or a copy that finds the device full raises the generic accelerator error
+    # (cudaErrorMemoryAllocation), not torch's allocator error: seen with several runs on one GPU.
+    generic = getattr(torch, "AcceleratorError", ())
+    return isinstance(exc, torch.OutOfMemoryError) or (isinstance(exc, generic) and "out of memory" in str(exc))

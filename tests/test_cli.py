@@ -248,3 +248,40 @@ def test_out_of_memory_backs_off_without_losing_or_changing_items(capsys, tmp_pa
     name = "discovery_probe_compact.items.jsonl"
     assert (tmp_path / "tight" / name).read_text() == (tmp_path / "one" / name).read_text()
     capsys.readouterr()
+
+
+def test_a_full_device_from_a_kernel_launch_is_out_of_memory_too(capsys, monkeypatch, tmp_path):
+    """cudaErrorMemoryAllocation reaches Python as the generic AcceleratorError (seen with several
+    runs on one H200): still the one-line out-of-memory answer; any other accelerator error is not."""
+    import torch
+
+    import matbench.run.evaluate
+
+    def full(cfg, loaded=None, shard=None):
+        raise torch.AcceleratorError("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported")
+
+    monkeypatch.setattr(matbench.run.evaluate, "run_eval", full)
+    code = main(["eval", "--model", "smollm2-135m", "--output", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1 and "CUDA error: out of memory" in err
+
+    def broken(cfg, loaded=None, shard=None):
+        raise torch.AcceleratorError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(matbench.run.evaluate, "run_eval", broken)
+    with pytest.raises(torch.AcceleratorError):
+        main(["eval", "--model", "smollm2-135m", "--output", str(tmp_path)])
+
+
+@pytest.mark.parametrize("fraction", ["0", "1.5", "-0.2"])
+def test_memory_fraction_outside_zero_to_one_is_one_line(capsys, tmp_path, fraction):
+    code, _, err = run_cli(["eval", "--model", "smollm2-135m", "--memory-fraction", fraction,
+                            "--output", str(tmp_path)], capsys)
+    assert code == 2 and f"--memory-fraction must be in (0, 1] (got {float(fraction)})" in one_line_error(err)
+
+
+def test_memory_fraction_on_the_cpu_is_one_line(capsys, tmp_path, tiny_dir):
+    code, _, err = run_cli(["eval", "--model", str(tiny_dir), "--device", "cpu", "--memory-fraction", "0.5",
+                            "--limit", "1", "--output", str(tmp_path)], capsys)
+    assert code == 2 and "--memory-fraction caps a GPU's memory; this run is on cpu" in one_line_error(err)
+    assert not list(tmp_path.iterdir())  # refused before anything ran

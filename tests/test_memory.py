@@ -68,3 +68,38 @@ def test_the_estimate_covers_the_rows_a_pair_really_holds(tiny_llama):
     estimate = pair_bytes(tiny_llama.text_config, 4, longest, len(pair.arms), eager=False)
     assert held + served <= estimate
     assert held > 0 and served > 0
+
+
+def test_a_memory_cap_bounds_the_free_memory_a_batch_is_sized_from():
+    from matbench.engine.memory import usable_free
+
+    gib = 2**30
+    assert usable_free(100 * gib, 140 * gib, None, 5 * gib) == 100 * gib  # no cap: the device's free memory
+    assert usable_free(100 * gib, 140 * gib, 0.25, 5 * gib) == 30 * gib  # 35 GiB cap less the 5 held
+    assert usable_free(10 * gib, 140 * gib, 0.25, 5 * gib) == 10 * gib  # others took the rest first
+    assert usable_free(100 * gib, 140 * gib, 0.25, 40 * gib) == 0  # already past the cap
+
+
+def test_the_batch_is_sized_within_the_cap(monkeypatch, tiny_llama, pairs):
+    """choose_batch_pairs reads the device's memory and sizes the batch from the capped share."""
+    from dataclasses import replace
+
+    import torch
+
+    from matbench.engine.memory import choose_batch_pairs
+    from tests.helpers import engine_for
+
+    gib = 2**30
+    seen = []
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: seen.append(device) or (100 * gib, 140 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: 5 * gib)
+    engine = engine_for(tiny_llama)
+    on_gpu = replace(tiny_llama, device="cuda:0")
+    capped = choose_batch_pairs(on_gpu, pairs, engine.prefetch_layouts, fraction=0.0005)  # 70 MiB cap
+    assert seen == [torch.device("cuda:0")]
+    layouts = engine.prefetch_layouts(pairs)
+    longest = max(len(m.input_ids) for lay in layouts for m in lay.members)
+    arms = max(len(lay.pair.arms) for lay in layouts)
+    assert capped == batch_pairs_for(0, tiny_llama.text_config, 4, longest, arms, False) == 1
+    assert choose_batch_pairs(on_gpu, pairs, engine.prefetch_layouts) == batch_pairs_for(
+        100 * gib, tiny_llama.text_config, 4, longest, arms, False) == MAX_BATCH_PAIRS

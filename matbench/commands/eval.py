@@ -57,6 +57,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fused-kernels", default="auto", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
     p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)")
+    p.add_argument("--memory-fraction", type=float, help="cap this process at this share of its GPU's memory (0-1], so several runs can share one GPU; the batch is sized within it")
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
+        memory_fraction=args.memory_fraction,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress, policy=args.policy,

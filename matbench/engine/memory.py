@@ -47,8 +47,34 @@ def batch_pairs_for(free_bytes: int, text_config: Any, dtype_bytes: int, member_
     return max(1, min(MAX_BATCH_PAIRS, int(free_bytes * SHARE_OF_FREE) // per_pair))
 
 
-def choose_batch_pairs(loaded: Any, pairs: list, layouts: Any) -> int:
-    """The batch for `pairs` on `loaded`'s device: from free memory on a GPU, 2 on the CPU.
+def usable_free(free: int, total: int, fraction: float | None, reserved: int) -> int:
+    """Bytes this process may still take: the device's free memory, and under a per-process cap
+    (`--memory-fraction`) no more than the cap less what the process already holds."""
+    if fraction is None:
+        return free
+    return max(0, min(free, int(fraction * total) - reserved))
+
+
+def cap_memory(device: str | None, fraction: float) -> None:
+    """Cap this process at `fraction` of its GPU's memory (torch's per-process limit), so several
+    runs can share one GPU: past the cap torch raises its out-of-memory error, which the batch
+    loop answers by halving the batch, instead of one process's cache starving the others."""
+    import torch
+
+    from matbench.errors import MatbenchError
+
+    if not 0 < fraction <= 1:
+        raise MatbenchError(f"--memory-fraction must be in (0, 1] (got {fraction})")
+    if device in (None, "auto") and torch.cuda.is_available():
+        device = "cuda"
+    if not device or not device.startswith("cuda"):
+        raise MatbenchError(f"--memory-fraction caps a GPU's memory; this run is on {device or 'cpu'}: drop the option")
+    torch.cuda.set_per_process_memory_fraction(fraction, torch.device(device))
+
+
+def choose_batch_pairs(loaded: Any, pairs: list, layouts: Any, fraction: float | None = None) -> int:
+    """The batch for `pairs` on `loaded`'s device: from free memory on a GPU (within the process's
+    cap `fraction`, if any), 2 on the CPU.
     `layouts(pairs)` lays out a sample (the engine's `prefetch_layouts`, which keeps them)."""
     import torch
 
@@ -57,7 +83,9 @@ def choose_batch_pairs(loaded: Any, pairs: list, layouts: Any) -> int:
     sample = layouts(pairs[:16])
     longest = max(len(m.input_ids) for lay in sample for m in lay.members)
     arms = max(len(lay.pair.arms) for lay in sample)
-    free, _ = torch.cuda.mem_get_info(torch.device(loaded.device))
+    device = torch.device(loaded.device)
+    free, total = torch.cuda.mem_get_info(device)
+    free = usable_free(free, total, fraction, torch.cuda.memory_reserved(device))
     dtype_bytes = torch.finfo(getattr(torch, loaded.dtype)).bits // 8
     return batch_pairs_for(free, loaded.text_config, dtype_bytes, longest, arms, loaded.attn_implementation == "eager")
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from matbench.engine.memory import choose_batch_pairs, peak_memory, reset_peak
+from matbench.engine.memory import cap_memory, choose_batch_pairs, peak_memory, reset_peak
 from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
 from matbench.protocol.runspec import RunSpec
@@ -42,6 +42,7 @@ class EvalConfig:
     fused_kernels: str = "auto"  # matbench.fused: auto = on a GPU with Triton
     chunk_size: int | None = None
     batch_pairs: int | None = None  # donor pairs served and decoded together (default: from free GPU memory, 2 on CPU)
+    memory_fraction: float | None = None  # this process's cap on its GPU's memory (several runs on one GPU)
     locomo: str | None = None  # the user's LoCoMo copy (harvest suite)
     realtalk: str | None = None  # the user's REALTALK folder (harvest suite)
     trust_remote_code: bool = False
@@ -83,6 +84,8 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
 def _load(cfg: EvalConfig, shard: Shard):
     from matbench.models.loading import load_model
 
+    if cfg.memory_fraction is not None:  # before the weights arrive, so they count against the cap
+        cap_memory(shard.device(cfg.device), cfg.memory_fraction)
     return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
                       attn_implementation=cfg.attn_implementation, fused_kernels=cfg.fused_kernels, trust_remote_code=cfg.trust_remote_code,
                       device_map=cfg.device_map)
@@ -97,6 +100,8 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
     for name, value in (("--limit", cfg.limit), ("--batch-pairs", cfg.batch_pairs), ("--chunk-size", cfg.chunk_size)):
         if value is not None and value < 1:
             raise MatbenchError(f"{name} must be at least 1 (got {value})")
+    if cfg.memory_fraction is not None and not 0 < cfg.memory_fraction <= 1:
+        raise MatbenchError(f"--memory-fraction must be in (0, 1] (got {cfg.memory_fraction})")
     if cfg.device_map and shard.active:
         raise MatbenchError("--device-map spreads one model over all GPUs of one process; launch without torchrun, "
                             "or shard pairs over GPUs (torchrun) without --device-map")
@@ -225,7 +230,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     first: dict[tuple, int] = {}
     todo.sort(key=lambda p: first.setdefault(p.prefill_key(), len(first)))
     mine = shard.block(todo)
-    group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts)
+    group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts, cfg.memory_fraction)
     reset_peak(loaded.device)
     where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""
     with tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
