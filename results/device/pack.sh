@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# pack.sh (here, in the repo root, with the CPU install of the README): lay out what the lent GPU
+# machine lacks (the gguf/pydantic wheels in .gpu/wheels, the tokenizers transformers 5.24 builds,
+# the dialog data, the three offline GGUF files) as one byte stream cut into .gpu/stream/partNN,
+# each small enough to travel beside the tree in one call, SmolLM2 first so its runs can start
+# while the rest arrives, with .gpu/bin/manifest.json (names, sizes, sha256).
+set -euo pipefail
+PY=${PY:-.venv/bin/python}; P=.gpu/pay; S=.gpu/stream; C=${MATBENCH_CACHE:-$HOME/.cache/matbench}
+mkdir -p $P .gpu/bin; rm -rf $S; mkdir -p $S
+cp results/device/stage.py results/device/cells.sh results/device/call.sh .gpu/bin/
+tar -czf $P/wheels.tgz -C .gpu wheels
+$PY - $P $C <<'PY'
+import shutil, sys, tarfile
+from pathlib import Path
+from matbench.models.sources import resolve_source
+from matbench.models.gguf import convert_gguf
+pay, cache = Path(sys.argv[1]), Path(sys.argv[2])
+for alias, tok in (("smollm2-135m", "smollm2"), ("gemma3-270m", "gemma3"), ("qwen2.5-coder-0.5b", "coder")):
+    source = resolve_source(alias)
+    shutil.copy(Path(source.location) / source.gguf_file, pay / source.gguf_file)
+    converted = convert_gguf(source, False)  # the tokenizer files transformers (5.24 here) builds
+    with tarfile.open(pay / f"tok_{tok}.tgz", "w:gz") as tar:
+        for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+            if (converted / name).exists():
+                tar.add(converted / name, f"{tok}/{name}")
+PY
+D=${MATBENCH_SHARED_DATA:-../shared/data}
+tar -czf $P/data.tgz -C $D --transform 's,^,data/,' locomo/locomo10.json realtalk
+order="wheels.tgz tok_smollm2.tgz SmolLM2-135M-Instruct.Q4_1.gguf data.tgz tok_gemma3.tgz gemma-3-270m-q4_k_m.gguf tok_coder.tgz qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+$PY - $P $S $order <<'PY'
+import hashlib, json, sys
+from pathlib import Path
+pay, out, names = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+manifest = [{"name": n, "size": (pay / n).stat().st_size,
+             "sha256": hashlib.sha256((pay / n).read_bytes()).hexdigest()} for n in names]
+(out.parent / "bin" / "manifest.json").write_text(json.dumps(manifest, indent=1))
+CHUNK, buf, k = 59_000_000, b"", 0  # + the ~7 MB tree: under the 64 MiB a call carries
+for n in names:
+    buf += (pay / n).read_bytes()
+    while len(buf) >= CHUNK:
+        (out / f"part{k:02d}").write_bytes(buf[:CHUNK]); buf = buf[CHUNK:]; k += 1
+if buf:
+    (out / f"part{k:02d}").write_bytes(buf); k += 1
+print(k, "chunks")
+PY
