@@ -61,11 +61,17 @@ def test_the_leaderboard_builds_from_the_whole_results_folder(tmp_path):
     assert summary.n_runs == len(CONTRACT) and summary.n_models == len(MODELS)
 
 
-def test_results_readme_table_is_generated_from_the_files():
+def test_results_readme_tables_are_generated_from_the_files():
+    """Every suite's table in results/README.md is the report of exactly the committed files."""
     readme = (RESULTS / "README.md").read_text()
-    discovery = [p for p in CONTRACT if p.name.startswith("discovery_")]
-    for row in report_rows(discovery)[2:]:  # the table, below its "### discovery" heading
+    rows = report_rows(CONTRACT)
+    assert sum(row.startswith("### ") for row in rows) == len({p.name.split("_")[0] for p in CONTRACT})
+    for row in rows:
         assert row in readme
+    below = readme[readme.index("\n### "):]  # the suites' tables close the file
+    tables = [line for line in below.splitlines() if line.startswith("| ") and not line.startswith("| model")]
+    runs = [line for line in tables if not line.startswith("|---")]
+    assert len(runs) == len(CONTRACT)  # no row left over from a file that is gone
 
 
 @pytest.mark.parametrize("model", MODELS)
