@@ -120,6 +120,9 @@ class AccessEvaluator(Evaluator):
                   "answers with its item-level 95% CI; the first menu word by the paper's parse under a generating "
                   "readout, the probe's argmax under the probe", chance, overview=True)
           for pool, chance in (("bin2", 0.5), ("dir4", 0.25), ("name8", 0.125))),
+        Metric("bin2_shift", "by_variant.bin2.arms.harv_kv.donor_shift", "bin2 donor shift", "harv_kv on bin2 "
+               "items: the donor margin shift toward the dropped state (SPEC 2.7), mean with bootstrap 95% CI",
+               Scale.SHIFT, Format.SIGNED_CI),
         # Open recovery by generation (kv_digit: 12 tokens, the first three-digit number): the exact
         # arms carry kv_digit's 12-token budget under every generating readout; a probe run has no
         # text and leaves the metric out (the probe could only choose between the two donor numbers).

@@ -194,6 +194,9 @@ class HarvestEvaluator(Evaluator):
         Metric("injected_follow_anti", "headline.injected_follow_anti", "injected f:a", "injected counterfactual "
                "carrier (positive control): follow:anti of harv (the paper's parse under a generating readout)",
                Scale.FOLLOW, Format.CLASSES, optional=True),
+        Metric("injected_shift", "injected.arms.harv.donor_shift", "injected donor shift", "injected counterfactual "
+               "carrier: harv's donor margin shift (SPEC 2.7), mean with bootstrap 95% CI", Scale.SHIFT,
+               Format.SIGNED_CI, optional=True),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:

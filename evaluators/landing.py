@@ -193,6 +193,9 @@ class LandingEvaluator(Evaluator):
                overview=True),
         Metric("edge_only_follow_anti", "headline.edge_only_follow_anti", "edge-only f:a", "edge items: the edge "
                "served without the root, ask T", Scale.FOLLOW, Format.CLASSES),
+        Metric("root_edge_shift", "headline.root_edge_shift", "root+edge donor shift", "edge items: the root+edge "
+               "arm's donor margin shift toward the root's dropped donor (SPEC 2.7): mean with bootstrap 95% CI",
+               Scale.SHIFT, Format.SIGNED_CI),
         Metric("downstream_effect", "headline.downstream_effect", "downstream effect", "edge items: P(root donor) "
                "with the edge rows of the same member minus the other member's (TOST at ±.075)", Scale.DIFFERENCE,
                Format.MAPPING, Direction.ZERO),

@@ -290,3 +290,26 @@ def test_missing_dialog_data_fails_in_one_line_instead_of_skipping(tmp_path, mon
     monkeypatch.setenv("MATBENCH_SHARED_DATA", str(tmp_path / "nowhere"))
     with pytest.raises(pytest.fail.Exception, match=f"real-dialog data not found at {tmp_path / 'nowhere'}"):
         shared_data()
+
+
+def test_the_injected_carriers_donor_shift_is_on_the_scorecard():
+    """injected_shift reads harv's donor margin shift over the injected items (mean, CI, signs)."""
+    from dataclasses import replace
+
+    from matbench.evaluators import EVALUATORS
+
+    shifts = [0.25, -0.05, 0.1, 0.3]
+    records = []
+    for k, s in enumerate(shifts):
+        record = _item(f"injected/locomo/conv-{26 + k}/strong", True, False)
+        arms = {**record.arms, "harv": replace(record.arms["harv"], shift=s)}
+        records.append(replace(record, item_id=f"i{k}", arms=arms))
+    evaluator = EVALUATORS.get("harvest")
+    metrics = evaluator(suite="harvest").summarize(records)
+    value = evaluator.metric("injected_shift").value(metrics)
+    assert value["mean"] == pytest.approx(sum(shifts) / 4)
+    assert (value["positive"], value["negative"]) == (3, 1)
+    assert value["ci"][0] <= value["mean"] <= value["ci"][1]
+    assert evaluator.metric("injected_shift").text(value).startswith("+0.150 [")
+    assert evaluator.metric("injected_shift").value(EVALUATORS.get("harvest")(suite="harvest").summarize(
+        [_item("natural/locomo/conv-26/weak", True, False)])) is None  # no injected items: a dash

@@ -120,3 +120,11 @@ def test_the_committed_figures_load_and_every_metric_figure_matches_its_scale():
     discovery = {f.model: f.readout for f in reported.figures if f.suite == "discovery" and f.metric is not None}
     assert discovery == {"Qwen3-8B": "trace", "Ministral-3-8B-Instruct-2512": "trace", "Gemma-4-12B-it": "menu"}
     assert all(f.readout is not None and f.metric.valid_for(f.readout) for f in reported.figures if f.metric)
+
+
+def test_every_suite_puts_a_donor_shift_on_its_scorecard():
+    """SPEC 2.7: the donor margin shift stands beside the argmax classes in every suite's contract
+    (on small models it is the only signal there is)."""
+    for suite in suites_in_order():
+        shifts = [m.key for m in EVALUATORS.get(suite).contract if m.scale is Scale.SHIFT and m.in_scorecard]
+        assert shifts, suite
