@@ -26,7 +26,14 @@ for alias, tok in (("smollm2-135m", "smollm2"), ("gemma3-270m", "gemma3"), ("qwe
 PY
 D=${MATBENCH_SHARED_DATA:-../shared/data}
 tar -czf $P/data.tgz -C $D --transform 's,^,data/,' locomo/locomo10.json realtalk
-order="wheels.tgz tok_smollm2.tgz SmolLM2-135M-Instruct.Q4_1.gguf data.tgz tok_gemma3.tgz gemma-3-270m-q4_k_m.gguf tok_coder.tgz qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+# Per-item logs of unfinished cells (.gpu/partial/res/<model>/*.items.jsonl), if any, go first:
+# the runs resume from them instead of starting over.
+order=""
+if [ -d .gpu/partial/res ]; then
+  (cd .gpu/partial && find res -name '*.items.jsonl' | sort | tar -czf ../pay/partial.tgz -T -)
+  order="partial.tgz "
+fi
+order="${order}wheels.tgz tok_smollm2.tgz SmolLM2-135M-Instruct.Q4_1.gguf data.tgz tok_gemma3.tgz gemma-3-270m-q4_k_m.gguf tok_coder.tgz qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 $PY - $P $S $order <<'PY'
 import hashlib, json, sys
 from pathlib import Path

@@ -6,7 +6,9 @@ import hashlib, json, os, subprocess, sys, tarfile
 from pathlib import Path
 
 BIN = Path(__file__).resolve().parent
-T = Path("/tmp/stage"); T.mkdir(exist_ok=True)
+T = Path(os.environ.get("STAGE_DIR", "/tmp/stage")); T.mkdir(exist_ok=True)
+ROOT = Path(os.environ.get("STAGE_ROOT", "/tmp"))  # where res/ (the partial logs) lands
+DRY = bool(os.environ.get("STAGE_DRY"))  # cut files out only: no install, no runs (a rehearsal here)
 stream, done = T / "stream.bin", T / "appended.txt"
 seen = set(done.read_text().split()) if done.exists() else set()
 with stream.open("ab") as out:
@@ -27,11 +29,16 @@ with stream.open("rb") as f:
                 if hashlib.sha256(data).hexdigest() != entry["sha256"]:
                     sys.exit(f"{name}: sha256 mismatch")
                 target.write_bytes(data)
-                if name.endswith(".tgz"):
+                if name.endswith(".tgz") and name != "partial.tgz":
                     tarfile.open(target).extractall(T)
             ready.add(name)
         offset += size
 print("have", have, "bytes; ready:", sorted(ready))
+if "partial.tgz" in ready and not (T / "partial.ok").exists():  # before any cell starts
+    tarfile.open(T / "partial.tgz").extractall(ROOT)
+    (T / "partial.ok").touch()
+if DRY:
+    sys.exit(0)
 if "wheels.tgz" in ready and not (T / "wheels.ok").exists():
     subprocess.run(f"{sys.executable} -m pip install -q --no-index --no-deps {T}/wheels/*.whl",
                    shell=True, check=True)
