@@ -124,3 +124,24 @@ def test_logit_readout_falls_back_to_own_first_tokens_where_spaced_ones_collide(
     letters = torch.zeros(1, 10)
     letters[0, 6], letters[0, 7] = 1.0, 5.0  # "A" without a space is not the paper's token
     assert first_token_answers(letters, ("A", "B"), first_token_ids(("A", "B"), encode)) == ["B"]
+
+
+def test_a_plugin_generating_readout_gets_the_paper_parse_metrics():
+    """GENERATING_READOUTS is read from the registry when asked, so a readout a plugin registers
+    after matbench loaded carries the paper-parse metrics too (in a subprocess: the registry stays
+    clean)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from matbench.evaluators import EVALUATORS\n"
+        "from matbench.protocol.readouts import GENERATING_READOUTS, READOUTS, Readout\n"
+        "metric = EVALUATORS.get('discovery').metric('root_classes_paper')\n"
+        "assert not metric.valid_for('brief') and 'brief' not in GENERATING_READOUTS\n"
+        "READOUTS.register('brief')(Readout('brief', ' Answer {menu} in one word:', max_new_tokens=4))\n"
+        "assert metric.valid_for('brief') and 'brief' in GENERATING_READOUTS\n"
+        "assert not metric.valid_for('probe') and not metric.valid_for('logit')\n"
+        "assert metric.describe()['readouts'] == ['brief', 'menu', 'short', 'trace'], metric.describe()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

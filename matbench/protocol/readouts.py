@@ -22,6 +22,7 @@ Pure text: the probe's scorer, which needs logits, is `matbench.engine.probe.Pro
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matbench.protocol.menus import find_menu_words
@@ -95,5 +96,22 @@ READOUTS.register("logit")(Readout("logit", " Answer {menu}:", first_token=True)
 READOUTS.register("menu")(Readout("menu", " Answer with the single state word only ({menu}):", max_new_tokens=160,
                                   pick="last"))
 
-# The readouts that generate text (and so carry the paper's parse beside matbench's).
-GENERATING_READOUTS = tuple(name for name in READOUTS.names() if READOUTS.get(name).max_new_tokens)
+class _GeneratingReadouts(Sequence):
+    """The names of the readouts that generate text (and so carry the paper's parse beside
+    matbench's), read from the registry when asked: a plugin's generating readout, registered
+    after this module loaded, counts as well."""
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(name for name in READOUTS.names() if READOUTS.get(name).max_new_tokens)
+
+    def __getitem__(self, index):
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __repr__(self) -> str:
+        return f"GENERATING_READOUTS{self._names()}"
+
+
+GENERATING_READOUTS = _GeneratingReadouts()
