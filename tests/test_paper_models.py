@@ -185,3 +185,24 @@ def test_a_wrapper_is_refused_on_its_language_model(tmp_path, text_type, message
     with pytest.raises(MatbenchError, match=message) as err:
         load_model(str(tmp_path), device="cpu")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["gemma4", "mistral3"])
+def test_a_wrapper_reports_the_parameters_that_serve_text(kind, saved):
+    """n_parameters counts the language model and lm_head (a tied weight once), not the idle
+    vision tower and projector; for a causal LM that is every parameter."""
+    loaded = load_model(str(saved(kind)), device="cpu", dtype="float32")
+    model = loaded.model
+    language = {id(p): p.numel() for p in model.model.language_model.parameters()}
+    language.update({id(p): p.numel() for p in model.lm_head.parameters()})
+    total = sum(p.numel() for p in model.parameters())
+    vision = sum(p.numel() for name, p in model.named_parameters() if "vision" in name or "projector" in name
+                 or "embed_vision" in name)
+    assert loaded.describe()["n_parameters"] == sum(language.values())
+    assert vision > 0 and loaded.describe()["n_parameters"] == total - vision
+
+
+def test_a_causal_lm_reports_every_parameter(tiny_llama):
+    from matbench.models.loading import text_parameters
+
+    assert text_parameters(tiny_llama.model) == sum(p.numel() for p in tiny_llama.model.parameters())

@@ -86,7 +86,7 @@ class LoadedModel:
             "attn_implementation": self.attn_implementation,
             # Only when on (the arithmetic is the same; absent keeps earlier runs' config hashes).
             **({"fused_kernels": True} if self.fused_kernels else {}),
-            "n_parameters": sum(p.numel() for p in self.model.parameters()),
+            "n_parameters": text_parameters(self.model),
             # GGUF tokenizers are rebuilt by transformers, differently across versions (5.17 and
             # 5.24 split Gemma's "ONLINE" differently): the vocabulary fingerprint pins it.
             "tokenizer_sha256": tokenizer_fingerprint(self.tokenizer),
@@ -156,6 +156,18 @@ def resolve_dtype(dtype: str | None, device: str) -> str:
     if dtype not in _DTYPES:
         raise MatbenchError(f"unknown --dtype {dtype!r}; use one of float32, bfloat16, float16")
     return _DTYPES[dtype]
+
+
+def text_parameters(model: Any) -> int:
+    """Parameters that serve text: the language model and its output head, a tied weight once. A
+    causal LM has nothing else; a multimodal wrapper's vision tower and projector sit idle for text
+    inputs and are not counted (Gemma 3 4B's would add some 400M)."""
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+    if decoder is None:
+        return sum(p.numel() for p in model.parameters())
+    head = model.get_output_embeddings()
+    counted = {id(p): p.numel() for module in (decoder, head) if module is not None for p in module.parameters()}
+    return sum(counted.values())
 
 
 def auto_model_class(config: Any) -> Any:
