@@ -42,7 +42,7 @@ class ModelInfo(_Strict):
     attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa, sdpa_grouped)")
     fused_kernels: bool | None = Field(default=None, description="true when every RMSNorm and MLP forward ran as one "
                                        "compiled kernel (--fused-kernels, GPU; schema 1.3); absent otherwise")
-    n_parameters: int = Field(ge=0, description="parameter count")
+    n_parameters: int = Field(ge=0, description="parameters that serve text: the language model and lm_head (a wrapper's vision tower not counted)")
     tokenizer_sha256: str = Field(description="fingerprint of the tokenizer's vocabulary (GGUF tokenizers differ across transformers versions)")
     gguf_sha256: str | None = Field(description="sha256 prefix of the GGUF file, when loaded from GGUF")
 
