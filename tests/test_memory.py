@@ -103,3 +103,21 @@ def test_the_batch_is_sized_within_the_cap(monkeypatch, tiny_llama, pairs):
     assert capped == batch_pairs_for(0, tiny_llama.text_config, 4, longest, arms, False) == 1
     assert choose_batch_pairs(on_gpu, pairs, engine.prefetch_layouts) == batch_pairs_for(
         100 * gib, tiny_llama.text_config, 4, longest, arms, False) == MAX_BATCH_PAIRS
+
+
+def test_the_cap_is_set_on_the_device_index(monkeypatch):
+    """torch's set_per_process_memory_fraction refuses a bare torch.device("cuda"): the cap goes to
+    the current device's index for "cuda", or to N for "cuda:N", as a float."""
+    import torch
+
+    from matbench.engine.memory import cap_memory
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: calls.append((f, d)))
+    cap_memory("cuda", 0.3)
+    cap_memory(None, 1)
+    cap_memory("cuda:2", 0.25)
+    assert calls == [(0.3, 0), (1.0, 0), (0.25, 2)]
+    assert all(isinstance(f, float) and isinstance(d, int) for f, d in calls)

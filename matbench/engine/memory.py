@@ -69,7 +69,9 @@ def cap_memory(device: str | None, fraction: float) -> None:
         device = "cuda"
     if not device or not device.startswith("cuda"):
         raise MatbenchError(f"--memory-fraction caps a GPU's memory; this run is on {device or 'cpu'}: drop the option")
-    torch.cuda.set_per_process_memory_fraction(fraction, torch.device(device))
+    # torch wants an index here: a bare "cuda" is the current device.
+    index = torch.device(device).index
+    torch.cuda.set_per_process_memory_fraction(float(fraction), torch.cuda.current_device() if index is None else index)
 
 
 def choose_batch_pairs(loaded: Any, pairs: list, layouts: Any, fraction: float | None = None) -> int:
