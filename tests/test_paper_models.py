@@ -206,3 +206,18 @@ def test_a_causal_lm_reports_every_parameter(tiny_llama):
     from matbench.models.loading import text_parameters
 
     assert text_parameters(tiny_llama.model) == sum(p.numel() for p in tiny_llama.model.parameters())
+
+
+@pytest.mark.parametrize("kind", ["gemma4", "mistral3"])
+def test_a_wrappers_chunked_reference_equals_its_plain_forward(kind, saved):
+    """Gate A's reference under --chunk-size builds transformers' cache from the wrapper's config
+    (its text config inside): the same last logits as one uncached forward."""
+    from matbench.engine.runtime import ModelRunner
+
+    loaded = load_model(str(saved(kind)), device="cpu", dtype="float32")
+    runner = ModelRunner(loaded.model, loaded.text_config)
+    torch.manual_seed(0)
+    ids = torch.randint(0, 1000, (1, 150))
+    pos = torch.arange(150)[None]
+    whole, chunked = runner.plain_forward(ids, pos), runner.plain_forward(ids, pos, 40)
+    assert float((whole - chunked).abs().max()) <= 1e-4
