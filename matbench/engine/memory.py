@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from matbench.errors import MatbenchError
+
 MAX_BATCH_PAIRS = 64
 SHARE_OF_FREE = 0.5
 
@@ -55,20 +57,23 @@ def usable_free(free: int, total: int, fraction: float | None, reserved: int) ->
     return max(0, min(free, int(fraction * total) - reserved))
 
 
+def check_memory_fraction(fraction: float) -> None:
+    if not 0 < fraction <= 1:
+        raise MatbenchError(f"--memory-fraction must be in (0, 1] (got {fraction})")
+
+
 def cap_memory(device: str | None, fraction: float) -> None:
     """Cap this process at `fraction` of its GPU's memory (torch's per-process limit), so several
     runs can share one GPU: past the cap torch raises its out-of-memory error, which the batch
     loop answers by halving the batch, instead of one process's cache starving the others."""
     import torch
 
-    from matbench.errors import MatbenchError
+    from matbench.models.loading import resolve_device
 
-    if not 0 < fraction <= 1:
-        raise MatbenchError(f"--memory-fraction must be in (0, 1] (got {fraction})")
-    if device in (None, "auto") and torch.cuda.is_available():
-        device = "cuda"
-    if not device or not device.startswith("cuda"):
-        raise MatbenchError(f"--memory-fraction caps a GPU's memory; this run is on {device or 'cpu'}: drop the option")
+    check_memory_fraction(fraction)
+    device = resolve_device(device)
+    if not device.startswith("cuda"):
+        raise MatbenchError(f"--memory-fraction caps a GPU's memory; this run is on {device}: drop the option")
     # torch wants an index here: a bare "cuda" is the current device.
     index = torch.device(device).index
     torch.cuda.set_per_process_memory_fraction(float(fraction), torch.cuda.current_device() if index is None else index)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from matbench.engine.memory import cap_memory, choose_batch_pairs, peak_memory, reset_peak
+from matbench.engine.memory import cap_memory, check_memory_fraction, choose_batch_pairs, peak_memory, reset_peak
 from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
 from matbench.protocol.runspec import RunSpec
@@ -100,8 +100,8 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
     for name, value in (("--limit", cfg.limit), ("--batch-pairs", cfg.batch_pairs), ("--chunk-size", cfg.chunk_size)):
         if value is not None and value < 1:
             raise MatbenchError(f"{name} must be at least 1 (got {value})")
-    if cfg.memory_fraction is not None and not 0 < cfg.memory_fraction <= 1:
-        raise MatbenchError(f"--memory-fraction must be in (0, 1] (got {cfg.memory_fraction})")
+    if cfg.memory_fraction is not None:
+        check_memory_fraction(cfg.memory_fraction)
     if cfg.device_map and shard.active:
         raise MatbenchError("--device-map spreads one model over all GPUs of one process; launch without torchrun, "
                             "or shard pairs over GPUs (torchrun) without --device-map")
