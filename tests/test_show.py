@@ -40,22 +40,23 @@ def expand(runs) -> list[int]:
     return [p for a, b in runs for p in range(a, b + 1)]
 
 
+def _without_weights(tmp_path_factory, loaded, name: str):
+    path = tmp_path_factory.mktemp(name)
+    loaded.model.config.save_pretrained(path)
+    loaded.tokenizer.save_pretrained(path)
+    return path
+
+
 @pytest.fixture(scope="module")
 def config_only_dir(tmp_path_factory, tiny_llama):
     """The tiny Llama's config and tokenizer, and no weights: all `show` needs."""
-    path = tmp_path_factory.mktemp("tiny-llama-no-weights")
-    tiny_llama.model.config.save_pretrained(path)
-    tiny_llama.tokenizer.save_pretrained(path)
-    return path
+    return _without_weights(tmp_path_factory, tiny_llama, "tiny-llama-no-weights")
 
 
 @pytest.fixture(scope="module")
 def gemma_dir(tmp_path_factory, tiny_gemma):
     """A config with sliding-window layers (auto serving is native for it), without weights."""
-    path = tmp_path_factory.mktemp("tiny-gemma-no-weights")
-    tiny_gemma.model.config.save_pretrained(path)
-    tiny_gemma.tokenizer.save_pretrained(path)
-    return path
+    return _without_weights(tmp_path_factory, tiny_gemma, "tiny-gemma-no-weights")
 
 
 @pytest.mark.parametrize("serving", ["compact", "native"])
