@@ -181,6 +181,7 @@ def test_unknown_arm_lists_the_valid_arms(capsys, config_only_dir):
     (["--item", "discovery-nope"], "has no item 'discovery-nope'"),
     (["--suite", "discovry"], "unknown suite 'discovry'. Did you mean 'discovery'?"),
     (["--limit", "0"], "--limit must be at least 1"),
+    (["--dataset", "suites", "--seed", "3"], "--seed applies to generated suites"),
 ])
 def test_bad_input_is_one_line(capsys, config_only_dir, args, expected):
     code, _, err = run_cli(["show", "--model", str(config_only_dir), *args], capsys)

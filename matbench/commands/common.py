@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from matbench.errors import MatbenchError
 from matbench.models.sources import OFFLINE_ALIASES
 
 
@@ -21,6 +22,13 @@ def add_suite_rows(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
     p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
     p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
+
+
+def suite_seed(args: argparse.Namespace) -> int:
+    """The generator's seed from `add_suite_rows`' options (0 by default); refused with --dataset."""
+    if args.dataset and args.seed is not None:
+        raise MatbenchError("--seed applies to generated suites; the rows of --dataset carry their own seed")
+    return 0 if args.seed is None else args.seed
 
 
 def add_dialog_sources(p: argparse.ArgumentParser) -> None:

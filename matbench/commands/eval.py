@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, choices
-from matbench.errors import MatbenchError
+from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, choices, suite_seed
 from matbench.models.loading import ATTN_IMPLEMENTATIONS
 from matbench.protocol.pairs import SERVING_MODES
 from matbench.protocol.readouts import READOUTS
@@ -70,11 +69,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from matbench.run.evaluate import EvalConfig, run_eval
 
-    if args.dataset and args.seed is not None:
-        raise MatbenchError("--seed applies to generated suites; the rows of --dataset carry their own seed")
     cfg = EvalConfig(
         model=args.model, suite=args.suite, output=args.output, dataset=args.dataset,
-        dataset_revision=args.dataset_revision, limit=args.limit, seed=0 if args.seed is None else args.seed,
+        dataset_revision=args.dataset_revision, limit=args.limit, seed=suite_seed(args),
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows
+from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, suite_seed
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 from matbench.protocol.readouts import READOUTS
@@ -80,17 +80,13 @@ def run(args: argparse.Namespace) -> int:
 
 def choose_item(args: argparse.Namespace) -> tuple[Any, int]:
     """The item `--item` names among the suite's rows, loaded as `matbench eval` loads them."""
-    from matbench.data_gen import SUITES
-    from matbench.run.evaluate import EvalConfig, load_suite
+    from matbench.run.distributed import Shard
+    from matbench.run.evaluate import EvalConfig, check_config, load_suite
 
-    if args.dataset and args.seed is not None:
-        raise MatbenchError("--seed applies to generated suites; the rows of --dataset carry their own seed")
-    if args.limit is not None and args.limit < 1:
-        raise MatbenchError(f"--limit must be at least 1 (got {args.limit})")
-    SUITES.get(args.suite)  # a misspelt suite is named as a suite, with a suggestion
     cfg = EvalConfig(model=args.model, suite=args.suite, dataset=args.dataset, dataset_revision=args.dataset_revision,
-                     limit=args.limit, seed=0 if args.seed is None else args.seed, locomo=args.locomo,
+                     limit=args.limit, seed=suite_seed(args), readouts=(args.readout,), locomo=args.locomo,
                      realtalk=args.realtalk)
+    check_config(cfg, Shard())  # eval's refusals (--limit, a misspelt suite), each as one line
     pairs, _ = load_suite(cfg)
     key = args.item.strip()
     if key.lstrip("-").isdigit():
