@@ -45,6 +45,7 @@ class PairEngine:
     runner: ModelRunner = field(init=False)
     renderer: Renderer = field(init=False)
     _scorers: dict = field(init=False, default_factory=dict)
+    _first_ids: dict = field(init=False, default_factory=dict)
     _last_prefill: tuple | None = field(init=False, default=None)
     _layouts: dict = field(init=False, default_factory=dict)  # prefetched, by pair
     # Tokens (pairs x longest member) per batched prefill forward: bounds activation memory
@@ -72,10 +73,9 @@ class PairEngine:
 
     def first_ids(self, menu: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
         """The logit readout's candidate token ids for `menu`, tokenized once per menu."""
-        key = ("first_token", menu)
-        if key not in self._scorers:
-            self._scorers[key] = first_token_ids(menu, self.renderer.ids)
-        return self._scorers[key]
+        if menu not in self._first_ids:
+            self._first_ids[menu] = first_token_ids(menu, self.renderer.ids)
+        return self._first_ids[menu]
 
     def query_ids(self, pair: DonorPair, arm: Arm, readout: Readout) -> tuple[int, ...]:
         return tuple(self.renderer.ids(self.renderer.arm_query(pair, arm, readout)))
