@@ -111,7 +111,7 @@ def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None
     return members[0], members[1]
 
 
-def _header_cache(runner: ModelRunner, cache: EventCache):
+def _header_cache(cache: EventCache):
     """A fresh model cache holding only `cache`'s header rows, and their positions."""
     lo, hi = cache.header_span
     keys = [k[:, :, lo:hi] for k in cache.keys]
@@ -133,7 +133,7 @@ def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout,
     values = [v.clone() for v in cache.values]
     for i in served:
         lo, hi = member.event_spans[i]
-        fresh, header_pos = (new_cache(), torch.empty(0, dtype=torch.long)) if alone else _header_cache(runner, cache)
+        fresh, header_pos = (new_cache(), torch.empty(0, dtype=torch.long)) if alone else _header_cache(cache)
         prefill(runner, fresh, list(member.input_ids[lo:hi]), list(member.positions[lo:hi]), header_pos, chunk_size)
         event_keys, event_values = cache_rows(fresh)
         width = header_pos.shape[0]
@@ -170,7 +170,7 @@ def text_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, ser
     would build. Unserved events own empty spans; L is the end of the re-prefilled text
     (`text_layout` places them)."""
     ids, placed = text_layout(cache, member, served)
-    fresh, header_pos = _header_cache(runner, cache)
+    fresh, header_pos = _header_cache(cache)
     prefill(runner, fresh, ids, placed.positions[header_pos.shape[0]:].tolist(), header_pos, chunk_size)
     keys, values = cache_rows(fresh)
     return replace(placed, keys=tuple(keys), values=tuple(values))
