@@ -13,9 +13,12 @@ from matbench.engine.gates import (
     gate_b,
     layout_gate,
     mask_gate,
+    require,
     run_gates,
 )
 from matbench.engine.runtime import ModelRunner
+from matbench.errors import GateFailure
+from matbench.protocol.records import GateResult
 from tests.helpers import engine_for
 
 
@@ -207,3 +210,13 @@ def test_gate_a_under_a_chunk_size_uses_the_chunked_reference(tiny, pairs, monke
             n = len(member.input_ids) + query
             expected += [(start, min(start + 50, n), True) for start in range(0, n, 50)]
     assert expected and calls == expected
+
+
+@pytest.mark.parametrize(("attn", "hinted"), [("sdpa", True), ("sdpa_grouped", True), ("eager", False)])
+def test_require_offers_eager_attention_only_when_another_kernel_failed(attn, hinted):
+    failed = GateResult("A", False, 2e-3, "max |dlogit| 2.00e-03 (tol 0.001)")
+    with pytest.raises(GateFailure) as info:
+        require([GateResult("mask", True, 0.0, "ok"), failed], "s-00002", attn)
+    assert str(info.value).startswith("faithfulness gate A failed on s-00002: max |dlogit| 2.00e-03 (tol 0.001)")
+    assert str(info.value).endswith("; try --attn-implementation eager") is hinted
+    require([GateResult("A", True, 1e-5, "ok")], "s-00002", attn)  # all passed: no error
