@@ -149,6 +149,19 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
     assert code == 2 and "another configuration" in one_line_error(err)
 
 
+def test_eval_in_float64_records_it_and_gate_a_reads_zero(capsys, tmp_path, tiny_dir):
+    code, _, _ = run_cli(["eval", "--model", str(tiny_dir), "--dtype", "float64", "--limit", "2", "--check",
+                          "--no-progress", "--output", str(tmp_path)], capsys)
+    assert code == 0
+    results = json.loads((tmp_path / "discovery_probe_compact.json").read_text())
+    assert results["config"]["model"]["dtype"] == "float64"
+    assert results["config"]["model"]["attn_implementation"] == "sdpa_grouped"
+    assert results["gates"]["A"] == {"checked": 2, "passed": 2, "skipped": 0, "max_abs_diff": 0.0}
+    code, _, err = run_cli(["eval", "--model", str(tiny_dir), "--dtype", "float128", "--output", str(tmp_path)], capsys)
+    assert code == 2 and one_line_error(err) == ("matbench: error: unknown --dtype 'float128'; "
+                                                 "use one of float32, bfloat16, float16, float64")
+
+
 def test_console_script_reports_one_line(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     script = Path(sys.executable).with_name("matbench")  # the console script of this environment

@@ -220,3 +220,27 @@ def test_require_offers_eager_attention_only_when_another_kernel_failed(attn, hi
     assert str(info.value).startswith("faithfulness gate A failed on s-00002: max |dlogit| 2.00e-03 (tol 0.001)")
     assert str(info.value).endswith("; try --attn-implementation eager") is hinted
     require([GateResult("A", True, 1e-5, "ok")], "s-00002", attn)  # all passed: no error
+
+
+def test_float64_tells_rounding_from_a_fault(tiny, pairs, monkeypatch):
+    """--dtype float64: gate A's float32 |dlogit| (rounding, a few 1e-6 here) drops to exactly 0,
+    on full-attention and sliding-window models alike, while a planted off-by-one still fails."""
+    import copy
+
+    from matbench.models.loading import LoadedModel
+
+    wide = LoadedModel(copy.deepcopy(tiny.model).double(), tiny.tokenizer, tiny.source, "float64", "cpu")
+    engine, layout, caches, _ = _gates(wide, pairs[0])
+    assert engine.runner.dtype == torch.float64
+    exact = gate_a(engine, pairs[0], layout, caches)
+    assert exact.passed and exact.max_abs_diff == 0.0 and exact.detail.endswith(f"(tol {FLOAT32_TOL})")
+    narrow, narrow_layout, narrow_caches, _ = _gates(tiny, pairs[0])
+    assert gate_a(narrow, pairs[0], narrow_layout, narrow_caches).max_abs_diff > 0.0
+    original = serving.serve_compact
+
+    def off_by_one(runner, requests, query_position=None):
+        start = int(max(r.cache.positions[r.cache.kept_slots(r.served)].max() for r in requests)) + 2
+        return original(runner, requests, query_position=start)
+
+    monkeypatch.setitem(serving.SERVING, "compact", off_by_one)
+    assert not gate_a(engine, pairs[0], layout, caches).passed

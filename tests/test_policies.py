@@ -17,6 +17,7 @@ from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.policies.recent import RecentTokens
 from matbench.engine.selection import governed, select
 from matbench.errors import GateFailure, MatbenchError
+from matbench.results.schema import SCHEMA_VERSION
 
 
 def _shape(engine: PairEngine) -> tuple[int, int]:
@@ -152,7 +153,7 @@ def test_eval_with_a_policy_names_it_and_keeps_oracle_files_apart(tiny_dir, tmp_
     assert main([*common, "--policy", "recent:30", "--check"]) == 0
     assert main(common) == 0
     results = json.loads((out / "discovery_probe_compact_recent-30.json").read_text())
-    assert results["config"]["policy"] == "recent:30" and results["schema_version"] == "1.4"
+    assert results["config"]["policy"] == "recent:30" and results["schema_version"] == SCHEMA_VERSION
     assert {g: s["passed"] for g, s in results["gates"].items()} == dict.fromkeys(("A", "B", "control", "layout", "mask"), 2)
     oracle = json.loads((out / "discovery_probe_compact.json").read_text())
     assert "policy" not in oracle["config"] and oracle["config_hash"] != results["config_hash"]

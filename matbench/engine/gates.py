@@ -41,7 +41,7 @@ def _contiguous(positions: tuple[int, ...]) -> bool:
 
 
 def _exact(engine: PairEngine) -> bool:
-    return engine.runner.dtype == torch.float32
+    return engine.runner.dtype in (torch.float32, torch.float64)
 
 
 def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:

@@ -99,8 +99,11 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hashlib.sha256(vocab.encode()).hexdigest()[:16]
 
 
+# float64 is a reference precision (gate forensics: with it, a gate's |dlogit| left over is no
+# rounding); transformers still rounds RMSNorm and the eager softmax through float32, and matbench
+# reads logits in float32.
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16"}
+           "float16": "float16", "fp16": "float16", "float64": "float64", "fp64": "float64"}
 
 
 def resolve_device(device: str | None) -> str:
@@ -154,7 +157,7 @@ def resolve_dtype(dtype: str | None, device: str) -> str:
     if dtype in (None, "auto"):
         return "bfloat16" if device.startswith("cuda") else "float32"
     if dtype not in _DTYPES:
-        raise MatbenchError(f"unknown --dtype {dtype!r}; use one of float32, bfloat16, float16")
+        raise MatbenchError(f"unknown --dtype {dtype!r}; use one of float32, bfloat16, float16, float64")
     return _DTYPES[dtype]
 
 

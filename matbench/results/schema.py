@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
-# `fused_kernels`, 1.4 the config's optional `policy`; older files are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
+# `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64; older files
+# are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
 
 
 class _Strict(BaseModel):
@@ -37,7 +38,7 @@ class ModelInfo(_Strict):
     revision: str | None = Field(description="the --revision asked for (tag, branch or sha), else null")
     commit_hash: str | None = Field(description="the Hub commit sha the weights came from, when known")
     model_type: str = Field(description="transformers model_type of the text model")
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(description="compute dtype")
+    dtype: Literal["float32", "bfloat16", "float16", "float64"] = Field(description="compute dtype (float64: schema 1.5)")
     device: str = Field(description="cpu, cuda, cuda:N")
     attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa, sdpa_grouped)")
     fused_kernels: bool | None = Field(default=None, description="true when every RMSNorm and MLP forward ran as one "
