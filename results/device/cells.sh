@@ -6,11 +6,12 @@
 # /tmp/res/times.txt. Sixteen runs side by side (one per model x suite) were far slower: each
 # sized its batch from the whole GPU, backed off to one pair, and the 16 CPUs were the bottleneck.
 A=$1; G=$2; K=$3; T=/tmp/stage; N=${N:-32}; F=${MB_FRACTION:-0.3}
-# The suites: the line "ALIAS: suite ..." of plan.txt beside this script if there is one (the cells
-# a session still owes), else every suite.
+# The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
+# "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
+# without one, every suite.
 PLAN=$(dirname "$0")/plan.txt
-SUITES=$( [ -f "$PLAN" ] && sed -n "s/^$A: *//p" "$PLAN" )
-SUITES=${SUITES:-"discovery trigger landing access programming update harvest"}
+if [ -f "$PLAN" ]; then SUITES=$(sed -n "s/^$A: *//p" "$PLAN")
+else SUITES="discovery trigger landing access programming update harvest"; fi
 export PYTHONPATH=/tmp/pkg:/tmp/site MATBENCH_CACHE=/tmp/mbcache PYTHONUNBUFFERED=1
 mkdir -p /tmp/res/$A /tmp/site
 case $A in  # the offline aliases without their PyPI packages
