@@ -212,14 +212,21 @@ def test_gate_a_under_a_chunk_size_uses_the_chunked_reference(tiny, pairs, monke
     assert expected and calls == expected
 
 
-@pytest.mark.parametrize(("attn", "hinted"), [("sdpa", True), ("sdpa_grouped", True), ("eager", False)])
-def test_require_offers_eager_attention_only_when_another_kernel_failed(attn, hinted):
+@pytest.mark.parametrize(("attn", "dtype", "hint"), [
+    ("sdpa", "float32", "; try --attn-implementation eager"),
+    ("sdpa_grouped", "bfloat16", "; try --attn-implementation eager"),
+    ("eager", "float32", "; rerun with --dtype float64 to tell rounding from a fault"),
+    ("eager", "float64", ""),
+])
+def test_require_hints_what_can_tell_rounding_from_a_fault(attn, dtype, hint):
     failed = GateResult("A", False, 2e-3, "max |dlogit| 2.00e-03 (tol 0.001)")
     with pytest.raises(GateFailure) as info:
-        require([GateResult("mask", True, 0.0, "ok"), failed], "s-00002", attn)
-    assert str(info.value).startswith("faithfulness gate A failed on s-00002: max |dlogit| 2.00e-03 (tol 0.001)")
-    assert str(info.value).endswith("; try --attn-implementation eager") is hinted
-    require([GateResult("A", True, 1e-5, "ok")], "s-00002", attn)  # all passed: no error
+        require([GateResult("mask", True, 0.0, "ok"), failed], "s-00002", attn, dtype)
+    assert str(info.value) == "faithfulness gate A failed on s-00002: max |dlogit| 2.00e-03 (tol 0.001)" + hint
+    require([GateResult("A", True, 1e-5, "ok")], "s-00002", attn, dtype)  # all passed: no error
+    with pytest.raises(GateFailure) as info:  # the hints are for the logit gates only
+        require([GateResult("mask", False, 1.0, "max |dlogit| 1.00e+00 with noise in dropped rows")], "s-1", attn, dtype)
+    assert str(info.value) == "faithfulness gate mask failed on s-1: max |dlogit| 1.00e+00 with noise in dropped rows"
 
 
 def test_float64_tells_rounding_from_a_fault(tiny, pairs, monkeypatch):

@@ -173,10 +173,15 @@ def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
     return results
 
 
-def require(results: list[GateResult], item_id: str, attn_implementation: str) -> None:
+def require(results: list[GateResult], item_id: str, attn_implementation: str, dtype: str) -> None:
     """Raise on the first failed gate. A logit gate failing under a fused attention kernel may be
-    the kernel's rounding, so the error offers eager attention, unless that is what failed."""
+    the kernel's rounding, so the error offers eager attention; failing under eager attention in
+    float32, it offers float64 (README, Faithfulness gates), where rounding leaves next to nothing."""
     for r in results:
         if not r.passed:
-            hint = "; try --attn-implementation eager" if r.name in ("A", "B") and attn_implementation != "eager" else ""
+            hint = ""
+            if r.name in ("A", "B") and attn_implementation != "eager":
+                hint = "; try --attn-implementation eager"
+            elif r.name in ("A", "B") and dtype == "float32":
+                hint = "; rerun with --dtype float64 to tell rounding from a fault"
             raise GateFailure(f"faithfulness gate {r.name} failed on {item_id}: {r.detail}{hint}")

@@ -193,7 +193,7 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
             gates = None
             if cfg.check:
                 gates = run_gates(engine, pair, layout, caches, next(iter(records.values())))
-                require(gates, pair.item_id, engine.loaded.attn_implementation)
+                require(gates, pair.item_id, engine.loaded.attn_implementation, engine.loaded.dtype)
             for combo, record in records.items():
                 if pair.item_id not in by_combo[combo].log:
                     by_combo[combo].log.append(replace(record, item_hash=hashes[pair.item_id],
