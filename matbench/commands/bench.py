@@ -7,7 +7,7 @@ import json
 import sys
 
 from matbench.errors import MatbenchError
-from matbench.models.loading import ATTN_IMPLEMENTATIONS
+from matbench.models.loading import ATTN_IMPLEMENTATIONS, DTYPES
 from matbench.protocol.pairs import SERVING_MODES
 
 
@@ -38,7 +38,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requests", type=int, help="long-context: sparse serves of the context (default 8)")
     p.add_argument("--device", help="cpu, cuda, cuda:N")
     p.add_argument("--device-map", choices=["auto"], help="discovery: spread the model's layers over every visible GPU")
-    p.add_argument("--dtype", help="float32, bfloat16, float16, float64")
+    p.add_argument("--dtype", help=", ".join(DTYPES))
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS)
     p.add_argument("--fused-kernels", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
     p.add_argument("--batch-pairs", type=int, help="discovery, scaling: pairs per engine batch")

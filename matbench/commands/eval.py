@@ -6,7 +6,7 @@ import argparse
 import json
 
 from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, choices, suite_seed
-from matbench.models.loading import ATTN_IMPLEMENTATIONS
+from matbench.models.loading import ATTN_IMPLEMENTATIONS, DTYPES
 from matbench.protocol.pairs import SERVING_MODES
 from matbench.protocol.readouts import READOUTS
 
@@ -51,8 +51,8 @@ def add(sub: argparse._SubParsersAction) -> None:
                    "the last N positions); controls and comprehension arms keep their declared rows")
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
     p.add_argument("--device-map", choices=["auto"], help="spread a model too large for one GPU over every visible GPU (accelerate); one process")
-    p.add_argument("--dtype", help="float32, bfloat16, float16, or float64 to tell a gate's rounding from a fault "
-                   "(default: float32 on CPU, bfloat16 on GPU)")
+    p.add_argument("--dtype", help=f"{', '.join(DTYPES)} (default: float32 on CPU, bfloat16 on GPU; float64 tells "
+                   "a gate's rounding from a fault)")
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
     p.add_argument("--fused-kernels", default="auto", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")

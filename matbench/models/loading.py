@@ -104,6 +104,7 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
 # reads logits in float32.
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "float64": "float64", "fp64": "float64"}
+DTYPES = tuple(dict.fromkeys(_DTYPES.values()))  # the names --dtype resolves to, for help and errors
 
 
 def resolve_device(device: str | None) -> str:
@@ -157,7 +158,7 @@ def resolve_dtype(dtype: str | None, device: str) -> str:
     if dtype in (None, "auto"):
         return "bfloat16" if device.startswith("cuda") else "float32"
     if dtype not in _DTYPES:
-        raise MatbenchError(f"unknown --dtype {dtype!r}; use one of float32, bfloat16, float16, float64")
+        raise MatbenchError(f"unknown --dtype {dtype!r}; use one of {', '.join(DTYPES)}")
     return _DTYPES[dtype]
 
 
