@@ -8,7 +8,7 @@
 A=$1; G=$2; K=$3; T=/tmp/stage; N=${N:-32}; F=${MB_FRACTION:-0.3}
 # The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
-# without one, every suite.
+# without one, every suite. A suite may name its dtype, "harvest@float64" (default float32).
 PLAN=$(dirname "$0")/plan.txt
 if [ -f "$PLAN" ]; then SUITES=$(sed -n "s/^$A: *//p" "$PLAN")
 else SUITES="discovery trigger landing access programming update harvest"; fi
@@ -31,11 +31,12 @@ for f in Path("$T/$K").iterdir():
     shutil.copy(f, target / f.name)
 print("$A", target, sorted(p.name for p in target.iterdir()))
 PY
-for S in $SUITES; do
+for P in $SUITES; do
+  S=${P%@*}; DT=float32; [ "$P" != "$S" ] && DT=${P#*@}
   extra=""
   [ "$S" = harvest ] && extra="--chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
   t0=$(date +%s)
-  python -m matbench eval --model $A --suite $S --limit $N --readout all --check --dtype float32 --device cuda \
+  python -m matbench eval --model $A --suite $S --limit $N --readout all --check --dtype $DT --device cuda \
     --memory-fraction $F --no-progress $extra --output /tmp/res/$A >> /tmp/res/$A.$S.log 2>&1
-  echo "$A $S rc=$? $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
+  echo "$A $S $DT rc=$? $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
 done
