@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # cells.sh ALIAS GGUF TOK: convert one offline model into matbench's cache with the tokenizer files
 # carried, then run its contract suites one after another in ONE process chain (N pairs, every
-# readout, --check), capped at MB_FRACTION of the GPU so the three models share it; results in
+# readout, --check), capped at MB_FRACTION of the GPU so the models share it; results in
 # /tmp/res/ALIAS (a run resumes from the per-item logs already there), one line per suite in
 # /tmp/res/times.txt. Sixteen runs side by side (one per model x suite) were far slower: each
 # sized its batch from the whole GPU, backed off to one pair, and the 16 CPUs were the bottleneck.
-A=$1; G=$2; K=$3; T=/tmp/stage; N=${N:-32}; F=${MB_FRACTION:-0.3}
+A=$1; G=$2; K=$3; T=/tmp/stage; N=${N:-32}
 # The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
 # without one, every suite. A suite may name its dtype, "harvest@float64" (default float32).
 PLAN=$(dirname "$0")/plan.txt
 if [ -f "$PLAN" ]; then SUITES=$(sed -n "s/^$A: *//p" "$PLAN")
 else SUITES="discovery trigger landing access programming update harvest"; fi
+# Each chain's cap: MB_FRACTION, else an equal share of 90 % of the GPU among the plan's models
+# (three chains at 0.3, each; SmolLM2's float64 harvest died twice at 0.45 beside two at 0.3: the
+# caps summed past the device and its 10-15 GiB score matrices found no room).
+if [ -f "$PLAN" ]; then CHAINS=$(grep -c ': *[a-z]' "$PLAN"); else CHAINS=3; fi
+F=${MB_FRACTION:-$(python -c "print(round(0.9 / max($CHAINS, 1), 2))")}
 export PYTHONPATH=/tmp/pkg:/tmp/site MATBENCH_CACHE=/tmp/mbcache PYTHONUNBUFFERED=1
 mkdir -p /tmp/res/$A /tmp/site
 case $A in  # the offline aliases without their PyPI packages

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pack.sh (here, in the repo root, with the CPU install of the README): lay out what the lent GPU
 # machine lacks (the gguf/pydantic wheels in .gpu/wheels, the tokenizers transformers 5.24 builds,
-# the dialog data, the three offline GGUF files) as one byte stream cut into .gpu/stream/partNN,
+# the dialog data, the offline GGUF files the plan names) as one byte stream cut into .gpu/stream/partNN,
 # each small enough to travel beside the tree in one call, SmolLM2 first so its runs can start
 # while the rest arrives, with .gpu/bin/manifest.json (names, sizes, sha256).
 set -euo pipefail
@@ -9,13 +9,21 @@ PY=${PY:-.venv/bin/python}; P=.gpu/pay; S=.gpu/stream; C=${MATBENCH_CACHE:-$HOME
 mkdir -p $P .gpu/bin; rm -rf $S; mkdir -p $S
 cp results/device/stage.py results/device/cells.sh results/device/call.sh .gpu/bin/
 tar -czf $P/wheels.tgz -C .gpu wheels
-$PY - $P $C <<'PY'
+# The models: with .gpu/bin/plan.txt, those its lines still give suites (a finished model's GGUF
+# would cost its chunks' calls for nothing); without one, all three. alias:tokenizer-tag:GGUF.
+MODELS=""
+for m in smollm2-135m:smollm2:SmolLM2-135M-Instruct.Q4_1.gguf gemma3-270m:gemma3:gemma-3-270m-q4_k_m.gguf \
+         qwen2.5-coder-0.5b:coder:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf; do
+  if [ ! -f .gpu/bin/plan.txt ] || grep -q "^${m%%:*}: *[a-z]" .gpu/bin/plan.txt; then MODELS="$MODELS $m"; fi
+done
+[ -n "$MODELS" ] || { echo "pack.sh: .gpu/bin/plan.txt gives no model a suite; nothing to run" >&2; exit 1; }
+$PY - $P $C $MODELS <<'PY'
 import shutil, sys, tarfile
 from pathlib import Path
 from matbench.models.sources import resolve_source
 from matbench.models.gguf import convert_gguf
 pay, cache = Path(sys.argv[1]), Path(sys.argv[2])
-for alias, tok in (("smollm2-135m", "smollm2"), ("gemma3-270m", "gemma3"), ("qwen2.5-coder-0.5b", "coder")):
+for alias, tok in (m.split(":")[:2] for m in sys.argv[3:]):
     source = resolve_source(alias)
     shutil.copy(Path(source.location) / source.gguf_file, pay / source.gguf_file)
     converted = convert_gguf(source, False)  # the tokenizer files transformers (5.24 here) builds
@@ -33,7 +41,12 @@ if [ -d .gpu/partial/res ]; then
   (cd .gpu/partial && find res -name '*.items.jsonl' | sort | tar -czf ../pay/partial.tgz -T -)
   order="partial.tgz "
 fi
-order="${order}wheels.tgz tok_smollm2.tgz SmolLM2-135M-Instruct.Q4_1.gguf data.tgz tok_gemma3.tgz gemma-3-270m-q4_k_m.gguf tok_coder.tgz qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+# The wheels, then each model's tokenizer and GGUF, the dialog data after the first (a model's
+# cells start once its files and the data are in).
+order="${order}wheels.tgz"; data=" data.tgz"
+for m in $MODELS; do
+  t=${m#*:}; order="$order tok_${t%%:*}.tgz ${m##*:}$data"; data=""
+done
 # A call carries the tracked tree beside one chunk, 64 MiB in all: the chunk is what the tree
 # (which grows with every committed cell) leaves, less 4 MB of headroom.
 TREE=$(git ls-files -z | xargs -0 stat -c %s | awk '{s+=$1} END {print s}')

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# slim.sh on|off (here, in the repo root): every device call carries the tracked tree beside its
+# chunk, 64 MiB in all, and the committed results (results/contract and their leaderboard copies)
+# are most of that tree (40 of 43 MB after the fourth session), leaving 20 MB chunks: 30 calls for
+# two models. `on` takes them out of the index and ignores them in .git/info/exclude, so they stay
+# on disk but no longer travel (pack.sh, run after it, then cuts 60 MB chunks); `off` puts both back
+# as they were. Between the two, commit nothing: the index would commit them as deleted.
+set -euo pipefail
+EX=.git/info/exclude; PATHS="results/contract leaderboard/submissions"
+case ${1:-} in
+  on) if ! git diff --quiet HEAD -- $PATHS || [ -n "$(git ls-files --others --exclude-standard -- $PATHS)" ]; then
+        echo "slim.sh: results/contract or leaderboard/submissions has uncommitted changes; commit them first" >&2
+        exit 1
+      fi
+      for p in $PATHS; do grep -qxF "/$p/" $EX || echo "/$p/" >> $EX; done
+      git rm -r -q --cached -- $PATHS
+      echo "slim: $(git ls-files -z | xargs -0 stat -c %s | awk '{s+=$1} END {print s}') bytes tracked";;
+  off) for p in $PATHS; do grep -vxF "/$p/" $EX > $EX.tmp || true; mv $EX.tmp $EX; done
+      git reset -q -- $PATHS
+      git status --short -- $PATHS | head -3;;
+  *) echo "usage: results/device/slim.sh on|off" >&2; exit 2;;
+esac
