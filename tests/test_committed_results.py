@@ -74,6 +74,15 @@ def test_results_readme_tables_are_generated_from_the_files():
     assert len(runs) == len(CONTRACT)  # no row left over from a file that is gone
 
 
+def test_report_rows_name_each_files_model_readout_serving_and_dtype():
+    """The first five cells of a row come from the file's config, in the order of the header."""
+    for path in CONTRACT[:3] + CONTRACT[-3:]:
+        config = read_results(path).config
+        row = next(r for r in report_rows([path]) if r.startswith(f"| {config.model.model} |"))
+        assert row.split(" | ")[:5] == [f"| {config.model.model}", config.readout, config.serving,
+                                        config.model.dtype, str(config.n_items)]
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_contract_scorecards_rebuild_from_the_results(model):
     from matbench.results.scorecard import build_scorecard
@@ -88,6 +97,6 @@ def test_the_report_names_a_missing_file_in_one_line(tmp_path):
     import sys
 
     done = subprocess.run([sys.executable, "-m", "matbench.results.report", str(tmp_path / "nope.json")],
-                          capture_output=True, text=True, timeout=120)
+                          check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert f"results file {tmp_path / 'nope.json'} not found" in done.stderr

@@ -24,13 +24,14 @@ def report_rows(paths: list[Path]) -> list[str]:
         if not mine:
             continue
         metrics = [m for m in EVALUATORS.get(suite).contract if m.in_scorecard]
-        head = ["model", "readout", "serving", "items", *[m.label for m in metrics], "gates passed"]
+        # dtype: a cell may run in float64 where float32 rounding fails gate A (SmolLM2's harvest)
+        head = ["model", "readout", "serving", "dtype", "items", *[m.label for m in metrics], "gates passed"]
         lines += [f"### {suite}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for path, r in mine:
             cells = [m.text(m.value(r.metrics, f"results file {path}")) if m.valid_for(r.config.readout) else "n/a"
                      for m in metrics]
             lines.append("| " + " | ".join([r.config.model.model, r.config.readout, r.config.serving,
-                                            str(r.config.n_items), *cells, _gates(r.gates)]) + " |")
+                                            r.config.model.dtype, str(r.config.n_items), *cells, _gates(r.gates)]) + " |")
         lines.append("")
     return lines
 
