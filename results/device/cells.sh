@@ -40,8 +40,15 @@ for P in $SUITES; do
   S=${P%@*}; DT=float32; [ "$P" != "$S" ] && DT=${P#*@}
   extra=""
   [ "$S" = harvest ] && extra="--chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
-  t0=$(date +%s)
-  python -m matbench eval --model $A --suite $S --limit $N --readout all --check --dtype $DT --device cuda \
-    --memory-fraction $F --no-progress $extra --output /tmp/res/$A >> /tmp/res/$A.$S.log 2>&1
-  echo "$A $S $DT rc=$? $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
+  t0=$(date +%s); tries=0; bp=""
+  # rc 3 is matbench's out-of-memory exit (finished items kept): resume up to twice, one pair per
+  # batch (--batch-pairs is not in the per-item log's key), in case a neighbour chain held the room.
+  while :; do
+    python -m matbench eval --model $A --suite $S --limit $N --readout all --check --dtype $DT --device cuda \
+      --memory-fraction $F --no-progress $extra $bp --output /tmp/res/$A >> /tmp/res/$A.$S.log 2>&1
+    rc=$?; tries=$((tries + 1))
+    [ $rc -eq 3 ] && [ $tries -le 2 ] || break
+    bp="--batch-pairs 1"
+  done
+  echo "$A $S $DT rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
 done
