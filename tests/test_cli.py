@@ -149,6 +149,30 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
     assert code == 2 and "another configuration" in one_line_error(err)
 
 
+def test_a_larger_limit_resumes_the_cell_and_computes_only_the_new_items(capsys, tmp_path, tiny_dir, monkeypatch):
+    """--limit is not in the per-item log's key: raising it extends a finished cell (how a committed
+    32-pair harvest cell grows to reach its injected positive controls), item ids and records kept."""
+    import matbench.engine.pair_engine
+
+    args = ["eval", "--model", str(tiny_dir), "--readout", "short", "--no-progress", "--output", str(tmp_path)]
+    assert run_cli(args + ["--limit", "2"], capsys)[0] == 0
+    log = tmp_path / "discovery_short_compact.items.jsonl"
+    first = log.read_text().splitlines()
+    asked: list[str] = []
+    prepare = matbench.engine.pair_engine.PairEngine.prepare_many
+
+    def counting(self, pairs):
+        asked.extend(p.item_id for p in pairs)
+        return prepare(self, pairs)
+
+    monkeypatch.setattr(matbench.engine.pair_engine.PairEngine, "prepare_many", counting)
+    assert run_cli(args + ["--limit", "3"], capsys)[0] == 0
+    lines = log.read_text().splitlines()
+    assert asked == [json.loads(lines[2])["item_id"]]  # the patch fired, on the new item alone
+    assert lines[:2] == first and len(lines) == 3
+    assert json.loads((tmp_path / "discovery_short_compact.json").read_text())["config"]["n_items"] == 3
+
+
 def test_eval_in_float64_records_it_and_gate_a_reads_zero(capsys, tmp_path, tiny_dir):
     code, _, _ = run_cli(["eval", "--model", str(tiny_dir), "--dtype", "float64", "--limit", "2", "--check",
                           "--no-progress", "--output", str(tmp_path)], capsys)

@@ -8,7 +8,8 @@
 A=$1; G=$2; K=$3; T=/tmp/stage; N=${N:-32}
 # The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
-# without one, every suite. A suite may name its dtype, "harvest@float64" (default float32).
+# without one, every suite. A suite may name its dtype and its item count, "harvest@float64/50"
+# (default float32 and N; a larger count resumes the cell: the per-item log's key leaves it out).
 PLAN=$(dirname "$0")/plan.txt
 if [ -f "$PLAN" ]; then SUITES=$(sed -n "s/^$A: *//p" "$PLAN")
 else SUITES="discovery trigger landing access programming update harvest"; fi
@@ -37,6 +38,7 @@ for f in Path("$T/$K").iterdir():
 print("$A", target, sorted(p.name for p in target.iterdir()))
 PY
 for P in $SUITES; do
+  NS=$N; [ "${P%/*}" != "$P" ] && NS=${P##*/}; P=${P%/*}
   S=${P%@*}; DT=float32; [ "$P" != "$S" ] && DT=${P#*@}
   extra=""
   [ "$S" = harvest ] && extra="--chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
@@ -44,11 +46,11 @@ for P in $SUITES; do
   # rc 3 is matbench's out-of-memory exit (finished items kept): resume up to twice, one pair per
   # batch (--batch-pairs is not in the per-item log's key), in case a neighbour chain held the room.
   while :; do
-    python -m matbench eval --model $A --suite $S --limit $N --readout all --check --dtype $DT --device cuda \
+    python -m matbench eval --model $A --suite $S --limit $NS --readout all --check --dtype $DT --device cuda \
       --memory-fraction $F --no-progress $extra $bp --output /tmp/res/$A >> /tmp/res/$A.$S.log 2>&1
     rc=$?; tries=$((tries + 1))
     [ $rc -eq 3 ] && [ $tries -le 2 ] || break
     bp="--batch-pairs 1"
   done
-  echo "$A $S $DT rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
+  echo "$A $S $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
 done
