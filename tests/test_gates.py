@@ -250,4 +250,8 @@ def test_float64_tells_rounding_from_a_fault(tiny, pairs, monkeypatch):
         return original(runner, requests, query_position=start)
 
     monkeypatch.setitem(serving.SERVING, "compact", off_by_one)
-    assert not gate_a(engine, pairs[0], layout, caches).passed
+    fault64 = gate_a(engine, pairs[0], layout, caches)
+    fault32 = gate_a(narrow, pairs[0], narrow_layout, narrow_caches)
+    assert not fault64.passed and not fault32.passed
+    # The criterion the README gives: rounding shrinks with the precision, a fault keeps its size.
+    assert fault64.max_abs_diff == pytest.approx(fault32.max_abs_diff, rel=1e-3)

@@ -176,7 +176,8 @@ def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
 def require(results: list[GateResult], item_id: str, attn_implementation: str, dtype: str) -> None:
     """Raise on the first failed gate. A logit gate failing under a fused attention kernel may be
     the kernel's rounding, so the error offers eager attention; failing under eager attention in
-    float32, it offers float64 (README, Faithfulness gates), where rounding leaves next to nothing."""
+    float32, it offers float64 (README, Faithfulness gates): rounding shrinks with the precision
+    (1.42e-3 -> 1.31e-4 at 40k tokens on SmolLM2), a fault keeps its size."""
     for r in results:
         if not r.passed:
             hint = ""
