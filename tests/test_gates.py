@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import matbench.engine.serving as serving
+from matbench.engine import serving
 from matbench.engine.gates import (
     FLOAT32_TOL,
     control_gate,
