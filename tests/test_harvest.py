@@ -172,6 +172,38 @@ def test_isolated_alone_encodes_the_event_with_nothing_before_it(tiny_llama):
     assert all(torch.equal(d, a) for d, a in zip(derived.keys, alone.keys))
 
 
+def test_gate_a_runs_one_reference_for_the_identical_members_of_a_natural_item(tiny_llama, monkeypatch):
+    """A natural item is unpaired (both members the same dialog): gate A compares both members'
+    served logits with one plain forward, not two over the whole dialog; a paired item still
+    gets one per member."""
+    from matbench.data_gen.harvest import HarvestDraw, build
+    from matbench.engine.gates import gate_a
+    from matbench.engine.runtime import ModelRunner
+    from tests.helpers import engine_for
+
+    bodies = ("[session 1 May] Ann: I moved to Lisbon last spring.", "[session 1 May] Bob: How is the weather there?",
+              "[session 2 June] Ann: The tram to the old town is my favourite ride.")
+    natural = build(HarvestDraw("natural", bodies, "Where did Ann move?", "Lisbon", "Porto", "B", evidence=(0,),
+                                carriers=(2,)), "tiny", "natural/locomo/tiny/weak")
+    paired = SUITES.get("discovery").generate(0, 1)[0]
+    engine = engine_for(tiny_llama)
+    calls = []
+    original = ModelRunner.plain_forward
+
+    def counting(self, input_ids, position_ids, chunk_size=None):
+        calls.append(input_ids.shape[1])
+        return original(self, input_ids, position_ids, chunk_size)
+
+    monkeypatch.setattr(ModelRunner, "plain_forward", counting)
+    for pair, references in ((natural, 1), (paired, 2)):
+        calls.clear()
+        layout, caches = engine.prepare(pair)
+        result = gate_a(engine, pair, layout, caches)
+        assert result.passed and result.max_abs_diff <= 1e-3
+        assert len(calls) == references
+    assert layout.members[0].input_ids != layout.members[1].input_ids  # the paired item's members differ
+
+
 def test_a_changed_or_missing_source_copy_is_refused(rows, tmp_path):
     realtalk_rows = [r for r in rows if r["corpus"] == "realtalk"][:3]
     copy = tmp_path / "realtalk"

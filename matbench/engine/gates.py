@@ -56,13 +56,17 @@ def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
             return GateResult("A", True, None, "n/a: sliding windows and no member without a position gap")
     served = probe_logits(engine, pair, caches, everything, members=members, serving="compact")
     query = engine.query_ids(pair, everything, engine.probe_readout)
-    refs = []
+    # One reference per distinct member: an unpaired item's (harvest's natural questions) are
+    # the same ids at the same positions, and its reference is a forward over a whole dialog.
+    refs: dict[tuple, torch.Tensor] = {}
+    keys = []
     for member in (layout.members[m] for m in members):
         start = member.positions[-1] + 1
-        ids = torch.tensor([list(member.input_ids) + list(query)])
-        pos = torch.tensor([list(member.positions) + list(range(start, start + len(query)))])
-        refs.append(engine.runner.plain_forward(ids, pos, engine.chunk_size)[0])
-    return compare_logits("A", served.cpu(), torch.stack(refs).cpu(), _exact(engine))
+        key = (member.input_ids + query, member.positions + tuple(range(start, start + len(query))))
+        if key not in refs:
+            refs[key] = engine.runner.plain_forward(torch.tensor([key[0]]), torch.tensor([key[1]]), engine.chunk_size)[0]
+        keys.append(key)
+    return compare_logits("A", served.cpu(), torch.stack([refs[k] for k in keys]).cpu(), _exact(engine))
 
 
 def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
