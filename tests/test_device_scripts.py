@@ -1,0 +1,142 @@
+"""The scripts that feed the lent GPU (results/device): what a device session runs unattended.
+
+cells.sh runs here with a stand-in `python` on PATH that logs each `matbench eval` and answers
+with planned exit codes (the conversion step and the arithmetic go to the real interpreter or
+nowhere); stage.py cuts files out of a stream whose chunks split them, as the calls deliver it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+DEVICE = Path(__file__).resolve().parent.parent / "results" / "device"
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+# stand-in for the device's python: real for -c, silent for the conversion heredoc, logged for eval
+if [ "$1" = -c ]; then exec {real} "$@"; fi
+if [ "$1" = - ]; then cat > /dev/null; exit 0; fi
+echo "$*" >> {calls}
+n=$(wc -l < {calls}); code=$(sed -n "${{n}}p" {codes}); exit ${{code:-0}}
+"""
+
+
+def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int]) -> tuple[list[str], list[str]]:
+    bin_dir, root, fake = tmp_path / "bin", tmp_path / "root", tmp_path / "fake"
+    for d in (bin_dir, root / "stage" / "tok", fake):
+        d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DEVICE / "cells.sh", bin_dir / "cells.sh")
+    (bin_dir / "plan.txt").write_text(plan)
+    (root / "stage" / "model.gguf").write_bytes(b"gguf")
+    calls, code_file = tmp_path / "calls.txt", tmp_path / "codes.txt"
+    code_file.write_text("".join(f"{c}\n" for c in codes))
+    python = fake / "python"
+    python.write_text(FAKE_PYTHON.format(real=sys.executable, calls=calls, codes=code_file))
+    python.chmod(python.stat().st_mode | stat.S_IEXEC)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "CELLS_ROOT": str(root)}
+    env.pop("MB_FRACTION", None)
+    done = subprocess.run(["bash", str(bin_dir / "cells.sh"), alias, "model.gguf", "tok"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    eval_calls = calls.read_text().splitlines() if calls.exists() else []
+    times = (root / "res" / "times.txt").read_text().splitlines() if (root / "res" / "times.txt").exists() else []
+    return eval_calls, times
+
+
+def test_cells_runs_the_plans_suites_with_their_dtype_count_and_an_equal_gpu_share(tmp_path):
+    plan = "qwen2.5-coder-0.5b: update harvest/50\nsmollm2-135m: harvest@float64\n"
+    calls, times = _cells(tmp_path, plan, "smollm2-135m", [0])
+    assert len(calls) == 1 and len(times) == 1
+    args = calls[0].split()
+    assert args[:4] == ["-m", "matbench", "eval", "--model"] and args[args.index("--suite") + 1] == "harvest"
+    assert args[args.index("--dtype") + 1] == "float64" and args[args.index("--limit") + 1] == "32"
+    assert args[args.index("--memory-fraction") + 1] == "0.45"  # two chains in the plan
+    assert args[args.index("--chunk-size") + 1] == "4096" and "--batch-pairs" not in args
+    assert times[0].startswith("smollm2-135m harvest float64 n=32 rc=0 tries=1 ")
+
+    calls, times = _cells(tmp_path / "coder", plan, "qwen2.5-coder-0.5b", [0, 0])
+    suites = [(c.split()[c.split().index("--suite") + 1], c.split()[c.split().index("--limit") + 1],
+               c.split()[c.split().index("--dtype") + 1]) for c in calls]
+    assert suites == [("update", "32", "float32"), ("harvest", "50", "float32")]
+    assert [t.split()[:4] for t in times] == [["qwen2.5-coder-0.5b", "update", "float32", "n=32"],
+                                              ["qwen2.5-coder-0.5b", "harvest", "float32", "n=50"]]
+
+
+def test_cells_resumes_after_out_of_memory_twice_at_most_one_pair_a_batch(tmp_path):
+    plan = "gemma3-270m: update\n"
+    calls, times = _cells(tmp_path, plan, "gemma3-270m", [3, 3, 3])
+    assert len(calls) == 3  # the first try and two resumes, then it gives up
+    assert "--batch-pairs" not in calls[0] and all(c.endswith(" --batch-pairs 1 --output " + c.split()[-1])
+                                                  for c in calls[1:])
+    assert calls[0].split()[calls[0].split().index("--memory-fraction") + 1] == "0.9"  # the one chain
+    assert len(times) == 1 and times[0].startswith("gemma3-270m update float32 n=32 rc=3 tries=3 ")
+    calls, times = _cells(tmp_path / "again", plan, "gemma3-270m", [3, 0])
+    assert len(calls) == 2 and times[0].startswith("gemma3-270m update float32 n=32 rc=0 tries=2 ")
+
+
+def test_cells_runs_nothing_for_a_model_without_a_plan_line(tmp_path):
+    calls, times = _cells(tmp_path, "gemma3-270m: update\n", "smollm2-135m", [])
+    assert calls == [] and times == []
+
+
+def _manifest(files: dict[str, bytes]) -> list[dict]:
+    return [{"name": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()} for n, b in files.items()]
+
+
+def test_stage_cuts_each_file_out_once_complete_and_unpacks_the_partial_logs(tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "res" / "m").mkdir(parents=True)
+    (logs / "res" / "m" / "update_probe_compact.items.jsonl").write_text('{"item_id": "x"}\n')
+    with tarfile.open(tmp_path / "partial.tgz", "w:gz") as tar:
+        tar.add(logs / "res", "res")
+    files = {"partial.tgz": (tmp_path / "partial.tgz").read_bytes(), "a.gguf": os.urandom(3000),
+             "b.gguf": os.urandom(5000)}
+    bin_dir, stage_dir, root = tmp_path / "bin", tmp_path / "stage", tmp_path / "root"
+    bin_dir.mkdir()
+    shutil.copy(DEVICE / "stage.py", bin_dir / "stage.py")
+    (bin_dir / "manifest.json").write_text(json.dumps(_manifest(files)))
+    stream = b"".join(files.values())
+    cuts = [len(files["partial.tgz"]) + 1000, len(files["partial.tgz"]) + 4000, len(stream)]
+    env = {**os.environ, "STAGE_DIR": str(stage_dir), "STAGE_ROOT": str(root), "STAGE_DRY": "1"}
+    ready = []
+    start = 0
+    for k, end in enumerate(cuts):
+        chunk = tmp_path / f"part{k:02d}"
+        chunk.write_bytes(stream[start:end])
+        start = end
+        for _ in range(2):  # a chunk delivered twice is appended once
+            done = subprocess.run([sys.executable, str(bin_dir / "stage.py"), str(chunk)], env=env,
+                                  capture_output=True, text=True, timeout=60, check=False)
+            assert done.returncode == 0, done.stderr
+        ready.append(sorted(p.name for p in stage_dir.iterdir() if p.suffix in (".gguf", ".tgz")))
+    assert ready == [["partial.tgz"], ["a.gguf", "partial.tgz"], ["a.gguf", "b.gguf", "partial.tgz"]]
+    assert (stage_dir / "stream.bin").stat().st_size == len(stream)
+    assert all((stage_dir / n).read_bytes() == b for n, b in files.items())
+    assert (root / "res" / "m" / "update_probe_compact.items.jsonl").read_text() == '{"item_id": "x"}\n'
+
+
+def test_stage_refuses_a_file_whose_bytes_do_not_match_the_manifest(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy(DEVICE / "stage.py", bin_dir / "stage.py")
+    (bin_dir / "manifest.json").write_text(json.dumps(_manifest({"a.gguf": b"right bytes"})))
+    (tmp_path / "part00").write_bytes(b"wrong bytes")
+    env = {**os.environ, "STAGE_DIR": str(tmp_path / "stage"), "STAGE_ROOT": str(tmp_path), "STAGE_DRY": "1"}
+    done = subprocess.run([sys.executable, str(bin_dir / "stage.py"), str(tmp_path / "part00")], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and done.stderr.strip() == "a.gguf: sha256 mismatch"
+    assert not (tmp_path / "stage" / "a.gguf").exists()
+
+
+@pytest.mark.parametrize("script", ["cells.sh", "pack.sh", "call.sh", "slim.sh"])
+def test_the_shell_scripts_parse(script):
+    assert subprocess.run(["bash", "-n", str(DEVICE / script)], check=False).returncode == 0
