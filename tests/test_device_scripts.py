@@ -140,3 +140,32 @@ def test_stage_refuses_a_file_whose_bytes_do_not_match_the_manifest(tmp_path):
 @pytest.mark.parametrize("script", ["cells.sh", "pack.sh", "call.sh", "slim.sh"])
 def test_the_shell_scripts_parse(script):
     assert subprocess.run(["bash", "-n", str(DEVICE / script)], check=False).returncode == 0
+
+
+def test_slim_takes_the_results_off_the_index_and_puts_them_back(tmp_path):
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True).stdout
+
+    for path in ("results/contract/m/a.json", "leaderboard/submissions/h/a.json", "matbench/x.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(path)
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    exclude = tmp_path / ".git" / "info" / "exclude"
+    exclude.write_text("/.gpu/\n")
+    slim = str(DEVICE / "slim.sh")
+
+    def run(arg):
+        return subprocess.run(["bash", slim, arg], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+
+    assert run("on").returncode == 0
+    assert git("ls-files").split() == ["matbench/x.py"]  # only the code travels
+    assert git("status", "--short", "--untracked-files=all").count("??") == 0  # ignored, not untracked
+    assert (tmp_path / "results/contract/m/a.json").read_text() == "results/contract/m/a.json"  # still on disk
+    assert run("on").stdout.strip() == "slim: already on"
+    assert run("off").returncode == 0
+    assert git("status", "--short") == "" and exclude.read_text() == "/.gpu/\n"
+    (tmp_path / "results/contract/m/b.json").write_text("new")  # an uncommitted result: refused
+    done = run("on")
+    assert done.returncode == 1 and "uncommitted changes" in done.stderr and len(git("ls-files").split()) == 3
