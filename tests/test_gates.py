@@ -29,6 +29,17 @@ def _gates(loaded, pair, **kw):
     return engine, layout, caches, record
 
 
+def _plant_query_off_by_one(monkeypatch) -> None:
+    """Compact serving asks the query one position past where it belongs (gate A's planted bug)."""
+    original = serving.serve_compact
+
+    def off_by_one(runner, requests, query_position=None):
+        start = int(max(r.cache.positions[r.cache.kept_slots(r.served)].max() for r in requests)) + 2
+        return original(runner, requests, query_position=start)
+
+    monkeypatch.setitem(serving.SERVING, "compact", off_by_one)
+
+
 def test_all_gates_pass(tiny, pairs):
     for pair in pairs:
         engine, layout, caches, record = _gates(tiny, pair)
@@ -65,13 +76,7 @@ def test_sliding_window_makes_compact_and_native_differ(tiny_gemma, pairs):
 
 def test_gate_a_catches_query_position_off_by_one(tiny_llama, pairs, monkeypatch):
     engine, layout, caches, _ = _gates(tiny_llama, pairs[0])
-    original = serving.serve_compact
-
-    def off_by_one(runner, requests, query_position=None):
-        start = int(max(r.cache.positions[r.cache.kept_slots(r.served)].max() for r in requests)) + 2
-        return original(runner, requests, query_position=start)
-
-    monkeypatch.setitem(serving.SERVING, "compact", off_by_one)
+    _plant_query_off_by_one(monkeypatch)
     result = gate_a(engine, pairs[0], layout, caches)
     assert not result.passed and result.max_abs_diff > FLOAT32_TOL
 
@@ -243,13 +248,7 @@ def test_float64_tells_rounding_from_a_fault(tiny, pairs, monkeypatch):
     assert exact.passed and exact.max_abs_diff == 0.0 and exact.detail.endswith(f"(tol {FLOAT32_TOL})")
     narrow, narrow_layout, narrow_caches, _ = _gates(tiny, pairs[0])
     assert gate_a(narrow, pairs[0], narrow_layout, narrow_caches).max_abs_diff > 0.0
-    original = serving.serve_compact
-
-    def off_by_one(runner, requests, query_position=None):
-        start = int(max(r.cache.positions[r.cache.kept_slots(r.served)].max() for r in requests)) + 2
-        return original(runner, requests, query_position=start)
-
-    monkeypatch.setitem(serving.SERVING, "compact", off_by_one)
+    _plant_query_off_by_one(monkeypatch)
     fault64 = gate_a(engine, pairs[0], layout, caches)
     fault32 = gate_a(narrow, pairs[0], narrow_layout, narrow_caches)
     assert not fault64.passed and not fault32.passed

@@ -99,8 +99,8 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hashlib.sha256(vocab.encode()).hexdigest()[:16]
 
 
-# float64 is a reference precision (gate forensics: with it, a gate's |dlogit| left over is no
-# rounding); transformers still rounds RMSNorm and the eager softmax through float32, and matbench
+# float64 is a reference precision (gate forensics: rounding shrinks with it, a fault keeps its
+# size); transformers still rounds RMSNorm and the eager softmax through float32, and matbench
 # reads logits in float32.
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "float64": "float64", "fp64": "float64"}
