@@ -10,10 +10,10 @@ mkdir -p $P .gpu/bin; rm -rf $S; mkdir -p $S
 cp results/device/stage.py results/device/cells.sh results/device/call.sh .gpu/bin/
 tar -czf $P/wheels.tgz -C .gpu wheels
 # The models: with .gpu/bin/plan.txt, those its lines still give suites (a finished model's GGUF
-# would cost its chunks' calls for nothing); without one, all three. alias:tokenizer-tag:GGUF.
+# would cost its chunks' calls for nothing); without one, all three. alias:tokenizer-tag (the tags
+# stage.py's MODELS unpacks); the GGUF names come from matbench's sources.
 MODELS=""
-for m in smollm2-135m:smollm2:SmolLM2-135M-Instruct.Q4_1.gguf gemma3-270m:gemma3:gemma-3-270m-q4_k_m.gguf \
-         qwen2.5-coder-0.5b:coder:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf; do
+for m in smollm2-135m:smollm2 gemma3-270m:gemma3 qwen2.5-coder-0.5b:coder; do
   if [ ! -f .gpu/bin/plan.txt ] || grep -q "^${m%%:*}: *[a-z]" .gpu/bin/plan.txt; then MODELS="$MODELS $m"; fi
 done
 [ -n "$MODELS" ] || { echo "pack.sh: .gpu/bin/plan.txt gives no model a suite; nothing to run" >&2; exit 1; }
@@ -23,14 +23,17 @@ from pathlib import Path
 from matbench.models.sources import resolve_source
 from matbench.models.gguf import convert_gguf
 pay, cache = Path(sys.argv[1]), Path(sys.argv[2])
-for alias, tok in (m.split(":")[:2] for m in sys.argv[3:]):
+order = []  # per model, in the plan's order: its tokenizer, then its GGUF
+for alias, tok in (m.split(":") for m in sys.argv[3:]):
     source = resolve_source(alias)
+    order += [f"tok_{tok}.tgz", source.gguf_file]
     shutil.copy(Path(source.location) / source.gguf_file, pay / source.gguf_file)
     converted = convert_gguf(source, False)  # the tokenizer files transformers (5.24 here) builds
     with tarfile.open(pay / f"tok_{tok}.tgz", "w:gz") as tar:
         for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
             if (converted / name).exists():
                 tar.add(converted / name, f"{tok}/{name}")
+(pay / "models.txt").write_text("\n".join(order) + "\n")
 PY
 D=${MATBENCH_SHARED_DATA:-../shared/data}
 tar -czf $P/data.tgz -C $D --transform 's,^,data/,' locomo/locomo10.json realtalk
@@ -43,10 +46,7 @@ if [ -d .gpu/partial/res ]; then
 fi
 # The wheels, then each model's tokenizer and GGUF, the dialog data after the first (a model's
 # cells start once its files and the data are in).
-order="${order}wheels.tgz"; data=" data.tgz"
-for m in $MODELS; do
-  t=${m#*:}; order="$order tok_${t%%:*}.tgz ${m##*:}$data"; data=""
-done
+order="${order}wheels.tgz $(sed -n 1,2p $P/models.txt | tr '\n' ' ')data.tgz $(sed -n '3,$p' $P/models.txt | tr '\n' ' ')"
 # A call carries the tracked tree beside one chunk, 64 MiB in all: the chunk is what the tree
 # (which grows with every committed cell) leaves, less 4 MB of headroom.
 TREE=$(git ls-files -z | xargs -0 stat -c %s | awk '{s+=$1} END {print s}')
