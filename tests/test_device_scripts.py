@@ -52,20 +52,25 @@ def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int]) -> tuple[lis
     return eval_calls, times
 
 
+def _arg(call: str, flag: str) -> str:
+    """The value after `flag` in a logged eval command line."""
+    args = call.split()
+    return args[args.index(flag) + 1]
+
+
 def test_cells_runs_the_plans_suites_with_their_dtype_count_and_an_equal_gpu_share(tmp_path):
     plan = "qwen2.5-coder-0.5b: update harvest/50\nsmollm2-135m: harvest@float64\n"
     calls, times = _cells(tmp_path, plan, "smollm2-135m", [0])
     assert len(calls) == 1 and len(times) == 1
     args = calls[0].split()
-    assert args[:4] == ["-m", "matbench", "eval", "--model"] and args[args.index("--suite") + 1] == "harvest"
-    assert args[args.index("--dtype") + 1] == "float64" and args[args.index("--limit") + 1] == "32"
-    assert args[args.index("--memory-fraction") + 1] == "0.45"  # two chains in the plan
-    assert args[args.index("--chunk-size") + 1] == "4096" and "--batch-pairs" not in args
+    assert args[:4] == ["-m", "matbench", "eval", "--model"] and _arg(calls[0], "--suite") == "harvest"
+    assert _arg(calls[0], "--dtype") == "float64" and _arg(calls[0], "--limit") == "32"
+    assert _arg(calls[0], "--memory-fraction") == "0.45"  # two chains in the plan
+    assert _arg(calls[0], "--chunk-size") == "4096" and "--batch-pairs" not in args
     assert times[0].startswith("smollm2-135m harvest float64 n=32 rc=0 tries=1 ")
 
     calls, times = _cells(tmp_path / "coder", plan, "qwen2.5-coder-0.5b", [0, 0])
-    suites = [(c.split()[c.split().index("--suite") + 1], c.split()[c.split().index("--limit") + 1],
-               c.split()[c.split().index("--dtype") + 1]) for c in calls]
+    suites = [(_arg(c, "--suite"), _arg(c, "--limit"), _arg(c, "--dtype")) for c in calls]
     assert suites == [("update", "32", "float32"), ("harvest", "50", "float32")]
     assert [t.split()[:4] for t in times] == [["qwen2.5-coder-0.5b", "update", "float32", "n=32"],
                                               ["qwen2.5-coder-0.5b", "harvest", "float32", "n=50"]]
@@ -77,7 +82,7 @@ def test_cells_resumes_after_out_of_memory_twice_at_most_one_pair_a_batch(tmp_pa
     assert len(calls) == 3  # the first try and two resumes, then it gives up
     assert "--batch-pairs" not in calls[0] and all(c.endswith(" --batch-pairs 1 --output " + c.split()[-1])
                                                   for c in calls[1:])
-    assert calls[0].split()[calls[0].split().index("--memory-fraction") + 1] == "0.9"  # the one chain
+    assert _arg(calls[0], "--memory-fraction") == "0.9"  # the one chain
     assert len(times) == 1 and times[0].startswith("gemma3-270m update float32 n=32 rc=3 tries=3 ")
     calls, times = _cells(tmp_path / "again", plan, "gemma3-270m", [3, 0])
     assert len(calls) == 2 and times[0].startswith("gemma3-270m update float32 n=32 rc=0 tries=2 ")
