@@ -26,13 +26,18 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 if [ "$1" = -c ]; then exec {real} "$@"; fi
 if [ "$1" = - ]; then cat > /dev/null; exit 0; fi
 echo "$*" >> {calls}
-n=$(wc -l < {calls}); code=$(sed -n "${{n}}p" {codes}); exit ${{code:-0}}
+n=$(wc -l < {calls}); code=$(sed -n "${{n}}p" {codes})
+if [ -f {hooks}/$n ]; then bash {hooks}/$n; fi  # a test's doing while the n-th eval runs
+exit ${{code:-0}}
 """
 
 
-def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int]) -> tuple[list[str], list[str]]:
-    bin_dir, root, fake = tmp_path / "bin", tmp_path / "root", tmp_path / "fake"
-    for d in (bin_dir, root / "stage" / "tok", fake):
+def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int], neighbours: tuple[str, ...] = (),
+           hooks: dict[int, str] | None = None, env: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """Run cells.sh for `alias` with evals exiting `codes` in turn, beside live `neighbours` chains;
+    hooks[n] is a bash line run during the n-th eval; `env` adds to the environment."""
+    bin_dir, root, fake, hook_dir = tmp_path / "bin", tmp_path / "root", tmp_path / "fake", tmp_path / "hooks"
+    for d in (bin_dir, root / "stage" / "tok", root / "res" / "live", fake, hook_dir):
         d.mkdir(parents=True, exist_ok=True)
     shutil.copy(DEVICE / "cells.sh", bin_dir / "cells.sh")
     (bin_dir / "plan.txt").write_text(plan)
@@ -40,10 +45,16 @@ def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int]) -> tuple[lis
     calls, code_file = tmp_path / "calls.txt", tmp_path / "codes.txt"
     code_file.write_text("".join(f"{c}\n" for c in codes))
     python = fake / "python"
-    python.write_text(FAKE_PYTHON.format(real=sys.executable, calls=calls, codes=code_file))
+    for name in neighbours:
+        (root / "res" / "live" / name).touch()
+    for n, line in (hooks or {}).items():
+        (hook_dir / str(n)).write_text(line + "\n")
+    python.write_text(FAKE_PYTHON.format(real=sys.executable, calls=calls, codes=code_file, hooks=hook_dir))
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
-    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "CELLS_ROOT": str(root)}
+    extra_env = env or {}
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "CELLS_ROOT": str(root), "CELLS_POLL": "0.1"}
     env.pop("MB_FRACTION", None)
+    env.update(extra_env)
     done = subprocess.run(["bash", str(bin_dir / "cells.sh"), alias, "model.gguf", "tok"], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
@@ -76,16 +87,31 @@ def test_cells_runs_the_plans_suites_with_their_dtype_count_and_an_equal_gpu_sha
                                               ["qwen2.5-coder-0.5b", "harvest", "float32", "n=50"]]
 
 
-def test_cells_resumes_after_out_of_memory_twice_at_most_one_pair_a_batch(tmp_path):
+def test_cells_resumes_once_at_one_pair_a_batch_and_gives_up_when_alone(tmp_path):
     plan = "gemma3-270m: update\n"
     calls, times = _cells(tmp_path, plan, "gemma3-270m", [3, 3, 3])
-    assert len(calls) == 3  # the first try and two resumes, then it gives up
-    assert "--batch-pairs" not in calls[0] and all(c.endswith(" --batch-pairs 1 --output " + c.split()[-1])
-                                                  for c in calls[1:])
-    assert _arg(calls[0], "--memory-fraction") == "0.9"  # the one chain
-    assert len(times) == 1 and times[0].startswith("gemma3-270m update float32 n=32 rc=3 tries=3 ")
+    assert len(calls) == 2  # the first try and one resume; no neighbour to wait for, so it gives up
+    assert "--batch-pairs" not in calls[0] and calls[1].endswith(" --batch-pairs 1 --output " + calls[1].split()[-1])
+    assert [_arg(c, "--memory-fraction") for c in calls] == ["0.9", "0.9"]  # the one chain
+    assert len(times) == 1 and times[0].startswith("gemma3-270m update float32 n=32 rc=3 tries=2 ")
+    assert not (tmp_path / "root" / "res" / "live" / "gemma3-270m").exists()  # its mark is gone
     calls, times = _cells(tmp_path / "again", plan, "gemma3-270m", [3, 0])
     assert len(calls) == 2 and times[0].startswith("gemma3-270m update float32 n=32 rc=0 tries=2 ")
+
+
+def test_cells_out_of_memory_twice_waits_for_a_neighbour_and_resumes_at_the_larger_share(tmp_path):
+    plan = "qwen2.5-coder-0.5b: update\nsmollm2-135m: harvest@float64\n"
+    live = tmp_path / "root" / "res" / "live" / "qwen2.5-coder-0.5b"
+    # the neighbour finishes two seconds into the second eval's wait, not before it
+    calls, times = _cells(tmp_path, plan, "smollm2-135m", [3, 3, 0], neighbours=("qwen2.5-coder-0.5b",),
+                          hooks={2: f"(sleep 2; rm {live}) > /dev/null 2>&1 &"})
+    assert [_arg(c, "--memory-fraction") for c in calls] == ["0.45", "0.45", "0.9"]
+    assert [("--batch-pairs" in c) for c in calls] == [False, True, True]
+    assert times[0].startswith("smollm2-135m harvest float64 n=32 rc=0 tries=3 ")
+    # beside a neighbour that never finishes, MB_FRACTION fixed: no waiting, it gives up
+    calls, times = _cells(tmp_path / "fixed", plan, "smollm2-135m", [3, 3, 0], neighbours=("qwen2.5-coder-0.5b",),
+                          env={"MB_FRACTION": "0.45"})
+    assert len(calls) == 2 and times[0].startswith("smollm2-135m harvest float64 n=32 rc=3 tries=2 ")
 
 
 def test_cells_runs_nothing_for_a_model_without_a_plan_line(tmp_path):

@@ -19,6 +19,11 @@ else SUITES="discovery trigger landing access programming update harvest"; fi
 # caps summed past the device and its 10-15 GiB score matrices found no room).
 if [ -f "$PLAN" ]; then CHAINS=$(grep -c ': *[a-z]' "$PLAN"); else CHAINS=3; fi
 F=${MB_FRACTION:-$(python -c "print(round(0.9 / max($CHAINS, 1), 2))")}
+# A chain marks itself live in $W/res/live, so that a chain out of memory can wait for a neighbour
+# to finish and resume at the larger share (the fifth session's SmolLM2 harvest died three times at
+# 0.45 beside Qwen2.5-Coder's update, then ran alone at 0.9 once restarted by hand).
+mkdir -p $W/res/live; touch $W/res/live/$A; trap 'rm -f $W/res/live/$A' EXIT
+live() { ls $W/res/live | wc -l; }
 export PYTHONPATH=$W/pkg:$W/site MATBENCH_CACHE=$W/mbcache PYTHONUNBUFFERED=1
 mkdir -p $W/res/$A $W/site
 case $A in  # the offline aliases without their PyPI packages
@@ -44,13 +49,20 @@ for P in $SUITES; do
   extra=""
   [ "$S" = harvest ] && extra="--chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
   t0=$(date +%s); tries=0; bp=""
-  # rc 3 is matbench's out-of-memory exit (finished items kept): resume up to twice, one pair per
-  # batch (--batch-pairs is not in the per-item log's key), in case a neighbour chain held the room.
+  # rc 3 is matbench's out-of-memory exit (finished items kept). Resume once at one pair per batch
+  # (--batch-pairs is not in the per-item log's key; --chunk-size is, so it stays); out of memory
+  # again, wait until a neighbour chain finishes and resume at the share of those still live, as
+  # long as there is a neighbour to wait for (and no fixed MB_FRACTION).
   while :; do
     python -m matbench eval --model $A --suite $S --limit $NS --readout all --check --dtype $DT --device cuda \
       --memory-fraction $F --no-progress $extra $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
     rc=$?; tries=$((tries + 1))
-    [ $rc -eq 3 ] && [ $tries -le 2 ] || break
+    [ $rc -eq 3 ] || break
+    if [ $tries -gt 1 ]; then
+      n=$(live); [ $n -gt 1 ] && [ -z "${MB_FRACTION:-}" ] || break
+      while [ $(live) -ge $n ]; do sleep ${CELLS_POLL:-10}; done
+      F=$(python -c "print(round(0.9 / max($(live), 1), 2))")
+    fi
     bp="--batch-pairs 1"
   done
   echo "$A $S $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> $W/res/times.txt
