@@ -31,7 +31,7 @@ from matbench.engine.cache import EventCache, text_layout
 from matbench.engine.layout import layout_pair
 from matbench.protocol.pairs import DonorPair
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import EVENT, RENDERER, fixture, served, trajectory
+from tests.parity.compare import EVENT, RENDERER, fixture, served, shifted, trajectory
 from tests.parity.recorder import _runs
 
 FIXTURE = fixture("access")
@@ -73,16 +73,6 @@ def digit_draw(item: dict) -> AccessDraw:
     value = bodies[source].rsplit(" ", 1)[1]
     return AccessDraw("digit3", decoy_reg, source_reg, target, (value, "250" if int(value) > 500 else "750"), "",
                       source, tuple(bodies))
-
-
-def _shifted(runs, after: int, gap: int):
-    """The paper's runs with every position from `after` on moved `gap` later (the budget's gap)."""
-    ids, positions = [], []
-    for text, (first, last) in runs:
-        assert len(text) == last - first + 1
-        ids += [ord(c) for c in text]
-        positions += [p + gap if p >= after else p for p in range(first, last + 1)]
-    return [[t, p] for t, p in _runs(ids, positions)]
 
 
 def _gap(pair: DonorPair, item: dict) -> tuple[int, int]:
@@ -128,13 +118,13 @@ def test_sweepmenu_items_render_identically(k):
     pair.validate()
     after, gap = _gap(pair, item)
     # The whole prefill: the same text; positions equal before the source, `gap` later after it.
-    assert trajectory(pair, 0) == _shifted(item["prefill"], after, gap)
+    assert trajectory(pair, 0) == shifted(item["prefill"], after, gap)
     assert _text(trajectory(pair, 0)) == _text(item["prefill"])
     # sel_ikv: header + one served event at its original positions, one encoding per event.
-    assert [isolated(pair, i) for i in (DECOY_AT, CARRIER_AT)] == [_shifted(e, after, gap) for e in item["isolated"]]
+    assert [isolated(pair, i) for i in (DECOY_AT, CARRIER_AT)] == [shifted(e, after, gap) for e in item["isolated"]]
     for arm in ("harv_kv", "sel_ikv"):
         ours, paper = served(pair, arm, 0, "short"), item["serves"][arm]
-        assert ours["rows"] == _shifted(paper["rows"], after, gap)
+        assert ours["rows"] == shifted(paper["rows"], after, gap)
         assert ours["query"] == paper_menu(paper["query"])
         assert paper["max_tokens"] == 10 and READOUTS.get("short").max_new_tokens == 12
     for arm in ("sel_txt", "full_txt"):
@@ -194,4 +184,4 @@ def test_the_check_can_fail():
     d = sweep_draw(sweep)
     moved = build(dataclasses.replace(d, source=d.source + 1), "parity-y")
     after, gap = _gap(moved, sweep)
-    assert trajectory(moved, 0) != _shifted(sweep["prefill"], after, gap)
+    assert trajectory(moved, 0) != shifted(sweep["prefill"], after, gap)

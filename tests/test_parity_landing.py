@@ -46,7 +46,7 @@ from matbench.data_gen.landing import (
 from matbench.engine.cache import EventCache, text_layout
 from matbench.engine.layout import layout_pair
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import EVENT, RENDERER, fixture, served, trajectory
+from tests.parity.compare import EVENT, RENDERER, fixture, served, shifted, trajectory
 
 FIXTURE = fixture("landing")
 VALUES = ("ONLINE", "OFFLINE")
@@ -199,18 +199,6 @@ HOPS = {"A1_c1_M1": "depth3_c1", "A2_c2_M2": "depth3_c2", "A3_c3_T": "depth3_c3"
         "A5_all_T": "depth3_root"}
 
 
-def _shifted(runs: list, after: int, by: int) -> list:
-    """`runs` with every position from `after` on moved by `by` (runs split at `after`)."""
-    chars = [(c, p + (by if p >= after else 0)) for text, (lo, _) in runs for p, c in enumerate(text, lo)]
-    out: list = []
-    for c, p in chars:
-        if out and out[-1][1][1] == p - 1:
-            out[-1] = [out[-1][0] + c, [out[-1][1][0], p]]
-        else:
-            out.append([c, [p, p]])
-    return out
-
-
 @pytest.mark.parametrize("k", range(len(FIXTURE["kv_hops"]["items"])))
 def test_depth3_items_render_kv_hops_identically_up_to_the_source_budget(k):
     item = FIXTURE["kv_hops"]["items"][k]
@@ -223,9 +211,9 @@ def test_depth3_items_render_kv_hops_identically_up_to_the_source_budget(k):
     end = m.positions[source_hi - 1] + 1  # the paper's next event starts here
     gap = layout.budget - (source_hi - source_lo)  # matbench skips these positions; the paper has no budget
     assert gap == (1 if draw.paper_value == "ONLINE" else 0)  # len("OFFLINE") - len("ONLINE") characters
-    assert trajectory(pair, member) == _shifted(item["prefill"]["v1"], end, gap)
+    assert trajectory(pair, member) == shifted(item["prefill"]["v1"], end, gap)
     for key, arm in HOPS.items():
-        paper = dict(item["serves"][key], rows=_shifted(item["serves"][key]["rows"], end, gap))
+        paper = dict(item["serves"][key], rows=shifted(item["serves"][key]["rows"], end, gap))
         check_serve(pair, arm, member, paper)
         assert pair.arm_trace(pair.arm(arm)).startswith(" Trace the mirror chain briefly")
     # The floor: header + A5's events re-read as plain text at contiguous positions, then the query.

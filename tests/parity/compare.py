@@ -43,3 +43,14 @@ def trajectory(pair: DonorPair, member: int) -> list[list]:
     """The member's whole global prefill as runs of consecutive positions (the recorder's encodes)."""
     m = layout_pair(pair, RENDERER).members[member]
     return [[t, p] for t, p in _runs(list(m.input_ids), list(m.positions))]
+
+
+def shifted(runs: list, after: int, gap: int) -> list:
+    """The paper's runs with every position from `after` on moved `gap` later: where matbench's
+    position budget skips positions the paper's unpaired rendering does not."""
+    ids, positions = [], []
+    for text, (first, last) in runs:
+        assert len(text) == last - first + 1
+        ids += [ord(c) for c in text]
+        positions += [p + gap if p >= after else p for p in range(first, last + 1)]
+    return [[t, p] for t, p in _runs(ids, positions)]
