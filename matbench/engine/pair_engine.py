@@ -273,7 +273,7 @@ class PairEngine:
                 probe_logp=(tuple(cand[a].tolist()), tuple(cand[b].tolist())),
                 shift=donor_shift(cand[a].numpy(), cand[b].numpy(), menu, values),
                 menu=tuple(menu) if arm.menu else None,
-                values=tuple(values) if arm.menu else None,  # type: ignore[arg-type]
+                values=tuple(values) if arm.menu or arm.values else None,  # type: ignore[arg-type]
                 expected=arm.expected,
                 texts=(texts[a], texts[b]) if texts is not None else None,
                 paper_answers=(paper[a], paper[b]) if paper is not None else None,

@@ -85,7 +85,8 @@ class ArmRecord:
     probe's candidate log-probabilities and donor margin shift (SPEC 2.6, 2.7).
 
     `answers`, `probe_answers`, `probe_logp` and `texts` hold member A then member B. `menu` and
-    `values` are set only where the arm asks its own question of the rows (else the pair's);
+    `values` are set only where the arm asks its own question of the rows or reads another donor
+    value than the pair's (edge swap: the chain its leaf references), else the pair's;
     `expected` only where the arm should give a non-donor answer (a served patch); `texts` only
     under a generating readout, with `paper_answers`: the same texts read by the paper's looser
     parse (upper-cased substrings, `matbench.protocol.readouts.paper_pick`), the comparable one;
@@ -106,7 +107,8 @@ class ArmRecord:
     def to_json(self) -> dict[str, Any]:
         return {
             **({"expected": self.expected} if self.expected is not None else {}),
-            **({"menu": list(self.menu), "values": list(self.values)} if self.menu is not None else {}),  # type: ignore[arg-type]
+            **({"menu": list(self.menu)} if self.menu is not None else {}),
+            **({"values": list(self.values)} if self.values is not None else {}),
             "answers": list(self.answers),
             "class": self.outcome,
             "probe_answers": list(self.probe_answers),
