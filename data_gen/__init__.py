@@ -3,6 +3,7 @@
 from matbench.data_gen import (  # noqa: F401  (registers the suites)
     access,
     discovery,
+    edge_swap,
     harvest,
     landing,
     programming,

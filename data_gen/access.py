@@ -190,4 +190,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(draw(rng, VARIANTS[index % len(VARIANTS)]), item_id)
 
 
-SUITE = SUITES.register("access")(Suite("access", VERSION, default_n=160, make_item=make_item))
+SUITE = SUITES.register("access")(Suite("access", VERSION, default_n=160, make_item=make_item,
+          summary=("how much of a dropped source a mirror carrier's rows carry: a bin2 / dir4 / name8 state "
+                   "and a three-digit number (kv_sweepmenu, kv_digit)")))

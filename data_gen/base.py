@@ -30,6 +30,11 @@ class Suite:
     # Consecutive items of a group share every random draw and differ only in the condition their
     # index selects (e.g. the carrier construction): paired comparisons across conditions.
     group_size: int = 1
+    # One line for the dataset card: what the suite measures, with the paper's script(s).
+    summary: str = ""
+    # Part of the memory contract (`matbench eval --suite all` and its scorecard); False for the
+    # paper's further experiments, which a user runs by name.
+    contract: bool = True
 
     def item_rng(self, seed: int, index: int) -> random.Random:
         # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.

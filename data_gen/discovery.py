@@ -75,4 +75,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(draw(rng), item_id)
 
 
-SUITE = SUITES.register("discovery")(Suite("discovery", VERSION, default_n=64, make_item=make_item))
+SUITE = SUITES.register("discovery")(Suite("discovery", VERSION, default_n=64, make_item=make_item,
+          summary=("does a mirror statement's kept row carry the dropped source's state, and through a three-"
+                   "hop chain? (kv_causal Part A)")))

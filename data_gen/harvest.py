@@ -330,6 +330,8 @@ class HarvestSuite:
     name: str = "harvest"
     version: str = VERSION
     default_n: int | None = None  # every qualifying item
+    summary: str = ("do rows computed with the whole dialog carry more than the same turns encoded alone? (kv_harvest3/4, LoCoMo and REALTALK references)")
+    contract: bool = True
 
     def build(self, seed: int, n: int | None, sources: DialogSources | None) -> tuple[list[dict], Counter]:
         if sources is None or not (sources.locomo or sources.realtalk):

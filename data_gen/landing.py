@@ -227,4 +227,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 # 64 groups: 64 pairs per experiment (the paper: 24-128 items per script), 64 of each perturbation arm.
 SUITE = SUITES.register("landing")(
-    Suite("landing", VERSION, default_n=len(KINDS) * 64, make_item=make_item, group_size=len(KINDS)))
+    Suite("landing", VERSION, default_n=len(KINDS) * 64, make_item=make_item, group_size=len(KINDS),
+          summary=("where the state lands: root x edge factorial, depth-3 chains, a position-controlled "
+                   "perturbation (kv_causal3, kv_hops, kv_poscontrol)")))

@@ -161,4 +161,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 # Groups of ten share every draw: each base item appears with all five carrier kinds x two templates
 # (the paper pairs the five kinds within an item and alternates templates across items).
 SUITE = SUITES.register("programming")(
-    Suite("programming", VERSION, default_n=160, make_item=make_item, group_size=len(KINDS) * 2))
+    Suite("programming", VERSION, default_n=160, make_item=make_item, group_size=len(KINDS) * 2,
+          summary=("which carrier kinds (pas, bind, dir, nld, exp) get the dropped verdict computed into their"
+                   " rows (kv_mater2/3)")))

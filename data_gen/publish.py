@@ -26,6 +26,8 @@ class ConfigSummary:
     version: str
     rows: int
     content_hash: str
+    summary: str = ""  # what the config measures (Suite.summary)
+    contract: bool = True  # part of the memory contract (`matbench eval --suite all`)
 
     def as_dict(self) -> dict[str, Any]:
         return {"config": self.name, "version": self.version, "rows": self.rows, "content_hash": self.content_hash}
@@ -58,7 +60,7 @@ def write_repo(out: Path, suites: list[str], seed: int, n: int | None, revision:
         suite = SUITES.get(name)
         rows = suite.dataset_rows(seed, n, sources)
         write_config(out, suite, rows)
-        summaries.append(ConfigSummary(name, suite.version, len(rows), config_hash(rows)))
+        summaries.append(ConfigSummary(name, suite.version, len(rows), config_hash(rows), suite.summary, suite.contract))
     (out / "README.md").write_text(dataset_card(summaries, seed, revision))
     return summaries
 
@@ -74,7 +76,8 @@ def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None
         configs=[{"config_name": s.name, "data_files": [{"split": "test", "path": PARQUET.format(config=s.name)}]}
                  for s in summaries],
     )
-    table = "\n".join(f"| {s.name} | {s.version} | {s.rows} | `{s.content_hash}` |" for s in summaries)
+    table = "\n".join(f"| {s.name} | {s.summary} | {'yes' if s.contract else 'no'} | {s.version} | {s.rows} | "
+                      f"`{s.content_hash}` |" for s in summaries)
     donor_configs = [s.name for s in summaries if s.name != "harvest"]
     fields = field_table(SUITES.get(donor_configs[0] if donor_configs else "discovery"))
     harvest = _harvest_section() if any(s.name == "harvest" for s in summaries) else ""

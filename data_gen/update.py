@@ -163,4 +163,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build_item(item_id, draw(rng))
 
 
-SUITE = SUITES.register("update")(Suite("update", VERSION, default_n=64, make_item=make_item))
+SUITE = SUITES.register("update")(Suite("update", VERSION, default_n=64, make_item=make_item,
+          summary=("does an out-of-band patch of the dropped source win over the materialized old value? "
+                   "(kv_coherence2)")))

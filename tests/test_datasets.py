@@ -31,7 +31,7 @@ def repo(tmp_path_factory) -> Path:
 def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
     from datasets import load_dataset
 
-    assert SUITES.names() == ["access", "discovery", "harvest", "landing", "programming", "trigger", "update"]
+    assert SUITES.names() == ["access", "discovery", "edge_swap", "harvest", "landing", "programming", "trigger", "update"]
     for name in SUITES.names():
         suite = SUITES.get(name)
         ds = load_dataset(str(repo), name, split="test", cache_dir=str(tmp_path))
@@ -48,10 +48,16 @@ def test_card_documents_configs_fields_and_hashes(repo):
     assert f"path: {PARQUET.format(config='discovery')}" in card
     for field in ROW_FIELDS + HARVEST_FIELDS:
         assert f"| `{field}` |" in card
-    assert "config_name: harvest" in card and f"| harvest | {SUITES.get('harvest').version} | 6 |" in card
+    def row(name: str) -> str:  # the card's table row of a 6-row config: what it measures, contract, version
+        suite = SUITES.get(name)
+        return f"| {name} | {suite.summary} | {'yes' if suite.contract else 'no'} | {suite.version} | 6 |"
+
+    assert "config_name: harvest" in card and row("harvest") in card
     pairs, info = load_pairs(str(repo), "discovery")
-    assert f"`{info['config_content_hash']}`" in card and f"| discovery | {SUITES.get('discovery').version} | 6 |" in card
-    assert "config_name: landing" in card and f"| landing | {SUITES.get('landing').version} | 6 |" in card
+    assert f"`{info['config_content_hash']}`" in card and row("discovery") in card
+    assert "config_name: landing" in card and row("landing") in card
+    assert "config_name: edge_swap" in card and "| edge_swap | does the served leaf edge select" in card
+    assert row("edge_swap").endswith("| no | 1 | 6 |")
 
 
 def test_generation_is_byte_identical_and_seeded(tmp_path):

@@ -12,10 +12,11 @@ from tests.helpers import dialog_sources
 RELEASE = Path(__file__).resolve().parents[1] / "suites"
 
 
-def card_table() -> dict[str, tuple[str, int, str]]:
+def card_table() -> dict[str, tuple[str, bool, str, int, str]]:
     card = (RELEASE / "README.md").read_text()
-    rows = re.findall(r"^\| (\w+) \| (\w+) \| (\d+) \| `([0-9a-f]{64})` \|$", card, re.MULTILINE)
-    return {name: (version, int(n), digest) for name, version, n, digest in rows}
+    rows = re.findall(r"^\| (\w+) \| ([^|]+) \| (yes|no) \| (\w+) \| (\d+) \| `([0-9a-f]{64})` \|$", card, re.MULTILINE)
+    return {name: (summary, contract == "yes", version, int(n), digest)
+            for name, summary, contract, version, n, digest in rows}
 
 
 def test_the_release_holds_every_suite_as_generated_now(tmp_path):
@@ -24,9 +25,10 @@ def test_the_release_holds_every_suite_as_generated_now(tmp_path):
     table = card_table()
     assert sorted(table) == SUITES.names()
     assert "Generated with seed 0 " in (RELEASE / "README.md").read_text()
-    for name, (version, n, digest) in table.items():
+    for name, (summary, contract, version, n, digest) in table.items():
         suite = SUITES.get(name)
         rows = suite.dataset_rows(0, None, dialog_sources())
+        assert (summary, contract) == (suite.summary, suite.contract) and summary
         assert (version, n, digest) == (suite.version, len(rows), config_hash(rows)), (
             f"suites/ is stale for {name}: regenerate it with the command in README.md")
         ds = load_dataset(str(RELEASE), name, split="test", cache_dir=str(tmp_path))
@@ -42,4 +44,4 @@ def test_the_readme_suite_table_gives_the_rows_each_default_release_has():
     readme = (RELEASE.parent / "README.md").read_text()
     stated = {m.group(1): int(m.group(2).replace(",", ""))
               for m in re.finditer(r"^\| (\w+) \| ([\d,]+)\b", readme, re.MULTILINE)}
-    assert {name: stated.get(name) for name in SUITES.names()} == {name: n for name, (_, n, _) in card_table().items()}
+    assert {name: stated.get(name) for name in SUITES.names()} == {name: row[3] for name, row in card_table().items()}

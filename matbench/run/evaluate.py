@@ -53,7 +53,7 @@ class EvalConfig:
 
 
 def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """`--suite all`: every suite through one loaded model (harvest only with the dialog copies),
+    """`--suite all`: every contract suite through one loaded model (harvest only with the dialog copies),
     then the memory-contract scorecard of the run, written as DIR/scorecard.json."""
     import sys
     from dataclasses import replace
@@ -62,7 +62,7 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
     from matbench.results.scorecard import build_scorecard
 
     loaded = _load(cfg, shard)
-    names = SUITES.names()
+    names = [name for name in SUITES.names() if SUITES.get(name).contract]
     if not (cfg.locomo or cfg.realtalk):
         names.remove("harvest")
         print("note: harvest left out (it reads your dialog copies: add --locomo PATH --realtalk DIR)", file=sys.stderr)
