@@ -13,6 +13,11 @@ Items come in groups of ten that share every draw (five carrier kinds x two temp
 kinds are also compared *paired*: nld - pas per (group, template), with a bootstrap CI over
 groups, an exact McNemar test on the paired follow outcomes, and the same contrast on the donor
 margin shift (the signal of models too small to flip an argmax).
+
+kv_mater2's pre-registered contrasts, with carrier and review served (`both`), each with its
+verdict: follow(dir) - follow(pas) has a 95% CI that excludes 0; dir vs bind is equivalent
+within +-.075 (TOST through the 90% interval); the unrelated-register question is
+const-dominant (no global echo: `const` is the most frequent outcome class of its pairs).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from matbench.protocol.outcomes import outcome
 from matbench.protocol.records import ArmRecord, PairRecord
 
 GROUP = 10  # items per group of shared draws (data_gen/programming.py)
+EQUIVALENCE_BOUND = 0.075  # kv_mater2's pre-registered TOST bound for dir vs bind
 KIND_ORDER = ("pas", "bind", "dir", "nld", "exp")
 
 
@@ -80,7 +86,8 @@ def text_floor(records: Sequence[PairRecord], arm: str = "sel") -> dict[str, Any
 
 
 def paired_contrast(records: Sequence[PairRecord], kind: str, base: str, arm: str) -> dict[str, Any] | None:
-    """`kind` - `base` on `arm`, paired by (group, template): follow (the paper's parse) and shift."""
+    """`kind` - `base` on `arm`, paired by (group, template): follow (the paper's parse) and shift,
+    with the 95% and (for a TOST) the 90% cluster bootstrap interval of the follow difference."""
     cells: dict[tuple[int, str], dict[str, PairRecord]] = {}
     for r in records:
         if arm in r.arms:
@@ -97,11 +104,31 @@ def paired_contrast(records: Sequence[PairRecord], kind: str, base: str, arm: st
         "n_paired": len(pairs),
         "follow_difference": sum(diff) / len(diff),
         "follow_difference_ci": stats.cluster_bootstrap_mean_ci(diff, groups, seed=0).as_list(),
+        "follow_difference_ci90": stats.cluster_bootstrap_mean_ci(diff, groups, seed=0, confidence=0.90).as_list(),
         "mcnemar_p": stats.mcnemar_exact(sum(x and not y for x, y in follow), sum(y and not x for x, y in follow)),
         "shift_difference": sum(shift) / len(shift),
         "shift_difference_ci": stats.cluster_bootstrap_mean_ci(shift, groups, seed=0).as_list(),
         "shift_wilcoxon_p": stats.wilcoxon_p(shift),
     }
+
+
+def preregistered(records: Sequence[PairRecord], unrelated_classes: dict[str, int] | None) -> dict[str, Any]:
+    """kv_mater2's three pre-registered claims, each with its numbers and its verdict (None where the
+    run lacks the kinds or arms it needs)."""
+    dir_pas = paired_contrast(records, "dir", "pas", "both")
+    dir_bind = paired_contrast(records, "dir", "bind", "both")
+    out: dict[str, Any] = {"dir_minus_pas": None, "dir_vs_bind": None, "unrelated_const_dominant": None}
+    if dir_pas:
+        low, high = dir_pas["follow_difference_ci"]
+        out["dir_minus_pas"] = {**dir_pas, "excludes_zero": low > 0 or high < 0}
+    if dir_bind:
+        ci90 = stats.Interval(*dir_bind["follow_difference_ci90"])
+        out["dir_vs_bind"] = {**dir_bind, "tost_bound": EQUIVALENCE_BOUND,
+                              "equivalent": stats.equivalent_by_ci(ci90, EQUIVALENCE_BOUND)}
+    if unrelated_classes:
+        const = unrelated_classes["const"]
+        out["unrelated_const_dominant"] = all(const > n for c, n in unrelated_classes.items() if c != "const")
+    return out
 
 
 def _common_arms(records: Sequence[PairRecord]) -> list[str]:
@@ -133,6 +160,20 @@ class ProgrammingEvaluator(Evaluator):
         Metric("target_follow", "headline.target_follow", "follow, target asked", "the target-addressed question "
                "(\"What verdict is recorded for status register T?\") with carrier and review served, per kind "
                "that names a target", Scale.FOLLOW_RATE, Format.MAPPING),
+        Metric("dir_minus_pas", "preregistered.dir_minus_pas", "dir − pas", "kv_mater2's pre-registered "
+               "contrast (carrier + review served): donor-follow of the structured directive minus the passive "
+               "mention, paired by group (cluster bootstrap 95% CI; the claim: it excludes 0)", Scale.DIFFERENCE,
+               Format.SIGNED_CI, fields=("follow_difference", "follow_difference_ci")),
+        Metric("dir_vs_bind", "preregistered.dir_vs_bind", "dir − bind (90% CI)", "kv_mater2's pre-registered "
+               "equivalence: directive minus grounded binding, paired, with the 90% interval of its TOST at ±.075",
+               Scale.DIFFERENCE, Format.SIGNED_CI, Direction.ZERO, fields=("follow_difference",
+                                                                            "follow_difference_ci90")),
+        Metric("dir_bind_equivalent", "preregistered.dir_vs_bind.equivalent", "dir ≡ bind", "the TOST verdict: "
+               "the 90% interval of dir − bind lies inside ±.075", Scale.CHECK, Format.BOOL, Direction.NONE,
+               optional=True),
+        Metric("unrelated_const_dominant", "preregistered.unrelated_const_dominant", "unrelated const-dominant",
+               "kv_mater2's pre-registered echo check: `const` is the most frequent outcome class of the "
+               "unrelated-register question (no global echo)", Scale.CHECK, Format.BOOL, Direction.NONE),
         Metric("unrelated_flip_rate", "headline.unrelated_flip_rate", "unrelated echo", "echo control: share of "
                "pairs whose answer about the unrelated register differs across the donors (must stay near 0)",
                Scale.FOLLOW_RATE, direction=Direction.LOWER),
@@ -163,6 +204,7 @@ class ProgrammingEvaluator(Evaluator):
         echo = unrelated_echo(unrel) if unrel else None
         metrics["unrelated"] = echo
         metrics["text_floor"] = sel
+        metrics["preregistered"] = preregistered(records, arm_metrics(unrel, "unrel")["classes"] if unrel else None)
         metrics["headline"] = {
             "follow_both": {k: rate(k, "both") for k in kinds if rate(k, "both") is not None},
             "follow_both_counts": {k: [counts[k]["both"]["follow"], counts[k]["both"]["n"]]

@@ -166,3 +166,42 @@ def test_headline_counts_follow_with_the_papers_parse():
     assert m["text_floor"]["pas"]["member_a_exceeded"] == 0 and head["control_clean"] is True
     metric = EVALUATORS.get("programming").metric("follow_both")
     assert metric.value(m) == head["follow_both"]
+
+
+@pytest.mark.parametrize("dir_follows,bind_follows,excludes_zero,equivalent", [
+    (12, 12, True, True),  # dir and bind both always follow: dir - pas = 1, dir - bind = 0
+    (12, 0, True, False),  # dir follows, bind never: dir - bind = 1, far outside +-.075
+    (0, 0, False, True),  # nothing follows: dir - pas = 0 (no claim), dir = bind at the floor
+])
+def test_the_papers_preregistered_contrasts_and_their_verdicts(dir_follows, bind_follows, excludes_zero, equivalent):
+    records = []
+    for g in range(6):
+        for k, kind in enumerate(KINDS):
+            for t in (1, 2):
+                n = 2 * g + t - 1  # the n-th of 12 (group, template) cells
+                follows = {"dir": n < dir_follows, "bind": n < bind_follows}.get(kind, False)
+                unrel = ("ONLINE", "OFFLINE") if g < 2 and kind == "pas" else ("ONLINE", "ONLINE")
+                records.append(_record(10 * g + 5 * (t - 1) + k, f"{kind}/{t}", (FOLLOW, FOLLOW) if follows
+                                       else (CONST, CONST), unrel=unrel))
+    m = EVALUATORS.get("programming")(suite="programming").summarize(records)
+    pre = m["preregistered"]
+    assert pre["dir_minus_pas"]["n_paired"] == 12
+    assert pre["dir_minus_pas"]["follow_difference"] == pytest.approx(dir_follows / 12)
+    assert pre["dir_minus_pas"]["excludes_zero"] is excludes_zero
+    assert pre["dir_vs_bind"]["follow_difference"] == pytest.approx((dir_follows - bind_follows) / 12)
+    assert pre["dir_vs_bind"]["tost_bound"] == 0.075 and pre["dir_vs_bind"]["equivalent"] is equivalent
+    lo90, hi90 = pre["dir_vs_bind"]["follow_difference_ci90"]
+    lo95, hi95 = pre["dir_vs_bind"]["follow_difference_ci"]
+    assert lo95 <= lo90 <= hi90 <= hi95
+    # 4 of 60 unrelated-register pairs flip (pas, groups 0-1): const dominates
+    assert pre["unrelated_const_dominant"] is True and m["headline"]["unrelated_flip_rate"] == pytest.approx(4 / 60)
+    verdict = EVALUATORS.get("programming").metric("dir_bind_equivalent")
+    assert verdict.value(m) is equivalent
+
+
+def test_without_dir_and_bind_the_preregistered_contrasts_are_absent_not_invented():
+    records = [_record(10 * g + k, f"{kind}/1", (CONST, CONST)) for g in range(2) for k, kind in enumerate(KINDS)
+               if kind in ("pas", "nld")]
+    m = EVALUATORS.get("programming")(suite="programming").summarize(records)
+    assert m["preregistered"]["dir_minus_pas"] is None and m["preregistered"]["dir_vs_bind"] is None
+    assert EVALUATORS.get("programming").metric("dir_bind_equivalent").value(m) is None
