@@ -112,9 +112,11 @@ def paired_contrast(records: Sequence[PairRecord], kind: str, base: str, arm: st
     }
 
 
-def preregistered(records: Sequence[PairRecord], unrelated_classes: dict[str, int] | None) -> dict[str, Any]:
+def preregistered(records: Sequence[PairRecord]) -> dict[str, Any]:
     """kv_mater2's three pre-registered claims, each with its numbers and its verdict (None where the
-    run lacks the kinds or arms it needs)."""
+    run lacks the kinds or arms it needs); the unrelated question's classes are the paper's parse."""
+    unrel = [paper_outcome(r, "unrel") for r in records if "unrel" in r.arms]
+    unrelated_classes = {c: unrel.count(c) for c in ("follow", "anti", "const", "other")} if unrel else None
     dir_pas = paired_contrast(records, "dir", "pas", "both")
     dir_bind = paired_contrast(records, "dir", "bind", "both")
     out: dict[str, Any] = {"dir_minus_pas": None, "dir_vs_bind": None, "unrelated_const_dominant": None}
@@ -128,6 +130,7 @@ def preregistered(records: Sequence[PairRecord], unrelated_classes: dict[str, in
     if unrelated_classes:
         const = unrelated_classes["const"]
         out["unrelated_const_dominant"] = all(const > n for c, n in unrelated_classes.items() if c != "const")
+        out["unrelated_classes"] = unrelated_classes
     return out
 
 
@@ -204,7 +207,7 @@ class ProgrammingEvaluator(Evaluator):
         echo = unrelated_echo(unrel) if unrel else None
         metrics["unrelated"] = echo
         metrics["text_floor"] = sel
-        metrics["preregistered"] = preregistered(records, arm_metrics(unrel, "unrel")["classes"] if unrel else None)
+        metrics["preregistered"] = preregistered(records)
         metrics["headline"] = {
             "follow_both": {k: rate(k, "both") for k in kinds if rate(k, "both") is not None},
             "follow_both_counts": {k: [counts[k]["both"]["follow"], counts[k]["both"]["n"]]
