@@ -138,10 +138,17 @@ def test_the_recorded_revision_says_when_the_tree_differs_from_it(tmp_path):
     assert git_revision(tmp_path) is None  # not a checkout
     git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    (tmp_path / "f.py").write_text("a = 1\n")
-    subprocess.run([*git, "add", "f.py"], check=True)
+    code, result, submitted = tmp_path / "matbench" / "f.py", tmp_path / "results" / "r.json", \
+        tmp_path / "leaderboard" / "submissions" / "s.json"
+    for path in (code, result, submitted):
+        path.parent.mkdir(parents=True)
+        path.write_text("1\n")
+    subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "x"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     assert git_revision(tmp_path) == head
-    (tmp_path / "f.py").write_text("a = 2\n")  # a copied tree whose .git lags behind
-    assert git_revision(tmp_path) == head + "+dirty"
+    result.write_text("2\n")  # data, not code: a rescore rewriting results files one by one
+    submitted.write_text("2\n")
+    assert git_revision(tmp_path) == head and git_revision(code.parent) == head
+    code.write_text("2\n")  # a copied tree whose .git lags behind
+    assert git_revision(tmp_path) == head + "+dirty" and git_revision(code.parent) == head + "+dirty"

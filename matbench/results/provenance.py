@@ -13,14 +13,21 @@ def _git(here: Path, *args: str) -> subprocess.CompletedProcess | None:
         return None
 
 
+# What matbench installs from a checkout: only changes here make a run's code differ from HEAD.
+# Results and submissions are data (a rescore rewrites them one by one; the first must not mark
+# the rest as run from a modified matbench).
+CODE_PATHS = (":(top)matbench", ":(top)data_gen", ":(top)evaluators", ":(top)leaderboard", ":(top)pyproject.toml",
+              ":(top,exclude)leaderboard/submissions")
+
+
 def git_revision(here: Path | None = None) -> str | None:
-    """HEAD of the checkout matbench runs from, with "+dirty" when its tracked files differ from
+    """HEAD of the checkout matbench runs from, with "+dirty" when its tracked code differs from
     HEAD: a copied tree whose .git lags behind (as on a lent GPU machine) must not claim a commit
     it was not run from."""
     here = here or Path(__file__).resolve().parent
     head = _git(here, "rev-parse", "HEAD")
     if head is None or head.returncode != 0 or not head.stdout.strip():
         return None
-    status = _git(here, "status", "--porcelain", "--untracked-files=no")
+    status = _git(here, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     dirty = status is None or status.returncode != 0 or bool(status.stdout.strip())
     return head.stdout.strip() + ("+dirty" if dirty else "")
