@@ -35,6 +35,8 @@ class Suite:
     # Part of the memory contract (`matbench eval --suite all` and its scorecard); False for the
     # paper's further experiments, which a user runs by name.
     contract: bool = True
+    # Whether `--template para` (kv_frozen's untuned surface, data_gen/paraphrase.py) may reword it.
+    paraphrase: bool = True
 
     def item_rng(self, seed: int, index: int) -> random.Random:
         # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.

@@ -234,5 +234,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 SUITE = SUITES.register("trigger")(
     Suite("trigger", VERSION, default_n=16 * 24, make_item=make_item, group_size=len(CONSTRUCTIONS),
+          paraphrase=False,
           summary=("which of the paper's 16 carrier constructions write the dropped state through "
                    "(kv_parabank, kv_parabank2)")))

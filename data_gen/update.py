@@ -164,5 +164,6 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("update")(Suite("update", VERSION, default_n=64, make_item=make_item,
+          paraphrase=False,
           summary=("does an out-of-band patch of the dropped source win over the materialized old value? "
                    "(kv_coherence2)")))

@@ -22,6 +22,10 @@ def add_suite_rows(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
     p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
     p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
+    p.add_argument("--template", default="orig", choices=("orig", "para"),
+                   help="surface wording: orig (the suite's), or para, the paper's untuned robustness surface "
+                        "(kv_frozen: <entry i>/event: system_poll()/result:, statements reworded; not for trigger, "
+                        "update, harvest)")
 
 
 def suite_seed(args: argparse.Namespace) -> int:

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         memory_fraction=args.memory_fraction,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
-        progress=not args.no_progress, policy=args.policy,
+        progress=not args.no_progress, policy=args.policy, template=args.template,
     )
     from matbench.run.distributed import Shard
 

@@ -85,7 +85,7 @@ def choose_item(args: argparse.Namespace) -> tuple[Any, int]:
 
     cfg = EvalConfig(model=args.model, suite=args.suite, dataset=args.dataset, dataset_revision=args.dataset_revision,
                      limit=args.limit, seed=suite_seed(args), readouts=(args.readout,), locomo=args.locomo,
-                     realtalk=args.realtalk)
+                     realtalk=args.realtalk, template=args.template)
     check_config(cfg, Shard())  # eval's refusals (--limit, a misspelt suite), each as one line
     pairs, _ = load_suite(cfg)
     key = args.item.strip()

@@ -41,6 +41,11 @@ SEM = (
 )
 
 
+def entry_text(index: int, body: str) -> str:
+    """Event `index` under the paper's untuned PARA surface (kv_frozen.py `wrap`, "para")."""
+    return f"<entry {index + 1}>\nevent: system_poll()\nresult: {body}\n"
+
+
 def patch_step_text(index: int, body: str) -> str:
     """An out-of-band patch appended at query time (kv_coherence2.py `pstep`)."""
     return f"<step {index + 1}>\naction: memory_patch()\nobservation: {body}\n"
@@ -73,6 +78,8 @@ FRAMES = {
     "dialog": Frame("dialog", DIALOG_HDR, turn_text, isolated_alone=True),  # real multi-session dialogs (harvest)
     # The update suite (kv_coherence2.py): HDR + SEM; a patch step reads `memory_patch()`.
     "versioned": Frame("versioned", HDR + SEM, event_text, patch_step_text),
+    # The untuned surface of the paper's robustness check (kv_frozen.py PARA; `--template para`).
+    "entry": Frame("entry", HDR, entry_text),
 }
 
 

@@ -28,6 +28,7 @@ class RunSpec:
     seed: int = 0
     limit: int | None = None
     chunk_size: int | None = None
+    template: str = "orig"  # surface template: orig, or para (kv_frozen's untuned wording)
 
     @property
     def combo(self) -> tuple[str, str]:
@@ -35,7 +36,7 @@ class RunSpec:
 
     @property
     def stem(self) -> str:
-        """File stem of its results: `<suite>_<readout>_<serving>`, plus the policy when it is not
-        the oracle (`discovery_probe_compact_recent-64`)."""
-        base = f"{self.suite}_{self.readout}_{self.serving}"
+        """File stem of its results: `<suite>_<readout>_<serving>`, plus the template when it is not
+        the original and the policy when it is not the oracle (`discovery_probe_compact_para_recent-64`)."""
+        base = f"{self.suite}_{self.readout}_{self.serving}" + ("" if self.template == "orig" else f"_{self.template}")
         return base if self.policy == "oracle" else f"{base}_{re.sub(r'[^A-Za-z0-9.-]+', '-', self.policy)}"

@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
-# `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64; older files
-# are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
+# `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
+# config's optional `template`; older files are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6")
 
 
 class _Strict(BaseModel):
@@ -66,6 +66,9 @@ class RunConfig(_Strict):
     check: bool = Field(description="whether the faithfulness gates ran on every item")
     policy: str | None = Field(default=None, description="serving policy that chose the kept rows (`--policy`, "
                                "e.g. recent:64; schema 1.4); absent = the oracle, the suite's own served events")
+    template: Literal["para"] | None = Field(default=None, description="surface template (`--template`; schema "
+                                             "1.6): para = the paper's untuned kv_frozen wording; absent = the "
+                                             "suite's own")
 
 
 class Environment(_Strict):

@@ -50,6 +50,7 @@ class EvalConfig:
     fresh: bool = False
     progress: bool = True
     policy: str = "oracle"  # serving policy spec (matbench.engine.policies): oracle, recent:N, ...
+    template: str = "orig"  # surface template (data_gen/paraphrase.py): orig, or kv_frozen's untuned para
 
 
 def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -110,21 +111,28 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
     for readout in cfg.readouts:
         READOUTS.get(readout)
     parse_policy(cfg.policy)
+    from matbench.data_gen.paraphrase import check_template
+
+    check_template(cfg.template, cfg.suite, SUITES.get(cfg.suite).paraphrase)
 
 
 def load_suite(cfg: EvalConfig) -> tuple[list[Any], dict[str, Any]]:
     """The suite's donor pairs (from a dataset repository, or generated) and where they came from."""
     from matbench.data_gen import SUITES
     from matbench.data_gen.dialogs import DialogSources
+    from matbench.data_gen.paraphrase import with_template
 
     sources = DialogSources(cfg.locomo, cfg.realtalk)
+    suite = SUITES.get(cfg.suite)
     if cfg.dataset:
         from matbench.data_gen.loading import load_pairs
 
-        return load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision, sources=sources)
-    suite = SUITES.get(cfg.suite)
-    return suite.generate(cfg.seed, cfg.limit, sources), {"dataset": None, "suite_version": suite.version,
-                                                           "seed": cfg.seed}
+        pairs, info = load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision, sources=sources)
+    else:
+        pairs, info = suite.generate(cfg.seed, cfg.limit, sources), {"dataset": None, "suite_version": suite.version,
+                                                                     "seed": cfg.seed}
+    # Under --template para each pair is reworded (kv_frozen's untuned surface) and rechecked.
+    return [with_template(p, cfg.template, cfg.suite, suite.paraphrase) for p in pairs], info
 
 
 def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
@@ -132,7 +140,8 @@ def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
     servings = dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings)
     return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=engine.policy.spec,
                     revision=cfg.revision, dataset=cfg.dataset, dataset_revision=cfg.dataset_revision, dtype=cfg.dtype,
-                    attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size)
+                    attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size,
+                    template=cfg.template)
             for s in servings for r in dict.fromkeys(cfg.readouts)]
 
 
@@ -152,7 +161,8 @@ def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str,
     The policy is written only when it is not the oracle, so earlier runs keep their hashes."""
     return {"model": model_info, "suite": spec.suite, **source_info, "n_items": n_items, "readout": spec.readout,
             "serving": spec.serving, "chunk_size": spec.chunk_size, "check": check,
-            **({"policy": spec.policy} if spec.policy != "oracle" else {})}
+            **({"policy": spec.policy} if spec.policy != "oracle" else {}),
+            **({"template": spec.template} if spec.template != "orig" else {})}
 
 
 def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConfig, shard: Shard,
