@@ -35,6 +35,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog=EVAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_eval_options(p)
+    p.set_defaults(func=run)
+
+
+def add_eval_options(p: argparse.ArgumentParser) -> None:
+    """Every option of `matbench eval` (also `matbench replicate`'s)."""
     add_model(p)
     p.add_argument("--suite", default="discovery", help="suite name (a registered suite: built in, or a plugin's; "
                    "see MATBENCH_PLUGINS), or all for the whole memory contract and its scorecard (default: discovery)")
@@ -64,13 +70,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_dialog_sources(p)
     p.add_argument("--output", required=True, help="output directory")
-    p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from matbench.run.evaluate import EvalConfig, run_eval
+def eval_config(args: argparse.Namespace):
+    """The EvalConfig the parsed eval options describe."""
+    from matbench.run.evaluate import EvalConfig
 
-    cfg = EvalConfig(
+    return EvalConfig(
         model=args.model, suite=args.suite, output=args.output, dataset=args.dataset,
         dataset_revision=args.dataset_revision, limit=args.limit, seed=suite_seed(args),
         readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
@@ -81,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress, policy=args.policy, template=args.template,
     )
+
+
+def run(args: argparse.Namespace) -> int:
     from matbench.run.distributed import Shard
+    from matbench.run.evaluate import run_eval
+
+    cfg = eval_config(args)
 
     shard = Shard.from_env()  # several processes under torchrun / accelerate launch
     shard.start()

@@ -92,6 +92,14 @@ def _load(cfg: EvalConfig, shard: Shard):
                       device_map=cfg.device_map)
 
 
+def load_model_for(cfg: EvalConfig, shard: Shard | None = None):
+    """The model of `cfg`, loaded once for several runs (`matbench replicate`), after every option
+    that can be refused without it has been checked."""
+    shard = shard if shard is not None else Shard()
+    check_config(cfg, shard)
+    return _load(cfg, shard)
+
+
 def check_config(cfg: EvalConfig, shard: Shard) -> None:
     """Every option that can be refused before anything loads, each as one line."""
     from matbench.data_gen import SUITES
