@@ -128,7 +128,11 @@ def control_gate(record: PairRecord, arm: str = "control") -> GateResult:
 
 
 def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> list[GateResult]:
-    """The mask and layout gates over one set of literal-layout probes."""
+    """The mask and layout gates over one set of literal-layout probes (n/a for an item whose every
+    arm serves a donor-dependent event, e.g. the decoy audit's opposite decoy)."""
+    if not _arms_without_source(pair):
+        return [GateResult(name, True, None, "n/a: every arm serves a donor-dependent event")
+                for name in ("mask", "layout")]
     literal = literal_probes(engine, pair, caches)
     return [mask_gate(engine, pair, layout, caches, literal), layout_gate(engine, pair, layout, caches, literal)]
 
