@@ -85,6 +85,10 @@ def test_eval_under_para_passes_the_gates_and_stays_out_of_the_scorecard(tmp_pat
     log = [json.loads(line) for line in (out / "discovery_probe_compact_para.items.jsonl").read_text().splitlines()]
     assert len(log) == 2
     assert largest_runs([(path, parsed)], "probe") == {}  # the robustness check, not the contract
+    from matbench.results.report import report_rows
+
+    rows = [line for line in report_rows([path]) if line.startswith("| ") and "discovery" not in line]
+    assert rows[1].split(" | ")[1:4] == ["probe", "compact, para", "float32"]
     assert main(["eval", "--model", str(tiny_dir), "--suite", "trigger", "--template", "para",
                  "--output", str(out)]) == 2
     assert "suite trigger cannot take it" in capsys.readouterr().err
