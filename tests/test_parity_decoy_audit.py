@@ -15,7 +15,7 @@ from matbench.data_gen.access import CARRIER_AT, DECOY_AT
 from matbench.data_gen.decoy_audit import MODES, DecoyDraw, build
 from matbench.engine.layout import layout_pair
 from matbench.protocol.readouts import READOUTS
-from tests.parity.compare import EVENT, RENDERER, fixture, served, shifted, trajectory
+from tests.parity.compare import EVENT, RENDERER, budget_shifts, fixture, served, trajectory
 from tests.test_parity_access import text_prompt
 
 FIXTURE = fixture("decoy_audit")
@@ -33,17 +33,10 @@ def draw_of(item: dict) -> tuple[DecoyDraw, str]:
     return DecoyDraw(decoy.group(1), source_reg, target, decoy.group(2) or "ONLINE", source, fillers), gold
 
 
-def budget_shifts(pair, member: int, runs: list) -> list:
-    """The paper's runs moved by the gaps matbench's budgets leave after each donor-dependent slot
-    (the source; an opposite decoy too): ONLINE is one character shorter than OFFLINE."""
-    layout = layout_pair(pair, RENDERER)
-    m = layout.members[member]
-    for slot in sorted(pair.varying()):
-        lo, hi = m.event_spans[slot]
-        budget = max(b - a for a, b in (x.event_spans[slot] for x in layout.members))
-        assert budget - (hi - lo) == (1 if pair.member(member).events[slot].endswith(" ONLINE") else 0)
-        runs = shifted(runs, m.positions[hi - 1] + 1, budget - (hi - lo))
-    return runs
+def gaps(pair, member: int) -> list[int]:
+    """Positions matbench's budgets skip after each donor-dependent slot of `member`: ONLINE is one
+    character shorter than OFFLINE (the source; an opposite decoy too)."""
+    return [1 if pair.member(member).events[slot].endswith(" ONLINE") else 0 for slot in sorted(pair.varying())]
 
 
 @pytest.mark.parametrize("k", range(len(FIXTURE["items"])))
@@ -52,6 +45,10 @@ def test_matbench_renders_the_papers_draws_identically_up_to_the_source_budget(k
     draw, gold = draw_of(item)
     pair = build(draw, f"parity-{k}", item["mode"])
     member = ("ONLINE", "OFFLINE").index(gold)
+    layout = layout_pair(pair, RENDERER).members[member]
+    skipped = [max(b - a for a, b in (x.event_spans[s] for x in layout_pair(pair, RENDERER).members))
+               - (layout.event_spans[s][1] - layout.event_spans[s][0]) for s in sorted(pair.varying())]
+    assert skipped == gaps(pair, member)
     assert trajectory(pair, member) == budget_shifts(pair, member, item["prefill"])
     for arm in ("harv_kv", "sel_ikv"):
         ours, paper = served(pair, arm, member, "short"), item["serves"][arm]

@@ -12,8 +12,7 @@ import re
 import pytest
 
 from matbench.data_gen.edge_swap import LEAF_AT, ROOT_A, ROOT_B, SOURCE_A, SOURCE_B, EdgeSwapDraw, build
-from matbench.engine.layout import layout_pair
-from tests.parity.compare import EVENT, RENDERER, fixture, served, shifted, trajectory
+from tests.parity.compare import EVENT, budget_shifts, fixture, served, trajectory
 
 FIXTURE = fixture("edge_swap")
 LEAVES = {"LA": "a", "LB": "b"}  # the paper's leaf -> matbench's
@@ -39,17 +38,6 @@ def draw_of(item: dict) -> tuple[EdgeSwapDraw, str, str]:
     assert lb[LEAF_AT] == f"register {target} mirrors register {root_b}"
     draw = EdgeSwapDraw(decoy, source_a, source_b, root_a, root_b, target, (state_a, state_b), tuple(la))
     return draw, va, vb
-
-
-def budget_shifts(pair, member: int, runs: list) -> list:
-    """The paper's runs moved by the gaps matbench's budgets leave after each dropped source."""
-    layout = layout_pair(pair, RENDERER)
-    m = layout.members[member]
-    for slot in (SOURCE_A, SOURCE_B):
-        lo, hi = m.event_spans[slot]
-        budget = max(b - a for a, b in (x.event_spans[slot] for x in layout.members))
-        runs = shifted(runs, m.positions[hi - 1] + 1, budget - (hi - lo))
-    return runs
 
 
 DIFF = [k for k, item in enumerate(FIXTURE["items"]) if draw_of(item)[1] != draw_of(item)[2]]

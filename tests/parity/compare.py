@@ -54,3 +54,16 @@ def shifted(runs: list, after: int, gap: int) -> list:
         ids += [ord(c) for c in text]
         positions += [p + gap if p >= after else p for p in range(first, last + 1)]
     return [[t, p] for t, p in _runs(ids, positions)]
+
+
+def budget_shifts(pair: DonorPair, member: int, runs: list) -> list:
+    """The paper's runs (one unpaired trajectory, no budgets) moved by the gaps matbench's position
+    budgets leave after each donor-dependent slot of `member` (the source, a second dropped source,
+    an opposite decoy, a verdict...), in slot order."""
+    layout = layout_pair(pair, RENDERER)
+    m = layout.members[member]
+    for slot in sorted(pair.varying()):
+        lo, hi = m.event_spans[slot]
+        budget = max(b - a for a, b in (x.event_spans[slot] for x in layout.members))
+        runs = shifted(runs, m.positions[hi - 1] + 1, budget - (hi - lo))
+    return runs
