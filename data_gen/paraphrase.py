@@ -85,7 +85,7 @@ def check_template(template: str, suite: str, paraphrasable: bool) -> None:
         raise MatbenchError(f"unknown --template {template!r}; choose from {', '.join(TEMPLATES)}")
     if template != "orig" and not paraphrasable:
         raise MatbenchError(f"--template {template} rewords the synthetic trajectories; suite {suite} cannot take it "
-                            "(trigger's point is its wording; update and harvest have their own frames)")
+                            "(trigger's point is its wording; update, harvest and reference_gradient have their own frames)")
 
 
 def with_template(pair: DonorPair, template: str, suite: str, paraphrasable: bool) -> DonorPair:

@@ -8,6 +8,7 @@ from matbench.evaluators import (  # noqa: F401  (registers the suites)
     harvest,
     landing,
     programming,
+    reference_gradient,
     trigger,
     update,
 )

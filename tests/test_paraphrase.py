@@ -17,7 +17,7 @@ from matbench.protocol.readouts import RELEVANT_TRACE
 from tests.parity.compare import fixture
 
 FIXTURE = fixture("paraphrase")
-PARAPHRASABLE = ["access", "discovery", "edge_swap", "landing", "programming"]
+PARAPHRASABLE = ["access", "decoy_audit", "discovery", "edge_swap", "landing", "programming"]
 
 
 def test_the_rewording_table_is_kv_frozens():

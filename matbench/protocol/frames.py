@@ -41,6 +41,18 @@ SEM = (
 )
 
 
+TOOL_SEPARATOR = " => "
+
+
+def tool_step_text(index: int, body: str) -> str:
+    """A step whose body names its own tool call, "save_checkpoint() => checkpoint saved ..." (the
+    paper's kv_refcarrier.py gives each step its action); a body without one is a reg_op() step."""
+    action, sep, observation = body.partition(TOOL_SEPARATOR)
+    if not sep:
+        action, observation = "reg_op()", body
+    return f"<step {index + 1}>\naction: {action}\nobservation: {observation}\n"
+
+
 def entry_text(index: int, body: str) -> str:
     """Event `index` under the paper's untuned PARA surface (kv_frozen.py `wrap`, "para")."""
     return f"<entry {index + 1}>\nevent: system_poll()\nresult: {body}\n"
@@ -78,6 +90,8 @@ FRAMES = {
     "dialog": Frame("dialog", DIALOG_HDR, turn_text, isolated_alone=True),  # real multi-session dialogs (harvest)
     # The update suite (kv_coherence2.py): HDR + SEM; a patch step reads `memory_patch()`.
     "versioned": Frame("versioned", HDR + SEM, event_text, patch_step_text),
+    # Steps that name their own tool call (kv_refcarrier.py: read_sensor(), update_flag(), ...).
+    "tool_steps": Frame("tool_steps", HDR, tool_step_text),
     # The untuned surface of the paper's robustness check (kv_frozen.py PARA; `--template para`).
     "entry": Frame("entry", HDR, entry_text),
 }
