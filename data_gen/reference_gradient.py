@@ -68,7 +68,10 @@ def draw(rng: random.Random) -> ReferenceDraw:
     thr, high, low = readings(rng)
     source = rng.randrange(*SOURCE_RANGE)
     own = (decoy, sensor, target)
-    fillers = tuple("" if i in (DECOY_AT, source, source + 1, CARRIER_AT) else filler_body(rng, own)
+    # Fillers never show a member's reading (a served donor-specific number); the paper's unpaired
+    # item has one reading and no such rule (as the programming suite, README protocol notes).
+    readings_ = frozenset((high, low))
+    fillers = tuple("" if i in (DECOY_AT, source, source + 1, CARRIER_AT) else filler_body(rng, own, readings_)
                     for i in range(N_EVENTS))
     return ReferenceDraw(decoy, sensor, target, thr, high, low, source, fillers)
 
