@@ -64,12 +64,12 @@ class DecoyAuditEvaluator(Evaluator):
                "95% CI): recall bought by eliminating the decoy", Scale.DIFFERENCE, Format.SIGNED_CI,
                Direction.NONE),
         Metric("none_classes", "by_mode.none.harv_kv.classes", "no-decoy f:a", "harv_kv donor classes with no served "
-               "state word (none mode)", Scale.FOLLOW, Format.CLASSES),
+               "state word (none mode)", Scale.FOLLOW, Format.CLASSES, optional=True),
         Metric("none_shift", "by_mode.none.harv_kv.donor_shift", "no-decoy donor shift", "harv_kv donor margin "
-               "shift in none mode (SPEC 2.7)", Scale.SHIFT, Format.SIGNED_CI),
+               "shift in none mode (SPEC 2.7)", Scale.SHIFT, Format.SIGNED_CI, optional=True),
         Metric("independent_shift", "by_mode.independent.harv_kv.donor_shift", "independent donor shift",
                "harv_kv donor margin shift with an independent decoy (access bin2's design)", Scale.SHIFT,
-               Format.SIGNED_CI),
+               Format.SIGNED_CI, optional=True),
         Metric("decoy_echo", "headline.decoy_echo", "decoy echo", "independent mode: harv_kv answers equal to the "
                "served decoy's value", Scale.ACCURACY, direction=Direction.NONE),
         Metric("comprehension", "headline.comprehension", "comprehension", "full_txt accuracy per mode",

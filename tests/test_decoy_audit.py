@@ -78,3 +78,12 @@ def test_an_eliminating_model_scores_only_with_the_opposite_decoy():
 def test_the_decoy_echo_counts_answers_equal_to_the_independent_decoy(answers, echo):
     records = [_record(3 * g + 1, "independent", answers) for g in range(3)]
     assert EVALUATORS.get("decoy_audit")(suite="decoy_audit").summarize(records)["headline"]["decoy_echo"] == echo
+
+
+def test_a_run_without_every_mode_reads_its_missing_metrics_as_dashes():
+    records = [_record(0, "opposite", STATES)]  # --limit 1: the first mode only
+    m = EVALUATORS.get("decoy_audit")(suite="decoy_audit").summarize(records)
+    texts = {metric.key: metric.text(metric.value(m)) for metric in EVALUATORS.get("decoy_audit").contract}
+    assert texts["none_classes"] == texts["none_shift"] == texts["independent_shift"] == "—"
+    assert texts["decoy_inflation"] == "—" and texts["control_clean"] == "—"
+    assert m["headline"]["harv_kv_accuracy"] == {"opposite": 1.0}
