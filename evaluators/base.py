@@ -116,6 +116,31 @@ def _expected_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]
     }
 
 
+def item_index(record: PairRecord) -> int:
+    """The item's index in its suite (the item_id's last field)."""
+    return int(record.item_id.rsplit("-", 1)[1])
+
+
+def member_accuracy(record: PairRecord, arm: str) -> float:
+    """Share of the pair's two members whose answer is their own donor value."""
+    return sum(a == v for a, v in zip(record.arms[arm].answers, record.arm_values(arm))) / 2
+
+
+def group_contrast(records: Sequence[PairRecord], group_size: int, condition, kind: str, base: str,
+                   arm: str) -> dict[str, Any] | None:
+    """`arm`'s accuracy under condition `kind` minus under `base`, paired within groups of
+    `group_size` consecutive items sharing every draw (`condition(record)` names an item's), with a
+    bootstrap 95% CI over the groups; None when no group holds both."""
+    cells: dict[int, dict[str, PairRecord]] = {}
+    for r in records:
+        cells.setdefault(item_index(r) // group_size, {})[condition(r)] = r
+    diffs = [member_accuracy(c[kind], arm) - member_accuracy(c[base], arm) for c in cells.values()
+             if kind in c and base in c]
+    if not diffs:
+        return None
+    return {"n_groups": len(diffs), "mean": sum(diffs) / len(diffs), "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list()}
+
+
 def control_clean(control: dict[str, Any]) -> bool:
     """The control gate over a whole run: serving only events before the source, no pair may be
     donor-sensitive and every donor shift must be exactly 0."""

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from matbench import stats
-from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean, group_contrast
 from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
@@ -29,27 +28,6 @@ CHANCE = 0.5
 def mode_of(record: PairRecord) -> str:
     """The item's decoy mode (an independent item's variant also names its decoy's state)."""
     return (record.variant or "").split("/")[0]
-
-
-def _group(record: PairRecord) -> int:
-    return int(record.item_id.rsplit("-", 1)[1]) // len(MODES)
-
-
-def _accuracy(record: PairRecord, arm: str) -> float:
-    return sum(a == v for a, v in zip(record.arms[arm].answers, record.arm_values(arm))) / 2
-
-
-def inflation(records: Sequence[PairRecord]) -> dict[str, Any] | None:
-    """harv_kv accuracy with the opposite decoy minus with the independent one, per group."""
-    cells: dict[int, dict[str, PairRecord]] = {}
-    for r in records:
-        cells.setdefault(_group(r), {})[mode_of(r)] = r
-    diffs = [_accuracy(c["opposite"], "harv_kv") - _accuracy(c["independent"], "harv_kv")
-             for c in cells.values() if "opposite" in c and "independent" in c]
-    if not diffs:
-        return None
-    return {"n_groups": len(diffs), "mean": sum(diffs) / len(diffs),
-            "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list()}
 
 
 @EVALUATORS.register("decoy_audit")
@@ -99,7 +77,7 @@ class DecoyAuditEvaluator(Evaluator):
             "harv_kv_accuracy_ci": {m: by_mode[m]["harv_kv"]["menu_accuracy_ci"] for m in modes},
             "table": {m: {arm: by_mode[m][arm]["menu_accuracy"] for arm in ARMS} | {"harv_none": by_mode[m]["harv_none"]}
                       for m in modes},
-            "decoy_inflation": inflation(records),
+            "decoy_inflation": group_contrast(records, len(MODES), mode_of, "opposite", "independent", "harv_kv"),
             "decoy_echo": echo,
             "comprehension": {m: by_mode[m]["full_txt"]["menu_accuracy"] for m in modes},
             "control_clean": control_clean(metrics["arms"]["control"]) if controlled else None,

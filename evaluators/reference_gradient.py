@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from matbench import stats
-from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean, group_contrast
 from matbench.protocol.metrics import Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
@@ -22,19 +21,9 @@ KINDS = ("neutral", "outcome", "state", "copy")
 CHANCE = 0.5
 
 
-def _accuracy(record: PairRecord, arm: str) -> float:
-    return sum(a == v for a, v in zip(record.arms[arm].answers, record.arm_values(arm))) / 2
-
-
 def contrast(records: Sequence[PairRecord], kind: str, base: str = "neutral") -> dict[str, Any] | None:
     """harv accuracy of `kind` minus `base`, paired per group of shared draws (bootstrap 95% CI)."""
-    cells: dict[int, dict[str, PairRecord]] = {}
-    for r in records:
-        cells.setdefault(int(r.item_id.rsplit("-", 1)[1]) // len(KINDS), {})[r.variant or ""] = r
-    diffs = [_accuracy(c[kind], "harv") - _accuracy(c[base], "harv") for c in cells.values() if kind in c and base in c]
-    if not diffs:
-        return None
-    return {"n_groups": len(diffs), "mean": sum(diffs) / len(diffs), "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list()}
+    return group_contrast(records, len(KINDS), lambda r: r.variant or "", kind, base, "harv")
 
 
 @EVALUATORS.register("reference_gradient")
