@@ -14,8 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.parity.make_discovery import NOTICE
-from tests.parity.recorder import paper_on_path
+from tests.parity.recorder import notice, paper_on_path
 
 KINDS = {"state": {"r": "KAPPA", "v": "ONLINE"}, "num": {"r": "SIGMA", "v": 417},
          "mirror": {"a": "THETA", "b": "GAMMA"}, "selftest": {"r": "DELTA"},
@@ -29,7 +28,7 @@ def main(paper_root: str) -> None:
         kinds = {k: {t: frozen.phr(t, k, **kw) for t in ("orig", "para")} for k, kw in KINDS.items()}
         wraps = {t: frozen.wrap(t, 4, "BODY") for t in ("orig", "para")}
     out = Path(__file__).parent / "fixtures" / "paraphrase.json"
-    out.write_text(json.dumps({"notice": NOTICE.replace("kv_causal", "kv_frozen"), "script": "kv_frozen",
+    out.write_text(json.dumps({"notice": notice("kv_frozen"), "script": "kv_frozen",
                                "kinds": kinds, "wrap_index_4": wraps}, indent=1) + "\n")
     print(f"wrote {out}")
 

@@ -14,13 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-from tests.parity.recorder import record_run
+from tests.parity.recorder import notice, record_run
 
 SCRIPT, ITEMS, SEED = "kv_refcarrier", 3, 1600
 CARRIERS = ("neutral", "outcome", "state", "copy")
-NOTICE = (f"Rendered by kvmemory/{SCRIPT}.py of https://github.com/oklen/Compute-Globally-Materialize-Locally "
-          "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai; "
-          "see tests/parity/fixtures/PAPER-LICENSE")
+NOTICE = notice(SCRIPT)
 
 
 def main(paper_root: str) -> None:

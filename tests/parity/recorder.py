@@ -173,6 +173,13 @@ def fake_serve_compact(llm, blocks, qids, gen=0):
 SCRIPT_FAKES = {"kv_harvnative": {"serve_native": fake_serve_native, "serve_compact": fake_serve_compact}}
 
 
+def notice(script: str) -> str:
+    """The MIT notice a fixture rendered by one of the paper's scripts carries."""
+    return (f"Rendered by kvmemory/{script}.py of https://github.com/oklen/Compute-Globally-Materialize-Locally "
+            "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai; "
+            "see tests/parity/fixtures/PAPER-LICENSE")
+
+
 @contextlib.contextmanager
 def paper_on_path(paper_root: Path):
     sys.path.insert(0, str(paper_root))
