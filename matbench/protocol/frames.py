@@ -26,6 +26,13 @@ def event_text(index: int, body: str) -> str:
     return f"<step {index + 1}>\naction: reg_op()\nobservation: {body}\n"
 
 
+# kv_phantom.py's header: the same instruction for a deployment-tools trajectory.
+DEPLOY_HDR = (
+    "You are reviewing a completed agent trajectory. Use it to answer the question precisely.\n\n"
+    "Task: operate the deployment tools and report system state faithfully.\n\nTrajectory:\n"
+)
+
+
 # The update suite's semantics block, appended after HDR (kv_coherence2.py SEM, verbatim): version
 # tags, `mirrors` as a live derived view, and what a `memory_patch()` step means.
 SEM = (
@@ -92,6 +99,8 @@ FRAMES = {
     "versioned": Frame("versioned", HDR + SEM, event_text, patch_step_text),
     # Steps that name their own tool call (kv_refcarrier.py: read_sensor(), update_flag(), ...).
     "tool_steps": Frame("tool_steps", HDR, tool_step_text),
+    # kv_phantom.py's deployment-tools trajectories (its own header; steps name their tool calls).
+    "deploy_tools": Frame("deploy_tools", DEPLOY_HDR, tool_step_text),
     # The untuned surface of the paper's robustness check (kv_frozen.py PARA; `--template para`).
     "entry": Frame("entry", HDR, entry_text),
 }
