@@ -15,12 +15,9 @@ import json
 import sys
 from pathlib import Path
 
-from tests.parity.recorder import record_run
+from tests.parity.recorder import notice, record_run
 
 SCRIPT = "kv_phantom"
-NOTICE = (f"Rendered by kvmemory/{SCRIPT}.py of https://github.com/oklen/Compute-Globally-Materialize-Locally "
-          "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai; "
-          "see tests/parity/fixtures/PAPER-LICENSE")
 
 
 def main(paper_root: str) -> None:
@@ -34,7 +31,7 @@ def main(paper_root: str) -> None:
                         "iso": run.serves[3 * k + 2].to_json()}} for k in range(n)]
     assert len(run.encodes) == 1 + 3 * n
     out = Path(__file__).parent / "fixtures" / "phantom_swap.json"
-    out.write_text(json.dumps({"notice": NOTICE, "script": SCRIPT, "argv": argv, "rows": rows}, indent=1) + "\n")
+    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "rows": rows}, indent=1) + "\n")
     print(f"wrote {out} ({n} rows)")
 
 
