@@ -213,7 +213,7 @@ def build(draw: HarvestDraw, item_id: str, variant: str) -> DonorPair:
         carriers = draw.carriers
         arms = (
             Arm("harv", carriers, ask, open_question=True, budget=RECOGNITION_TOKENS),
-            Arm("iso", carriers, ask, encoding="isolated", open_question=True, budget=RECOGNITION_TOKENS),
+            Arm("iso", carriers, ask, encoding="headless", open_question=True, budget=RECOGNITION_TOKENS),
             Arm("text", carriers, ask, encoding="text", open_question=True, budget=RECOGNITION_TOKENS),
             Arm("none", (), ask, encoding="text", open_question=True, budget=RECOGNITION_TOKENS),
             Arm("goldev", tuple(evidence), ask, uses_source=True, encoding="text", open_question=True,
@@ -237,7 +237,7 @@ def build(draw: HarvestDraw, item_id: str, variant: str) -> DonorPair:
     inj = len(events) - 1
     other = OPTIONS[1 - OPTIONS.index(draw.letter)]
     arms = (Arm("harv", (inj,), ask, open_question=True, budget=RECOGNITION_TOKENS),
-            Arm("iso", (inj,), ask, encoding="isolated", open_question=True, budget=RECOGNITION_TOKENS))
+            Arm("iso", (inj,), ask, encoding="headless", open_question=True, budget=RECOGNITION_TOKENS))
     # The one served turn is a template over the question, identical in both members and drawn
     # without the donor: whatever it names (a question that names the gold, a negative made of
     # words such as "to" or "the") the query names too. So it is declared donor-independent

@@ -125,10 +125,9 @@ def test_hydration_builds_both_kinds_of_item():
     assert re.fullmatch(r"natural/(locomo|realtalk)/[\w-]+/(strong|weak)", natural.variant)
     assert not natural.paired and natural.values[0] == natural.values[1] and natural.frame == "dialog"
     # The paper's header is the chat head alone; its iso encodes each turn with no header at all.
-    assert FRAMES["dialog"].header == "" and FRAMES["dialog"].isolated_alone
-    assert not FRAMES["trajectory"].isolated_alone  # access's sel_ikv keeps header + event
+    assert FRAMES["dialog"].header == ""
     assert [a.name for a in natural.arms] == ["harv", "iso", "text", "none", "goldev"]
-    assert natural.arm("iso").encoding == "isolated" and natural.arm("none").served == ()
+    assert natural.arm("iso").encoding == "headless" and natural.arm("none").served == ()
     assert natural.arm("none").encoding == natural.arm("text").encoding == "text"  # the paper's text prompts
     # kv_harvest4 recog_q after "\n\nQuestion: ": the question carries its own answer instruction.
     assert all(a.open_question for a in natural.arms + injected.arms)
@@ -142,7 +141,7 @@ def test_hydration_builds_both_kinds_of_item():
     assert changed and changed[0] == injected.source and all(i < inj for i in changed)
 
 
-def test_isolated_alone_encodes_the_event_with_nothing_before_it(tiny_llama):
+def test_the_headless_encoding_encodes_the_event_with_nothing_before_it(tiny_llama):
     from matbench.data_gen.harvest import HarvestDraw, build
     from matbench.engine.cache import isolated_cache, prefill
     from matbench.engine.runtime import cache_rows, new_cache
@@ -167,7 +166,7 @@ def test_isolated_alone_encodes_the_event_with_nothing_before_it(tiny_llama):
     assert not torch.allclose(after_header.keys[last][:, :, lo:hi], keys[last], atol=1e-3)
     assert not torch.allclose(caches[0].keys[last][:, :, lo:hi], keys[last], atol=1e-3)  # the joint rows
     assert torch.equal(alone.keys[last][:, :, :lo], caches[0].keys[last][:, :, :lo])  # every other row unchanged
-    # The engine asks for it through the pair's frame.
+    # The engine asks for it through the arm's encoding.
     derived = engine.derived_caches(pair, layout, caches)["iso"][0]
     assert all(torch.equal(d, a) for d, a in zip(derived.keys, alone.keys))
 

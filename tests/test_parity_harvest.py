@@ -122,9 +122,9 @@ def _text_prompt(pair: DonorPair, arm_name: str, repeat: list[int] | None = None
 
 
 def _iso_encodes(pair: DonorPair, member: int, events) -> list[list]:
-    """What matbench's isolated encoding prefills for each served event of a frame with
-    `isolated_alone`: the event's own ids at its own positions, nothing before them."""
-    assert FRAMES[pair.frame].isolated_alone
+    """What matbench's headless encoding (the iso arm's) prefills for each served event: the
+    event's own ids at its own positions, nothing before them."""
+    assert pair.arm("iso").encoding == "headless"
     m = layout_pair(pair, RENDERER).members[member]
     out = []
     for i in events:

@@ -124,7 +124,7 @@ def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout,
     """A copy of `cache` whose rows of the `served` events are re-encoded one event at a time, at
     the event's original positions: header + that event (SPEC 3.4 `sel_ikv`), or with `alone` the
     event with nothing before it, not even the header (the paper's harvest `iso`: kv_harvest4.py
-    encodes `eids[i]` alone; the frame's `isolated_alone` asks for it).
+    encodes `eids[i]` alone; the `headless` encoding asks for it).
 
     The rows sit at the same slots and positions as the joint ones, so an isolated arm differs
     from its joint arm only in what the rows could have absorbed from the rest of the trajectory.

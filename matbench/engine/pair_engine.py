@@ -24,7 +24,6 @@ from matbench.engine.selection import governed, select
 from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
 from matbench.errors import MatbenchError
 from matbench.models.loading import LoadedModel
-from matbench.protocol.frames import FRAMES
 from matbench.protocol.margins import donor_shift
 from matbench.protocol.outcomes import outcome
 from matbench.protocol.pairs import Arm, DonorPair
@@ -157,8 +156,7 @@ class PairEngine:
         re-encodings, or rows swapped across members); arms with the same encoding and served set
         share them. An arm that does not
         serve donor-dependent events gets one cache for both members (bit-identical rows)."""
-        alone = FRAMES[pair.frame].isolated_alone  # harvest: each turn encoded with no header (the paper's iso)
-        build = {"isolated": partial(isolated_cache, alone=alone), "text": text_cache}
+        build = {"isolated": isolated_cache, "headless": partial(isolated_cache, alone=True), "text": text_cache}
         out: dict[str, tuple[EventCache, EventCache]] = {}
         made: dict[tuple, tuple[EventCache, EventCache]] = {}
         for arm in pair.arms:

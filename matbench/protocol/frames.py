@@ -84,9 +84,6 @@ class Frame:
     render_event: Callable[[int, str], str]
     # An event appended at query time (a served patch); None: rendered like any other event.
     render_appended: Callable[[int, str], str] | None = None
-    # The "isolated" encoding: True encodes each served event alone, with no header rows before it
-    # (the paper's harvest `iso`, kv_harvest4.py); False after the header (access `sel_ikv`).
-    isolated_alone: bool = False
 
     def appended_text(self, index: int, body: str) -> str:
         return (self.render_appended or self.render_event)(index, body)
@@ -94,7 +91,7 @@ class Frame:
 
 FRAMES = {
     "trajectory": Frame("trajectory", HDR, event_text),  # synthetic agent trajectories (SPEC 2.1)
-    "dialog": Frame("dialog", DIALOG_HDR, turn_text, isolated_alone=True),  # real multi-session dialogs (harvest)
+    "dialog": Frame("dialog", DIALOG_HDR, turn_text),  # real multi-session dialogs (harvest)
     # The update suite (kv_coherence2.py): HDR + SEM; a patch step reads `memory_patch()`.
     "versioned": Frame("versioned", HDR + SEM, event_text, patch_step_text),
     # Steps that name their own tool call (kv_refcarrier.py: read_sensor(), update_flag(), ...).
