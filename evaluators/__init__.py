@@ -11,6 +11,7 @@ from matbench.evaluators import (  # noqa: F401  (registers the suites)
     phantom_swap,
     programming,
     reference_gradient,
+    sink_dependency,
     trigger,
     update,
 )

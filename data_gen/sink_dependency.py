@@ -1,0 +1,100 @@
+"""Sink-vs-dependency suite (the paper's kv_phantom.py E3; Discovery): are an attention sink and
+cross-event conditioning two separate things that independent encoding loses?
+
+kv_phantom's item: 12 `probe()` steps after its deployment-tools header; three of them (sorted,
+distinct) form a copy chain, "register ALPHA initialized to V", "register BETA copied from
+register ALPHA", "register GAMMA copied from register BETA", and the other nine read sensors
+("sensor psi_4 measured 512"). Every event is served, encoded independently at its original
+positions, either after the header (head: kv_phantom's `head`, matbench's `isolated` encoding) or
+with nothing before it (nohead: the `headless` encoding), and asked a single-retrieval question (a
+sensor's value) or the multi-hop one (GAMMA's value = V), in 12 generated tokens. The whole
+trajectory as one text prompt is kv_phantom's full-prefill control. If the head fixes retrieval
+but not multi-hop, sink stabilisation and missing cross-event conditioning are separate mechanisms.
+
+No event is dropped, so there is no donor to follow: the items are unpaired (both members
+identical; accuracy only). Each question's menu pairs the gold with a foil (another sensor's
+value with another first digit, drawn after kv_phantom's draws) so that the probe readout is a
+two-way choice; generated answers are scored on the gold as the paper scores them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from matbench.data_gen.base import SUITES, Suite
+from matbench.protocol.frames import TOOL_SEPARATOR
+from matbench.protocol.pairs import Arm, DonorPair
+
+VERSION = "1"
+N_EVENTS = 12
+KINDS = ("temp", "psi", "volt", "flow", "rpm", "lux")  # kv_phantom.py exp_sink's sensor kinds
+REGISTERS = ("ALPHA", "BETA", "GAMMA")
+BUDGET = 12  # kv_phantom's ntok for E3
+ENCODINGS = (("head", "isolated"), ("nohead", "headless"), ("full", "text"))
+TASKS = ("retr", "hop")
+
+
+@dataclass(frozen=True)
+class SinkDraw:
+    """kv_phantom's draws for one item, in its order."""
+
+    sensors: tuple[str, ...]
+    values: tuple[int, ...]
+    chain: tuple[int, int, int]
+    asked: int  # the sensor the retrieval question asks
+
+
+def draw(rng: random.Random) -> SinkDraw:
+    """kv_phantom.py exp_sink's draws, call for call (a parity test replays its stream)."""
+    sensors = tuple(f"{rng.choice(KINDS)}_{i}" for i in range(N_EVENTS))
+    values = tuple(rng.randrange(100, 999) for _ in range(N_EVENTS))
+    chain = tuple(sorted(rng.sample(range(N_EVENTS), 3)))
+    asked = rng.choice([i for i in range(N_EVENTS) if i not in chain])
+    return SinkDraw(sensors, values, chain, asked)  # type: ignore[arg-type]
+
+
+def body(d: SinkDraw, i: int) -> str:
+    if i == d.chain[0]:
+        text = f"register {REGISTERS[0]} initialized to {d.values[i]}"
+    elif i in d.chain:
+        k = d.chain.index(i)
+        text = f"register {REGISTERS[k]} copied from register {REGISTERS[k - 1]}"
+    else:
+        text = f"sensor {d.sensors[i]} measured {d.values[i]}"
+    return f"probe(){TOOL_SEPARATOR}{text}"
+
+
+def foil(rng: random.Random, d: SinkDraw, gold: int) -> str:
+    """A sensor value of the item (not the gold's event, not the chain) with another first digit."""
+    pool = [d.values[i] for i in range(N_EVENTS)
+            if i not in d.chain and i != d.asked and str(d.values[i])[0] != str(gold)[0]]
+    return str(rng.choice(pool)) if pool else str(gold + 100 if gold < 900 else gold - 100)
+
+
+def build(item_id: str, d: SinkDraw, foils: tuple[str, str]) -> DonorPair:
+    questions = {"retr": (f"What value did sensor {d.sensors[d.asked]} measure? Answer with the number only:",
+                          str(d.values[d.asked])),
+                 "hop": (f"What is the value of register {REGISTERS[2]}? Answer with the number only:",
+                         str(d.values[d.chain[0]]))}
+    everything = tuple(range(N_EVENTS))
+    arms = tuple(
+        Arm(f"{mode}_{task}", everything, questions[task][0], uses_source=True, encoding=encoding,
+            menu=(questions[task][1], foils[k]), values=(questions[task][1],) * 2, open_question=True, budget=BUDGET)
+        for mode, encoding in ENCODINGS for k, task in enumerate(TASKS))
+    bodies = tuple(body(d, i) for i in everything)
+    gold = questions["hop"][1]
+    return DonorPair(item_id=item_id, events=bodies, source=d.chain[0], source_bodies=(bodies[d.chain[0]],) * 2,
+                     values=(gold, gold), menu=(gold, foils[1]), arms=arms, registers=REGISTERS, paired=False,
+                     frame="deploy_tools")
+
+
+def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
+    d = draw(rng)
+    return build(item_id, d, (foil(rng, d, d.values[d.asked]), foil(rng, d, d.values[d.chain[0]])))
+
+
+SUITE = SUITES.register("sink_dependency")(
+    Suite("sink_dependency", VERSION, default_n=32, make_item=make_item, contract=False, paraphrase=False,
+          summary="does a shared head fix retrieval but not multi-hop over independently encoded events "
+                  "(kv_phantom E3)"))
