@@ -159,6 +159,9 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             trace=row["trace"],
             frame=row["frame"],
             padded=tuple((int(e["index"]), tuple(e["bodies"])) for e in row["padded"]),
+            # Lossless without a field: a pair's members differ in their donor values, an
+            # unpaired item's (both members identical, e.g. sink_dependency's) do not.
+            paired=len(set(row["values"])) == 2,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MatbenchError(f"malformed suite row {item}: {type(exc).__name__}: {exc}") from None
