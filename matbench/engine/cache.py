@@ -111,20 +111,30 @@ def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None
     return members[0], members[1]
 
 
-def _header_cache(cache: EventCache):
-    """A fresh model cache holding only `cache`'s header rows, and their positions."""
-    lo, hi = cache.header_span
+def _header_cache(cache: EventCache, end: int | None = None):
+    """A fresh model cache holding only `cache`'s header rows (or its first `end` slots: the
+    header and an opening anchor), and their positions."""
+    lo, hi = cache.header_span[0], cache.header_span[1] if end is None else end
     keys = [k[:, :, lo:hi] for k in cache.keys]
     values = [v[:, :, lo:hi] for v in cache.values]
     return cache_from_rows(keys, values), cache.positions[lo:hi]
 
 
+# kv_vartrack.py's anchor window (--w_anch): an anchored event is re-encoded after the header and
+# at most this many opening tokens of the trajectory.
+ANCHOR_WINDOW = 1024
+
+
 def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
-                   chunk_size: int | None = None, alone: bool = False) -> EventCache:
+                   chunk_size: int | None = None, alone: bool = False, anchor: int = 0) -> EventCache:
     """A copy of `cache` whose rows of the `served` events are re-encoded one event at a time, at
     the event's original positions: header + that event (SPEC 3.4 `sel_ikv`), or with `alone` the
     event with nothing before it, not even the header (the paper's harvest `iso`: kv_harvest4.py
     encodes `eids[i]` alone; the `headless` encoding asks for it).
+
+    With `anchor` (the `anchored` encoding, kv_vartrack's `anch`), each event is re-encoded after
+    the header and the trajectory's opening: its first min(anchor, all before the event) tokens,
+    whose rows are the joint cache's own (a causal prefill computes them from nothing later).
 
     The rows sit at the same slots and positions as the joint ones, so an isolated arm differs
     from its joint arm only in what the rows could have absorbed from the rest of the trajectory.
@@ -133,7 +143,10 @@ def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout,
     values = [v.clone() for v in cache.values]
     for i in served:
         lo, hi = member.event_spans[i]
-        fresh, header_pos = (new_cache(), torch.empty(0, dtype=torch.long)) if alone else _header_cache(cache)
+        if alone:
+            fresh, header_pos = new_cache(), torch.empty(0, dtype=torch.long)
+        else:
+            fresh, header_pos = _header_cache(cache, min(cache.header_span[1] + anchor, lo))
         prefill(runner, fresh, list(member.input_ids[lo:hi]), list(member.positions[lo:hi]), header_pos, chunk_size)
         event_keys, event_values = cache_rows(fresh)
         width = header_pos.shape[0]

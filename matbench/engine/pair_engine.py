@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from matbench.engine.cache import EventCache, isolated_cache, spliced_cache, text_cache
+from matbench.engine.cache import ANCHOR_WINDOW, EventCache, isolated_cache, spliced_cache, text_cache
 from matbench.engine.layout import PairLayout, layout_pair
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
@@ -156,7 +156,8 @@ class PairEngine:
         re-encodings, or rows swapped across members); arms with the same encoding and served set
         share them. An arm that does not
         serve donor-dependent events gets one cache for both members (bit-identical rows)."""
-        build = {"isolated": isolated_cache, "headless": partial(isolated_cache, alone=True), "text": text_cache}
+        build = {"isolated": isolated_cache, "headless": partial(isolated_cache, alone=True),
+                 "anchored": partial(isolated_cache, anchor=ANCHOR_WINDOW), "text": text_cache}
         out: dict[str, tuple[EventCache, EventCache]] = {}
         made: dict[tuple, tuple[EventCache, EventCache]] = {}
         for arm in pair.arms:

@@ -14,7 +14,7 @@ from matbench.errors import MatbenchError
 from matbench.protocol.frames import FRAMES
 from matbench.protocol.readouts import RELEVANT_TRACE
 
-ENCODINGS = ("joint", "isolated", "headless", "text")
+ENCODINGS = ("joint", "isolated", "headless", "anchored", "text")
 # How kept rows are laid out for the query (SPEC 2.3; matbench.engine.serving implements them).
 SERVING_MODES = ("compact", "native")
 
@@ -48,7 +48,9 @@ class Arm:
     header at its original positions: the isolation control) or "text" (the header and the
     served events re-prefilled as plain text at contiguous positions: what a text-RAG system
     would see) or "headless" (each served event encoded with nothing before it, not even the
-    header, at its original positions: the paper's harvest `iso` and kv_phantom's `nohead`). `menu` and `values` override the pair's menu and donor values for arms that ask
+    header, at its original positions: the paper's harvest `iso` and kv_phantom's `nohead`) or
+    "anchored" (each served event encoded after the header and the trajectory's first 1024 tokens
+    before it, at its original positions: kv_vartrack's `anch`). `menu` and `values` override the pair's menu and donor values for arms that ask
     a different question of the same served cache (e.g. the first digit of a number);
     `open_question` arms carry their own answer instruction, so no readout appends the menu.
     `swapped` are served events whose rows each member takes from the *other* member's prefill
