@@ -14,6 +14,7 @@ from matbench.data_gen import (  # noqa: F401  (registers the suites)
     sink_dependency,
     trigger,
     update,
+    var_tracking,
 )
 from matbench.data_gen.base import SUITES, Suite
 

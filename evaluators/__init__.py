@@ -14,6 +14,7 @@ from matbench.evaluators import (  # noqa: F401  (registers the suites)
     sink_dependency,
     trigger,
     update,
+    var_tracking,
 )
 from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics
 
