@@ -7,6 +7,7 @@ from matbench.evaluators import (  # noqa: F401  (registers the suites)
     edge_swap,
     harvest,
     landing,
+    orthogonal_bits,
     phantom_erase,
     phantom_swap,
     programming,
