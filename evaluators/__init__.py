@@ -2,6 +2,7 @@
 
 from matbench.evaluators import (  # noqa: F401  (registers the suites)
     access,
+    binding_capacity,
     decoy_audit,
     discovery,
     edge_swap,
