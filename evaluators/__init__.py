@@ -8,6 +8,7 @@ from matbench.evaluators import (  # noqa: F401  (registers the suites)
     edge_swap,
     harvest,
     landing,
+    note_knob,
     orthogonal_bits,
     phantom_erase,
     phantom_swap,
