@@ -15,6 +15,8 @@ from matbench.run.evaluate import _gate_summary
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 CONTRACT = sorted(p for p in RESULTS.glob("contract/*/*.json") if p.name != "scorecard.json")
+# The paper's further experiments and the reworded template (issue 15): the same checks.
+EXPERIMENTS = sorted(RESULTS.glob("experiments/*/*.json"))
 MODELS = ("smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b")  # the three offline models (SPEC 4)
 
 
@@ -33,7 +35,7 @@ def _close(a, b):
         assert a == b
 
 
-@pytest.mark.parametrize("path", CONTRACT, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", CONTRACT + EXPERIMENTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.stem}")
 def test_contract_runs_read_in_the_current_schema_and_recompute_from_their_logs(path):
     results = read_results(path)
     assert results.items.n_records == results.config.n_items >= 32
@@ -58,7 +60,7 @@ def test_the_leaderboard_builds_from_the_whole_results_folder(tmp_path):
     from matbench.leaderboard.site import build_site
 
     summary = build_site([RESULTS], tmp_path / "site")
-    assert summary.n_runs == len(CONTRACT) and summary.n_models == len(MODELS)
+    assert summary.n_runs == len(CONTRACT) + len(EXPERIMENTS) and summary.n_models == len(MODELS)
 
 
 def test_results_readme_tables_are_generated_from_the_files():
@@ -72,6 +74,16 @@ def test_results_readme_tables_are_generated_from_the_files():
     tables = [line for line in below.splitlines() if line.startswith("| ") and not line.startswith("| model")]
     runs = [line for line in tables if not line.startswith("|---")]
     assert len(runs) == len(CONTRACT)  # no row left over from a file that is gone
+
+
+def test_experiments_readme_tables_are_generated_from_the_files():
+    """results/experiments/README.md closes with the report of exactly the committed experiment files."""
+    readme = (RESULTS / "experiments" / "README.md").read_text()
+    rows = report_rows(EXPERIMENTS)
+    below = readme[readme.index("\n### "):]
+    assert below.strip().splitlines() == [r for r in "\n".join(rows).strip().splitlines()]
+    runs = [line for line in below.splitlines() if line.startswith("| ") and not line.startswith(("| model", "|---"))]
+    assert len(runs) == len(EXPERIMENTS) == 90
 
 
 def test_report_rows_name_each_files_model_readout_serving_and_dtype():

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # slim.sh on|off (here, in the repo root): every device call carries the tracked tree beside its
-# chunk, 64 MiB in all, and the committed results (results/contract and their leaderboard copies)
+# chunk, 64 MiB in all, and the committed results (results/contract, results/experiments and their
+# leaderboard copies)
 # are most of that tree (40 of 43 MB after the fourth session), leaving 20 MB chunks: 30 calls for
 # two models. `on` takes them out of the index and ignores them in .git/info/exclude, so they stay
 # on disk but no longer travel (pack.sh, run after it, then cuts 60 MB chunks); `off` puts both back
 # as they were. Between the two, commit nothing: the index would commit them as deleted (a session
 # stopped in between leaves it on: `git status` lists the results as deleted; run `off`).
 set -euo pipefail
-EX=.git/info/exclude; PATHS="results/contract leaderboard/submissions"
+EX=.git/info/exclude; PATHS="results/contract results/experiments leaderboard/submissions"
 case ${1:-} in
   on) if [ -z "$(git ls-files -- $PATHS)" ]; then echo "slim: already on"; exit 0; fi
       if ! git diff --quiet HEAD -- $PATHS || [ -n "$(git ls-files --others --exclude-standard -- $PATHS)" ]; then
-        echo "slim.sh: results/contract or leaderboard/submissions has uncommitted changes; commit them first" >&2
+        echo "slim.sh: $PATHS has uncommitted changes; commit them first" >&2
         exit 1
       fi
       for p in $PATHS; do grep -qxF "/$p/" $EX || echo "/$p/" >> $EX; done
