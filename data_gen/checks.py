@@ -70,19 +70,20 @@ def decoy_gold_table(pairs: list[DonorPair]) -> dict[tuple[str, str], int]:
 
 def check_decoy_independence(pairs: list[DonorPair], suite: str, alpha: float = 1e-3) -> float | None:
     """Decoys must be drawn independently of the gold, never as its complement (SPEC 1), or decoy
-    elimination passes for recall. Per variant (menus differ): a chi-square goodness-of-fit test
-    that decoy values are uniform over the menu (as every matbench generator draws them), and,
-    where member A's donor value varies, a chi-square test of independence between it and the
-    decoy. Refused when either p < `alpha`; returns the smallest p (None: nothing to test)."""
+    elimination passes for recall. Per menu (the items whose decoys could name the same words; a
+    variant may carry the decoy's own state, as decoy_audit's "independent/ONLINE" does): a
+    chi-square goodness-of-fit test that decoy values are uniform over the menu (as every matbench
+    generator draws them), and, where member A's donor value varies, a chi-square test of
+    independence between it and the decoy. Refused when either p < `alpha`; returns the smallest
+    p (None: nothing to test)."""
     from scipy.stats import chi2_contingency, chisquare
 
     smallest = None
-    for variant in sorted({p.variant for p in pairs}):
-        subset = [p for p in pairs if p.variant == variant]
+    for menu in sorted({p.menu for p in pairs}):
+        subset = [p for p in pairs if p.menu == menu]
         counts = decoy_gold_table(subset)
         if sum(counts.values()) < 20:
             continue  # too few decoys with a value to test anything
-        menu = subset[0].menu
         golds = sorted({g for g, _ in counts})
         observed = [sum(c for (_, d), c in counts.items() if d == word) for word in menu]
         tests = [("are not drawn uniformly from the menu", float(chisquare(observed).pvalue))]
@@ -94,7 +95,7 @@ def check_decoy_independence(pairs: list[DonorPair], suite: str, alpha: float = 
             smallest = p if smallest is None else min(smallest, p)
             if p < alpha:
                 raise MatbenchError(
-                    f"generation check refused suite {suite}: decoy values {what} in variant {variant or '-'} "
+                    f"generation check refused suite {suite}: decoy values {what} for the menu {', '.join(menu)} "
                     f"(chi-square p = {p:.2g} over {sum(counts.values())} pairs); draw decoys from the menu "
                     "independently of the gold, never as its complement"
                 )

@@ -82,8 +82,8 @@ def test_register_names_that_are_menu_words_must_be_written_as_registers():
 def test_decoys_are_independent_of_the_gold_on_a_large_sample():
     from matbench.data_gen.checks import check_decoy_independence, decoy_gold_table
 
-    for name in ("discovery", "update", "access"):
-        pairs = SUITES.get(name).generate(7, 2000)
+    for name in ("discovery", "update", "access", "decoy_audit", "orthogonal_bits", "binding_capacity", "note_knob"):
+        pairs = SUITES.get(name).generate(7, 600 if name in ("decoy_audit", "note_knob") else 2000)
         p = check_decoy_independence(pairs, name)
         assert p is not None and p > 1e-3, (name, p)
     bin2 = [q for q in SUITES.get("access").generate(7, 2000) if q.variant == "bin2"]
