@@ -37,6 +37,9 @@ class Suite:
     contract: bool = True
     # Whether `--template para` (kv_frozen's untuned surface, data_gen/paraphrase.py) may reword it.
     paraphrase: bool = True
+    # The serving modes `--serving auto` runs (kv_swgate compares compact with native serving of
+    # the same rows); empty: the model's own, native for sliding windows, else compact.
+    servings: tuple[str, ...] = ()
 
     def item_rng(self, seed: int, index: int) -> random.Random:
         # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.

@@ -333,6 +333,7 @@ class HarvestSuite:
     summary: str = ("do rows computed with the whole dialog carry more than the same turns encoded alone? (kv_harvest3/4, LoCoMo and REALTALK references)")
     contract: bool = True
     paraphrase: bool = False  # real dialogs: no synthetic statements to reword
+    servings: tuple[str, ...] = ()  # `--serving auto`: the model's own
 
     def build(self, seed: int, n: int | None, sources: DialogSources | None) -> tuple[list[dict], Counter]:
         if sources is None or not (sources.locomo or sources.realtalk):

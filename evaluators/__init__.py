@@ -15,6 +15,7 @@ from matbench.evaluators import (  # noqa: F401  (registers the suites)
     programming,
     reference_gradient,
     sink_dependency,
+    sliding_window,
     trigger,
     update,
     var_tracking,

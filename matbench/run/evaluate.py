@@ -144,8 +144,13 @@ def load_suite(cfg: EvalConfig) -> tuple[list[Any], dict[str, Any]]:
 
 
 def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
-    """One spec per serving mode x readout (`auto` resolved for the loaded model)."""
-    servings = dict.fromkeys(engine.resolve_serving(s) for s in cfg.servings)
+    """One spec per serving mode x readout (`auto` resolved for the loaded model, or to the
+    modes the suite compares: `Suite.servings`)."""
+    from matbench.data_gen import SUITES
+
+    own = SUITES.get(cfg.suite).servings
+    servings = dict.fromkeys(m for s in cfg.servings
+                             for m in (own if s == "auto" and own else (engine.resolve_serving(s),)))
     return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=engine.policy.spec,
                     revision=cfg.revision, dataset=cfg.dataset, dataset_revision=cfg.dataset_revision, dtype=cfg.dtype,
                     attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size,

@@ -169,8 +169,29 @@ def fake_serve_compact(llm, blocks, qids, gen=0):
     return torch.zeros(256), (llm.answer if gen else None)
 
 
+def fake_swgate_native(llm, full_kv, L, retained_pos, qids, gen):
+    """kv_swgate.serve_native: the full prefill's rows at `retained_pos` (every other row masked,
+    the header too) at their original positions, the query at L; `gen` greedy tokens."""
+    ids = [int(x) for x in full_kv[0][0].flatten().tolist()]
+    keep = sorted(int(p) for p in retained_pos)  # full_kv is every row from position 0: index = position
+    llm.serves.append(Serve("native", _runs([ids[p] for p in keep], keep), text_of(qids[0]), int(gen),
+                            query_position=int(L)))
+    return torch.zeros(256), llm.answer
+
+
+def fake_swgate_compact(llm, full_kv, spans, qids, gen):
+    """kv_swgate.serve_compact: the retained spans assembled at contiguous slots, the query at
+    max(position) + 1; `gen` greedy tokens."""
+    ids = [int(x) for x in full_kv[0][0].flatten().tolist()]
+    keep = [p for a, b in spans for p in range(a, b)]
+    llm.serves.append(Serve("compact", _runs([ids[p] for p in keep], keep), text_of(qids[0]), int(gen),
+                            query_position=max(keep) + 1))
+    return torch.zeros(256), llm.answer
+
+
 # Fakes for one script's own serving functions (other scripts may use the same names differently).
-SCRIPT_FAKES = {"kv_harvnative": {"serve_native": fake_serve_native, "serve_compact": fake_serve_compact}}
+SCRIPT_FAKES = {"kv_harvnative": {"serve_native": fake_serve_native, "serve_compact": fake_serve_compact},
+                "kv_swgate": {"serve_native": fake_swgate_native, "serve_compact": fake_swgate_compact}}
 
 
 def notice(script: str) -> str:
