@@ -13,6 +13,7 @@ from matbench.evaluators import (  # noqa: F401  (registers the suites)
     phantom_erase,
     phantom_swap,
     programming,
+    recompute_matrix,
     reference_gradient,
     sink_dependency,
     sliding_window,

@@ -31,7 +31,7 @@ def repo(tmp_path_factory) -> Path:
 def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
     from datasets import load_dataset
 
-    assert SUITES.names() == ["access", "binding_capacity", "decoy_audit", "discovery", "edge_swap", "harvest", "landing", "note_knob", "orthogonal_bits", "phantom_erase", "phantom_swap", "programming", "reference_gradient", "sink_dependency", "sliding_window", "trigger", "update", "var_tracking"]
+    assert SUITES.names() == ["access", "binding_capacity", "decoy_audit", "discovery", "edge_swap", "harvest", "landing", "note_knob", "orthogonal_bits", "phantom_erase", "phantom_swap", "programming", "recompute_matrix", "reference_gradient", "sink_dependency", "sliding_window", "trigger", "update", "var_tracking"]
     for name in SUITES.names():
         suite = SUITES.get(name)
         ds = load_dataset(str(repo), name, split="test", cache_dir=str(tmp_path))
