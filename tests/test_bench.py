@@ -70,3 +70,26 @@ def test_scaling_needs_several_processes(capsys):
 def test_an_option_the_benchmark_does_not_take_is_one_line(capsys):
     assert main(["bench", "leaderboard", "--context", "5"]) == 2
     assert "benchmark 'leaderboard' takes no --context" in capsys.readouterr().err
+
+
+def test_patch_cost_renders_kv_timings_log_and_times_three_paths(tmp_path):
+    from matbench.bench.patch_cost import timing_pair
+    from matbench.protocol.frames import FRAMES
+
+    pair = timing_pair(24)
+    frame = FRAMES[pair.frame]
+    assert frame.render_event(0, pair.events[0]).startswith("<step 1>\naction: reg_op()\nobservation: register ")
+    assert pair.events[12].endswith("set to state ONLINE") and " mirrors register " in pair.events[23]
+    patch = pair.arm("patch").appended[0]
+    assert frame.appended_text(24, patch) == (
+        f"<step 25>\naction: memory_patch()\nobservation: {patch.split(' => ')[1]}\n")
+    out = tmp_path / "patch.json"
+    assert main(["bench", "patch-cost", "--random-weights", "qwen3-tiny", "--device", "cpu", "--n", "1",
+                 "--events", "48", "--output", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert sorted(record["scales"]) == ["N24", "N48"] and record["repetitions"] == 1
+    for scale in record["scales"].values():
+        assert scale["recompute_tokens"] == scale["context_tokens"] + scale["patch_tokens"] + scale["question_tokens"]
+        assert scale["patch_tokens"] > 20 and min(scale["reuse_ms"], scale["patch_ms"], scale["recompute_ms"]) > 0
+        assert scale["patch_over_recompute"] == pytest.approx(scale["patch_ms"] / scale["recompute_ms"], rel=1e-2)
+    assert record["scales"]["N48"]["context_tokens"] > record["scales"]["N24"]["context_tokens"]

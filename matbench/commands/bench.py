@@ -17,15 +17,18 @@ def add(sub: argparse._SubParsersAction) -> None:
                        "discovery: the naive reference path and the engine on the same items in one run; "
                        "scaling: one GPU against all (launch with torchrun -m matbench); "
                        "long-context: chunked prefill of one long context and sparse native serving; "
-                       "leaderboard: the site from N synthetic results files.",
+                       "leaderboard: the site from N synthetic results files; "
+                       "patch-cost: an appended patch against re-prefilling the log (kv_timing).",
                        epilog="examples:\n"
                        "  matbench bench discovery --random-weights qwen3-8b --n 64 --naive-n 8 --output benchmarks/x.json\n"
                        "  torchrun --nproc-per-node 2 -m matbench bench scaling --random-weights qwen3-8b --pairs 256\n"
-                       "  matbench bench long-context --random-weights gemma3-12b --context 32768 --chunk-size 4096",
+                       "  matbench bench long-context --random-weights gemma3-12b --context 32768 --chunk-size 4096\n"
+                       "  matbench bench patch-cost --model smollm2-135m --n 5",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name", help="benchmark: discovery, scaling, long-context or leaderboard")
+    p.add_argument("name", help="benchmark: discovery, scaling, long-context, leaderboard or patch-cost")
     p.add_argument("--n", "--pairs", dest="n", type=int,
-                   help="pairs (discovery 64, scaling 128) or results files (leaderboard 1000); spell it --pairs "
+                   help="pairs (discovery 64, scaling 128), results files (leaderboard 1000) or timed repetitions "
+                   "(patch-cost 5); spell it --pairs "
                    "under torchrun, whose own parser takes --n for --nnodes")
     p.add_argument("--model", help="a model (alias, Hub id, directory, .gguf)")
     p.add_argument("--random-weights", dest="shape", metavar="SHAPE", help="random weights of a real shape "
@@ -36,6 +39,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--context", type=int, help="long-context: tokens (default 32768)")
     p.add_argument("--chunk-size", type=int, help="long-context: prefill chunk (default 4096)")
     p.add_argument("--requests", type=int, help="long-context: sparse serves of the context (default 8)")
+    p.add_argument("--events", type=int, help="patch-cost: steps of the long log (default 384, kv_timing's; the "
+                   "short one has 24)")
     p.add_argument("--device", help="cpu, cuda, cuda:N")
     p.add_argument("--device-map", choices=["auto"], help="discovery: spread the model's layers over every visible GPU")
     p.add_argument("--dtype", help=", ".join(DTYPES))
@@ -54,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from matbench.bench import BENCHMARKS
     from matbench.results.files import write_json
 
-    for name in ("n", "naive_n", "context", "chunk_size", "requests", "batch_pairs"):
+    for name in ("n", "naive_n", "context", "chunk_size", "requests", "batch_pairs", "events"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise MatbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
