@@ -58,8 +58,10 @@ def _parse(path: Path) -> _Links:
 
 def test_every_committed_submission_verifies_and_is_stored_under_its_address():
     runs = committed_runs()
-    # The submissions are exactly the committed contract runs of the offline models.
-    contract = [p for p in (Path(__file__).resolve().parents[1] / "results" / "contract").glob("*/*.json")
+    # The submissions are exactly the committed runs of the offline models: the contract's and the
+    # paper's further experiments'.
+    results = Path(__file__).resolve().parents[1] / "results"
+    contract = [p for p in [*results.glob("contract/*/*.json"), *results.glob("experiments/*/*.json")]
                 if p.name != "scorecard.json"]
     assert sorted(file_sha256(p) for p in runs) == sorted(file_sha256(p) for p in contract) and runs
     for path in runs:
