@@ -63,6 +63,9 @@ class BindingCapacityEvaluator(Evaluator):
         Metric("two_sep_cost", "headline.vs_one.two_sep", "two-sep − one (q1)", "harv q1 accuracy with one binding "
                "per event minus with one binding in all, paired per group", Scale.DIFFERENCE, Format.SIGNED_CI,
                Direction.NONE, optional=True),
+        *(Metric(f"{layout}_q1_shift", f"by_layout.{layout}.harv/q1.donor_shift", f"{layout} q1 donor shift",
+                 f"harv's T1 donor margin shift (SPEC 2.7) with the {layout} layout", Scale.SHIFT, Format.SIGNED_CI,
+                 optional=True) for layout in LAYOUTS),
         CONTROL_CLEAN,
     )
 
