@@ -11,16 +11,17 @@ sensor's value) or the multi-hop one (GAMMA's value = V), in 12 generated tokens
 trajectory as one text prompt is kv_phantom's full-prefill control. If the head fixes retrieval
 but not multi-hop, sink stabilisation and missing cross-event conditioning are separate mechanisms.
 
-No event is dropped, so there is no donor to follow: the items are unpaired (both members
-identical; accuracy only). Each question's menu pairs the gold with a foil (another sensor's
-value with another first digit, drawn after kv_phantom's draws) so that the probe readout is a
-two-way choice; generated answers are scored on the gold as the paper scores them.
+No event is dropped, and every arm serves both answers' events, so the donor pair is donor-visible
+throughout: the members differ in V and in the asked sensor's reading (member B's, each with
+another first digit than member A's and no reading of the item, are drawn after kv_phantom's
+draws), and follow is reading one's own value through the chain or off the sensor; the donor shift
+says how far the margin leans to it. The probe reads a two-way choice between the members' values.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from matbench.data_gen.base import SUITES, Suite
 from matbench.protocol.frames import TOOL_SEPARATOR
@@ -65,33 +66,39 @@ def body(d: SinkDraw, i: int) -> str:
     return f"probe(){TOOL_SEPARATOR}{text}"
 
 
-def foil(rng: random.Random, d: SinkDraw, gold: int) -> str:
-    """A sensor value of the item (not the gold's event, not the chain) with another first digit."""
-    pool = [d.values[i] for i in range(N_EVENTS)
-            if i not in d.chain and i != d.asked and str(d.values[i])[0] != str(gold)[0]]
-    return str(rng.choice(pool)) if pool else str(gold + 100 if gold < 900 else gold - 100)
+def partner(rng: random.Random, d: SinkDraw, value: int) -> int:
+    """Member B's value for a slot whose member-A value is `value`: another first digit, and no
+    reading of the item's other steps (a served step showing it would name a donor value)."""
+    taken = set(d.values)
+    return rng.choice([v for v in range(100, 999) if str(v)[0] != str(value)[0] and v not in taken])
 
 
-def build(item_id: str, d: SinkDraw, foils: tuple[str, str]) -> DonorPair:
+def build(item_id: str, d: SinkDraw, others: tuple[int, int]) -> DonorPair:
+    """Member A holds the draw's values; member B initializes ALPHA to others[0] and reads
+    others[1] at the asked sensor."""
+    v_hop, v_retr = d.values[d.chain[0]], d.values[d.asked]
     questions = {"retr": (f"What value did sensor {d.sensors[d.asked]} measure? Answer with the number only:",
-                          str(d.values[d.asked])),
+                          (str(v_retr), str(others[1]))),
                  "hop": (f"What is the value of register {REGISTERS[2]}? Answer with the number only:",
-                         str(d.values[d.chain[0]]))}
+                         (str(v_hop), str(others[0])))}
     everything = tuple(range(N_EVENTS))
     arms = tuple(
         Arm(f"{mode}_{task}", everything, questions[task][0], uses_source=True, encoding=encoding,
-            menu=(questions[task][1], foils[k]), values=(questions[task][1],) * 2, open_question=True, budget=BUDGET)
-        for mode, encoding in ENCODINGS for k, task in enumerate(TASKS))
+            menu=questions[task][1], values=questions[task][1], open_question=True, budget=BUDGET)
+        for mode, encoding in ENCODINGS for task in TASKS)
     bodies = tuple(body(d, i) for i in everything)
-    gold = questions["hop"][1]
-    return DonorPair(item_id=item_id, events=bodies, source=d.chain[0], source_bodies=(bodies[d.chain[0]],) * 2,
-                     values=(gold, gold), menu=(gold, foils[1]), arms=arms, registers=REGISTERS, paired=False,
-                     frame="deploy_tools")
+    swapped = replace(d, values=tuple(others[0] if i == d.chain[0] else others[1] if i == d.asked else v
+                                      for i, v in enumerate(d.values)))
+    source = d.chain[0]
+    return DonorPair(item_id=item_id, events=bodies, source=source,
+                     source_bodies=(bodies[source], body(swapped, source)), values=questions["hop"][1],
+                     menu=questions["hop"][1], arms=arms, registers=REGISTERS, frame="deploy_tools",
+                     donor_events=((d.asked, bodies[d.asked], body(swapped, d.asked)),))
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     d = draw(rng)
-    return build(item_id, d, (foil(rng, d, d.values[d.asked]), foil(rng, d, d.values[d.chain[0]])))
+    return build(item_id, d, (partner(rng, d, d.values[d.chain[0]]), partner(rng, d, d.values[d.asked])))
 
 
 SUITE = SUITES.register("sink_dependency")(

@@ -5,9 +5,10 @@ The paper's 2 x 2 on its scale (accuracy against the gold), with the full-prefil
 it: head / nohead x retr / hop, item-level 95% CIs. Beside it (matbench's additions), paired per
 item with bootstrap 95% CIs: the head effect (head - nohead) per task and its interaction
 (retrieval's head effect minus multi-hop's): "the head fixes retrieval but not multi-hop" is a
-positive retrieval effect with an interaction that excludes 0. Items are unpaired (every event is
-served), so there are no donor classes; the probe reads a two-way choice between the gold and a
-foil of the item.
+positive retrieval effect with an interaction that excludes 0. Every arm serves both members'
+values (the pair is donor-visible): the donor margin shift of each encoding's multi-hop answer is
+how far its margin leans to the member's own V through the chain, beside the classes; the probe
+reads a two-way choice between the members' values.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class SinkDependencyEvaluator(Evaluator):
         Metric("interaction", "headline.interaction", "interaction", "retrieval's head effect minus multi-hop's, "
                "paired per item: separate mechanisms when it excludes 0", Scale.DIFFERENCE, Format.SIGNED_CI,
                Direction.NONE),
+        *(Metric(f"{mode}_hop_shift", f"arms.{mode}_hop.donor_shift", f"{mode} hop donor shift", f"{mode}: the "
+                 "multi-hop answer's donor margin shift toward the member's own V (SPEC 2.7)", Scale.SHIFT,
+                 Format.SIGNED_CI) for mode in ("head", "nohead")),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 tests/parity/fixtures/sink_dependency.json by tests/parity/make_sink_dependency.py) byte for byte:
 replaying the paper's random stream (seed 2) through `draw`, each item's twelve independent
 prefills after the header (head) and alone (nohead), the four served readouts (rows and query) and
-the full-prefill text prompts. Every event is served and the items are unpaired, so no position
-budget intervenes."""
+the full-prefill text prompts (member A holds the paper's values; every member value has three
+digits, so no position budget intervenes)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ FIXTURE = fixture("sink_dependency")
 
 def replayed() -> list:
     rng = random.Random(FIXTURE["seed"])
-    return [build(f"parity-{k}", d, ("0", "0")) for k, d in enumerate(draw(rng) for _ in FIXTURE["items"])]
+    return [build(f"parity-{k}", d, (100, 200)) for k, d in enumerate(draw(rng) for _ in FIXTURE["items"])]
 
 
 PAIRS = replayed()
@@ -53,4 +53,4 @@ def test_the_replay_can_fail():
     item = FIXTURE["items"][0]
     assert [isolated(PAIRS[1], i) for i in range(N_EVENTS)] != item["head"]
     rng = random.Random(FIXTURE["seed"] + 1)
-    assert [isolated(build("x", draw(rng), ("0", "0")), i) for i in range(N_EVENTS)] != item["head"]
+    assert [isolated(build("x", draw(rng), (100, 200)), i) for i in range(N_EVENTS)] != item["head"]
