@@ -61,6 +61,8 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
                    "a gate's rounding from a fault)")
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
     p.add_argument("--fused-kernels", default="auto", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
+    p.add_argument("--rope-yarn", type=float, metavar="FACTOR", help="stretch the model's RoPE by YaRN with this "
+                   "factor (> 1; the paper's position-stress variant, llm_hf SPRAG_ROPE_FACTOR); results *_yarnF")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
     p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)")
     p.add_argument("--memory-fraction", type=float, help="cap this process at this share of its GPU's memory (0-1], so several runs can share one GPU; the batch is sized within it")
@@ -85,7 +87,7 @@ def eval_config(args: argparse.Namespace):
         memory_fraction=args.memory_fraction,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
-        progress=not args.no_progress, policy=args.policy, template=args.template,
+        progress=not args.no_progress, policy=args.policy, template=args.template, rope_yarn=args.rope_yarn,
     )
 
 

@@ -201,9 +201,11 @@ def load_model(
     trust_remote_code: bool = False,
     device_map: str | None = None,
     fused_kernels: str = "auto",
+    rope_yarn: float | None = None,
 ) -> LoadedModel:
     """`device_map="auto"` spreads the layers of a model too large for one GPU over every visible
-    GPU (accelerate); inputs then go to the device of the first layer."""
+    GPU (accelerate); inputs then go to the device of the first layer. `rope_yarn` stretches the
+    model's RoPE by YaRN with that factor (`matbench.models.rope`)."""
     import torch
     import transformers
     from transformers import AutoTokenizer
@@ -224,6 +226,10 @@ def load_model(
     if gguf_file:
         location, gguf_file = str(convert_gguf(source, trust_remote_code)), None
     kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "trust_remote_code": trust_remote_code}
+    if rope_yarn is not None:
+        from matbench.models.rope import with_yarn
+
+        kwargs["config"] = with_yarn(config, rope_yarn, name)
     if device_map:
         kwargs["device_map"] = check_device_map(device_map, device)
     chosen = attn_implementation or default_attn(config, device)

@@ -51,13 +51,13 @@ def largest_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe",
                  serving: str | None = None) -> dict[str, tuple[Path, Any]]:
     """Per suite, the run of `readout` (and `serving`, when given) with the most items, among the
     runs of the paper's protocol (the oracle's served events under the suite's own wording; runs
-    under another serving policy measure that policy, and under `--template para` the robustness
-    check, not the model's contract)."""
+    under another serving policy measure that policy, and under `--template para` or `--rope-yarn`
+    a robustness check, not the model's contract)."""
     results: dict[str, tuple[Path, Any]] = {}
     for path, parsed in runs:
         if parsed.config.readout != readout or (serving is not None and parsed.config.serving != serving):
             continue
-        if parsed.config.policy not in (None, "oracle") or parsed.config.template is not None:
+        if parsed.config.policy not in (None, "oracle") or parsed.config.template is not None or parsed.config.rope_yarn:
             continue
         held = results.get(parsed.config.suite)
         if held is None or parsed.config.n_items > held[1].config.n_items:

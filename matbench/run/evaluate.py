@@ -51,6 +51,7 @@ class EvalConfig:
     progress: bool = True
     policy: str = "oracle"  # serving policy spec (matbench.engine.policies): oracle, recent:N, ...
     template: str = "orig"  # surface template (data_gen/paraphrase.py): orig, or kv_frozen's untuned para
+    rope_yarn: float | None = None  # YaRN factor stretching the model's RoPE (matbench.models.rope); None = as trained
 
 
 def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -89,7 +90,7 @@ def _load(cfg: EvalConfig, shard: Shard):
         cap_memory(shard.device(cfg.device), cfg.memory_fraction)
     return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
                       attn_implementation=cfg.attn_implementation, fused_kernels=cfg.fused_kernels, trust_remote_code=cfg.trust_remote_code,
-                      device_map=cfg.device_map)
+                      device_map=cfg.device_map, rope_yarn=cfg.rope_yarn)
 
 
 def load_model_for(cfg: EvalConfig, shard: Shard | None = None):
@@ -111,6 +112,8 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
             raise MatbenchError(f"{name} must be at least 1 (got {value})")
     if cfg.memory_fraction is not None:
         check_memory_fraction(cfg.memory_fraction)
+    if cfg.rope_yarn is not None and not cfg.rope_yarn > 1:
+        raise MatbenchError(f"--rope-yarn must be a factor above 1 (got {cfg.rope_yarn})")
     if cfg.device_map and shard.active:
         raise MatbenchError("--device-map spreads one model over all GPUs of one process; launch without torchrun, "
                             "or shard pairs over GPUs (torchrun) without --device-map")
@@ -154,7 +157,7 @@ def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
     return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=engine.policy.spec,
                     revision=cfg.revision, dataset=cfg.dataset, dataset_revision=cfg.dataset_revision, dtype=cfg.dtype,
                     attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size,
-                    template=cfg.template)
+                    template=cfg.template, rope_yarn=cfg.rope_yarn)
             for s in servings for r in dict.fromkeys(cfg.readouts)]
 
 
@@ -175,7 +178,8 @@ def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str,
     return {"model": model_info, "suite": spec.suite, **source_info, "n_items": n_items, "readout": spec.readout,
             "serving": spec.serving, "chunk_size": spec.chunk_size, "check": check,
             **({"policy": spec.policy} if spec.policy != "oracle" else {}),
-            **({"template": spec.template} if spec.template != "orig" else {})}
+            **({"template": spec.template} if spec.template != "orig" else {}),
+            **({"rope_yarn": spec.rope_yarn} if spec.rope_yarn else {})}
 
 
 def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConfig, shard: Shard,
