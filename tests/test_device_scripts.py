@@ -114,14 +114,17 @@ def test_cells_out_of_memory_twice_waits_for_a_neighbour_and_resumes_at_the_larg
     assert len(calls) == 2 and times[0].startswith("smollm2-135m harvest float64 n=32 rc=3 tries=2 ")
 
 
-def test_a_plan_entry_may_name_a_template(tmp_path):
-    calls, times = _cells(tmp_path, "smollm2-135m: discovery+para edge_swap+para@float64/40 access\n",
-                          "smollm2-135m", [0, 0, 0])
+def test_a_plan_entry_may_name_a_template_and_a_yarn_factor(tmp_path):
+    calls, times = _cells(tmp_path, "smollm2-135m: discovery+para edge_swap+para@float64/40 access harvest~4@float64\n",
+                          "smollm2-135m", [0, 0, 0, 0])
     assert [(_arg(c, "--suite"), _arg(c, "--limit"), _arg(c, "--dtype")) for c in calls] == [
-        ("discovery", "32", "float32"), ("edge_swap", "40", "float64"), ("access", "32", "float32")]
+        ("discovery", "32", "float32"), ("edge_swap", "40", "float64"), ("access", "32", "float32"),
+        ("harvest", "32", "float64")]
     assert [_arg(c, "--template") for c in calls[:2]] == ["para", "para"] and "--template" not in calls[2]
+    assert _arg(calls[3], "--rope-yarn") == "4" and all("--rope-yarn" not in c for c in calls[:3])
     assert [t.split()[1:4] for t in times] == [["discovery+para", "float32", "n=32"],
-                                               ["edge_swap+para", "float64", "n=40"], ["access", "float32", "n=32"]]
+                                               ["edge_swap+para", "float64", "n=40"], ["access", "float32", "n=32"],
+                                               ["harvest~4", "float64", "n=32"]]
 
 
 def test_cells_runs_nothing_for_a_model_without_a_plan_line(tmp_path):

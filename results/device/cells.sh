@@ -9,9 +9,9 @@
 W=${CELLS_ROOT:-/tmp}; A=$1; G=$2; K=$3; T=$W/stage; N=${N:-32}
 # The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
-# without one, every suite. A suite may name its template, dtype and item count,
-# "discovery+para@float64/50" (default the suite's own wording, float32 and N; a larger count
-# resumes the cell: the per-item log's key leaves it out).
+# without one, every suite. A suite may name its template, a YaRN factor, dtype and item count,
+# "discovery+para~4@float64/50" (default the suite's own wording, the RoPE as trained, float32 and
+# N; a larger count resumes the cell: the per-item log's key leaves it out).
 PLAN=$(dirname "$0")/plan.txt
 if [ -f "$PLAN" ]; then SUITES=$(sed -n "s/^$A: *//p" "$PLAN")
 else SUITES="discovery trigger landing access programming update harvest"; fi
@@ -47,8 +47,9 @@ PY
 for P in $SUITES; do
   NS=$N; [ "${P%/*}" != "$P" ] && NS=${P##*/}; P=${P%/*}
   S=${P%@*}; DT=float32; [ "$P" != "$S" ] && DT=${P#*@}
+  YN=""; [ "${S%~*}" != "$S" ] && YN=${S#*~}; S=${S%~*}
   TP=""; [ "${S%+*}" != "$S" ] && TP=${S#*+}; S=${S%+*}
-  extra=""; [ -n "$TP" ] && extra="--template $TP"
+  extra=""; [ -n "$TP" ] && extra="--template $TP"; [ -n "$YN" ] && extra="$extra --rope-yarn $YN"
   [ "$S" = harvest ] && extra="$extra --chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
   t0=$(date +%s); tries=0; bp=""
   # rc 3 is matbench's out-of-memory exit (finished items kept). Resume once at one pair per batch
@@ -67,5 +68,5 @@ for P in $SUITES; do
     fi
     bp="--batch-pairs 1"
   done
-  echo "$A $S${TP:++$TP} $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> $W/res/times.txt
+  echo "$A $S${TP:++$TP}${YN:+~$YN} $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> $W/res/times.txt
 done
