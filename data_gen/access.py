@@ -83,7 +83,7 @@ class AccessDraw:
     fillers: tuple[str, ...]
 
 
-def _fillers(rng: random.Random, taken: tuple[str, ...], source: int,
+def slot_fillers(rng: random.Random, taken: tuple[str, ...], source: int,
              avoid: frozenset[int] = frozenset()) -> tuple[str, ...]:
     """Filler bodies for the slots that are not the decoy, source or carrier, in slot order (the
     paper draws register then number per slot), about registers not in `taken` (the item's own)."""
@@ -107,21 +107,21 @@ def draw(rng: random.Random, variant: str) -> AccessDraw:
         first = rng.choice(pool)
         decoy_value = rng.choice(pool)  # independent: may equal either donor (kv_sweepmenu)
         source = rng.randrange(*SOURCE_RANGE)
-        fillers = _fillers(rng, taken, source)
+        fillers = slot_fillers(rng, taken, source)
         values = (first, rng.choice([v for v in pool if v != first]))
     elif variant == "digit3":
         high, low = rng.randint(501, 998), rng.randint(100, 499)  # kv_digit: randrange(501, 999), randrange(100, 500)
         numbers = (high, low) if rng.random() < 0.5 else (low, high)
         decoy_value = ""
         source = rng.randrange(*SOURCE_RANGE)
-        fillers = _fillers(rng, taken, source, avoid=frozenset(numbers))
+        fillers = slot_fillers(rng, taken, source, avoid=frozenset(numbers))
         values = (str(numbers[0]), str(numbers[1]))
     elif variant == "phrase":
         good, bad = rng.choice(POSITIVE), rng.choice(NEGATIVE)
         values = (good, bad) if rng.random() < 0.5 else (bad, good)
         decoy_value = rng.choice(PHRASES)  # independent of the donor
         source = rng.randrange(*SOURCE_RANGE)
-        fillers = _fillers(rng, taken, source)
+        fillers = slot_fillers(rng, taken, source)
     else:
         raise ValueError(f"unknown access variant {variant!r}; choose from {VARIANTS}")
     return AccessDraw(variant, decoy_reg, source_reg, target, values, decoy_value, source, fillers)  # type: ignore[arg-type]

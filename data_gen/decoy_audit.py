@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.access import CARRIER_AT, DECOY_AT, ENCODINGS, SOURCE_RANGE, _fillers
+from matbench.data_gen.access import CARRIER_AT, DECOY_AT, ENCODINGS, SOURCE_RANGE, slot_fillers
 from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite
 from matbench.protocol.pairs import Arm, DonorPair
 
@@ -54,7 +54,7 @@ def draw(rng: random.Random) -> DecoyDraw:
     rng.choice(STATES)
     decoy_value = rng.choice(STATES)
     source = rng.randrange(*SOURCE_RANGE)
-    fillers = _fillers(rng, (decoy_reg, source_reg, target), source)
+    fillers = slot_fillers(rng, (decoy_reg, source_reg, target), source)
     return DecoyDraw(decoy_reg, source_reg, target, decoy_value, source, fillers)
 
 
