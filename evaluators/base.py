@@ -126,6 +126,16 @@ def member_accuracy(record: PairRecord, arm: str) -> float:
     return sum(a == v for a, v in zip(record.arms[arm].answers, record.arm_values(arm))) / 2
 
 
+def mean_with_ci(values: Sequence[float]) -> dict[str, Any]:
+    """Mean of per-item values (e.g. paired accuracy differences) with its bootstrap 95% CI."""
+    return {"mean": sum(values) / len(values), "ci": stats.bootstrap_mean_ci(list(values), seed=0).as_list()}
+
+
+def arm_difference(records: Sequence[PairRecord], arm: str, base: str) -> dict[str, Any]:
+    """`arm`'s accuracy minus `base`'s, paired per item (both arms ask each item)."""
+    return mean_with_ci([member_accuracy(r, arm) - member_accuracy(r, base) for r in records])
+
+
 def group_contrast(records: Sequence[PairRecord], group_size: int, condition, kind: str, base: str,
                    arm: str) -> dict[str, Any] | None:
     """`arm`'s accuracy under condition `kind` minus under `base`, paired within groups of

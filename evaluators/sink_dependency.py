@@ -16,18 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from matbench import stats
 from matbench.data_gen.sink_dependency import ENCODINGS, TASKS
-from matbench.evaluators.base import EVALUATORS, Evaluator, member_accuracy
+from matbench.evaluators.base import EVALUATORS, Evaluator, arm_difference, mean_with_ci, member_accuracy
 from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 MODES = tuple(mode for mode, _ in ENCODINGS)
-
-
-def _paired(records: Sequence[PairRecord], diff) -> dict[str, Any]:
-    values = [diff(r) for r in records]
-    return {"mean": sum(values) / len(values), "ci": stats.bootstrap_mean_ci(values, seed=0).as_list()}
 
 
 @EVALUATORS.register("sink_dependency")
@@ -61,7 +55,7 @@ class SinkDependencyEvaluator(Evaluator):
             "accuracy": {f"{mode}_{task}": arms[f"{mode}_{task}"]["menu_accuracy"] for mode in MODES for task in TASKS},
             "accuracy_ci": {f"{mode}_{task}": arms[f"{mode}_{task}"]["menu_accuracy_ci"]
                             for mode in MODES for task in TASKS},
-            "head_effect": {task: _paired(records, effect(task)) for task in TASKS},
-            "interaction": _paired(records, lambda r: effect("retr")(r) - effect("hop")(r)),
+            "head_effect": {task: arm_difference(records, f"head_{task}", f"nohead_{task}") for task in TASKS},
+            "interaction": mean_with_ci([effect("retr")(r) - effect("hop")(r) for r in records]),
         }
         return metrics

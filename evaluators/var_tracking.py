@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from matbench import stats
 from matbench.data_gen.var_tracking import CELLS
-from matbench.evaluators.base import EVALUATORS, Evaluator, arm_metrics, member_accuracy
+from matbench.evaluators.base import EVALUATORS, Evaluator, arm_difference, arm_metrics
 from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
@@ -54,13 +53,9 @@ class VarTrackingEvaluator(Evaluator):
         by_cell = {c: {arm: arm_metrics([r for r in records if r.variant == c], arm) for arm in ARMS} for c in cells}
         metrics["by_cell"] = by_cell
 
-        def paired(arm: str, base: str) -> dict[str, Any]:
-            diffs = [member_accuracy(r, arm) - member_accuracy(r, base) for r in records]
-            return {"mean": sum(diffs) / len(diffs), "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list()}
-
         metrics["headline"] = {
             "table": {c: {arm: by_cell[c][arm]["menu_accuracy"] for arm in ARMS} for c in cells},
             "table_by_arm": {arm: {c: by_cell[c][arm]["menu_accuracy"] for c in cells} for arm in ARMS},
-            "decomposition": {name: paired(arm, base) for name, arm, base in DECOMPOSITION},
+            "decomposition": {name: arm_difference(records, arm, base) for name, arm, base in DECOMPOSITION},
         }
         return metrics
