@@ -136,19 +136,23 @@ def arm_difference(records: Sequence[PairRecord], arm: str, base: str) -> dict[s
     return mean_with_ci([member_accuracy(r, arm) - member_accuracy(r, base) for r in records])
 
 
-def group_contrast(records: Sequence[PairRecord], group_size: int, condition, kind: str, base: str,
-                   arm: str) -> dict[str, Any] | None:
-    """`arm`'s accuracy under condition `kind` minus under `base`, paired within groups of
-    `group_size` consecutive items sharing every draw (`condition(record)` names an item's), with a
-    bootstrap 95% CI over the groups; None when no group holds both."""
+def group_pairs(records: Sequence[PairRecord], group_size: int, condition, kind: str,
+                base: str) -> list[tuple[PairRecord, PairRecord]]:
+    """(`kind`, `base`) records of each group of `group_size` consecutive items sharing every draw
+    (`condition(record)` names an item's condition) that holds both, in index order."""
     cells: dict[int, dict[str, PairRecord]] = {}
     for r in records:
         cells.setdefault(item_index(r) // group_size, {})[condition(r)] = r
-    diffs = [member_accuracy(c[kind], arm) - member_accuracy(c[base], arm) for c in cells.values()
-             if kind in c and base in c]
-    if not diffs:
-        return None
-    return {"n_groups": len(diffs), "mean": sum(diffs) / len(diffs), "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list()}
+    return [(c[kind], c[base]) for _, c in sorted(cells.items()) if kind in c and base in c]
+
+
+def group_contrast(records: Sequence[PairRecord], group_size: int, condition, kind: str, base: str,
+                   arm: str) -> dict[str, Any] | None:
+    """`arm`'s accuracy under condition `kind` minus under `base`, paired within groups
+    (`group_pairs`), with a bootstrap 95% CI over the groups; None when no group holds both."""
+    diffs = [member_accuracy(k, arm) - member_accuracy(b, arm)
+             for k, b in group_pairs(records, group_size, condition, kind, base)]
+    return {"n_groups": len(diffs), **mean_with_ci(diffs)} if diffs else None
 
 
 def control_clean(control: dict[str, Any]) -> bool:

@@ -40,6 +40,7 @@ from matbench.evaluators.base import (
     arm_metrics,
     control_clean,
     group_contrast,
+    group_pairs,
     item_index,
 )
 from matbench.protocol.metrics import Direction, Format, Metric, Scale
@@ -85,18 +86,10 @@ def paper_hits(record: PairRecord, arm: str) -> tuple[int, ...] | None:
     return tuple(int(entry.answers[k] == values[k]) for k in paper_members(record))
 
 
-def paired_groups(records: Sequence[PairRecord]) -> list[tuple[PairRecord, PairRecord]]:
-    """(note, filler) records of each group that holds both, in index order."""
-    cells: dict[int, dict[str, PairRecord]] = {}
-    for r in records:
-        cells.setdefault(item_index(r) // len(KINDS), {})[kind_of(r)] = r
-    return [(c["note"], c["filler"]) for _, c in sorted(cells.items()) if "note" in c and "filler" in c]
-
-
 def paper_table(records: Sequence[PairRecord], setting: str) -> dict[str, Any] | None:
     """kv_noteknob2's summary line for `setting` over its paired groups; None without one (or for num
     without generated text)."""
-    groups = paired_groups([r for r in records if setting_of(r) == setting])
+    groups = group_pairs([r for r in records if setting_of(r) == setting], len(KINDS), kind_of, "note", "filler")
     if not groups:
         return None
     hits = {arm: [(paper_hits(note, arm), paper_hits(filler, arm)) for note, filler in groups] for arm in ARMS}
