@@ -8,12 +8,17 @@ from typing import Any
 from matbench.errors import MatbenchError
 
 
+def check_yarn_factor(factor: float) -> None:
+    """`--rope-yarn` stretches: a factor above 1 (checked before any weights load)."""
+    if not factor > 1:
+        raise MatbenchError(f"--rope-yarn must be a factor above 1 (got {factor})")
+
+
 def with_yarn(config: Any, factor: float, name: str) -> Any:
     """`config` with YaRN scaling by `factor` on every RoPE it has (the per-layer-type ones of a
     sliding-window model included), each keeping its own theta; the original context is the
     model's `max_position_embeddings`, as llm_hf.py sets it. One line if the model has no RoPE."""
-    if not factor > 1:
-        raise MatbenchError(f"--rope-yarn must be a factor above 1 (got {factor})")
+    check_yarn_factor(factor)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     params = getattr(text, "rope_parameters", None)
     if not isinstance(params, dict) or not params:

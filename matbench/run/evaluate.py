@@ -112,8 +112,10 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
             raise MatbenchError(f"{name} must be at least 1 (got {value})")
     if cfg.memory_fraction is not None:
         check_memory_fraction(cfg.memory_fraction)
-    if cfg.rope_yarn is not None and not cfg.rope_yarn > 1:
-        raise MatbenchError(f"--rope-yarn must be a factor above 1 (got {cfg.rope_yarn})")
+    if cfg.rope_yarn is not None:
+        from matbench.models.rope import check_yarn_factor
+
+        check_yarn_factor(cfg.rope_yarn)
     if cfg.device_map and shard.active:
         raise MatbenchError("--device-map spreads one model over all GPUs of one process; launch without torchrun, "
                             "or shard pairs over GPUs (torchrun) without --device-map")
