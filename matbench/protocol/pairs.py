@@ -50,9 +50,10 @@ class Arm:
     would see) or "headless" (each served event encoded with nothing before it, not even the
     header, at its original positions: the paper's harvest `iso` and kv_phantom's `nohead`) or
     "anchored" (each served event encoded after the header and the trajectory's first 1024 tokens
-    before it, at its original positions: kv_vartrack's `anch`). `menu` and `values` override the pair's menu and donor values for arms that ask
-    a different question of the same served cache (e.g. the first digit of a number);
-    `open_question` arms carry their own answer instruction, so no readout appends the menu.
+    before it, at its original positions: kv_vartrack's `anch`). `menu` and `values` override the
+    pair's menu and donor values for arms that ask a different question of the same served cache
+    (e.g. the first digit of a number); `open_question` arms carry their own answer
+    instruction, so no readout appends the menu.
     `swapped` are served events whose rows each member takes from the *other* member's prefill
     (their text is the same in both): the root x downstream factorial serves member A's root
     with member B's downstream rows, so an answer that follows the root donor there shows the
