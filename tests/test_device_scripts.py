@@ -127,6 +127,21 @@ def test_a_plan_entry_may_name_a_template_and_a_yarn_factor(tmp_path):
                                                ["harvest~4", "float64", "n=32"]]
 
 
+def test_a_plan_line_splits_into_groups_that_run_side_by_side(tmp_path):
+    plan = "smollm2-135m: phantom_erase note_knob | var_tracking | sliding_window\ngemma3-270m: update\n"
+    # the first eval to start waits until three chains are live: the groups do run side by side
+    live = tmp_path / "root" / "res" / "live"
+    calls, times = _cells(tmp_path, plan, "smollm2-135m", [0, 0, 0, 0],
+                          hooks={1: f"for i in $(seq 100); do [ $(ls {live} | wc -l) -ge 3 ] && exit 0; sleep 0.1; done; "
+                                    f"echo never > {tmp_path}/not_side_by_side"})
+    assert not (tmp_path / "not_side_by_side").exists()
+    suites = [_arg(c, "--suite") for c in calls]
+    assert sorted(suites) == ["note_knob", "phantom_erase", "sliding_window", "var_tracking"]
+    assert suites.index("phantom_erase") < suites.index("note_knob")  # one group keeps its order
+    assert {_arg(c, "--memory-fraction") for c in calls} == {"0.23"}  # four chains in the plan
+    assert len(times) == 4 and list(live.iterdir()) == []  # every group's mark is gone
+
+
 def test_cells_runs_nothing_for_a_model_without_a_plan_line(tmp_path):
     calls, times = _cells(tmp_path, "gemma3-270m: update\n", "smollm2-135m", [])
     assert calls == [] and times == []

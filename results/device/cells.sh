@@ -11,19 +11,19 @@ W=${CELLS_ROOT:-/tmp}; A=$1; G=$2; K=$3; T=$W/stage; N=${N:-32}
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
 # without one, every suite. A suite may name its template, a YaRN factor, dtype and item count,
 # "discovery+para~4@float64/50" (default the suite's own wording, the RoPE as trained, float32 and
-# N; a larger count resumes the cell: the per-item log's key leaves it out).
+# N; a larger count resumes the cell: the per-item log's key leaves it out). " | " splits a line
+# into groups that run side by side after the one conversion (the sixth session's 135M-500M models
+# left the GPU mostly idle with one chain per model: the Python between kernels was the bound).
 PLAN=$(dirname "$0")/plan.txt
 if [ -f "$PLAN" ]; then SUITES=$(sed -n "s/^$A: *//p" "$PLAN")
 else SUITES="discovery trigger landing access programming update harvest"; fi
-# Each chain's cap: MB_FRACTION, else an equal share of 90 % of the GPU among the plan's models
+# Each chain's cap: MB_FRACTION, else an equal share of 90 % of the GPU among the plan's chains
 # (three chains at 0.3, each; SmolLM2's float64 harvest died twice at 0.45 beside two at 0.3: the
 # caps summed past the device and its 10-15 GiB score matrices found no room).
-if [ -f "$PLAN" ]; then CHAINS=$(grep -c ': *[a-z]' "$PLAN"); else CHAINS=3; fi
+if [ -f "$PLAN" ]; then CHAINS=$(sed -n 's/^[^:]*: *[a-z]/x&/p' "$PLAN" | awk -F'[|]' '{n += NF} END {print n + 0}')
+else CHAINS=3; fi
 F=${MB_FRACTION:-$(python -c "print(round(0.9 / max($CHAINS, 1), 2))")}
-# A chain marks itself live in $W/res/live, so that a chain out of memory can wait for a neighbour
-# to finish and resume at the larger share (the fifth session's SmolLM2 harvest died three times at
-# 0.45 beside Qwen2.5-Coder's update, then ran alone at 0.9 once restarted by hand).
-mkdir -p $W/res/live; touch $W/res/live/$A; trap 'rm -f $W/res/live/$A' EXIT
+mkdir -p $W/res/live
 live() { ls $W/res/live | wc -l; }
 export PYTHONPATH=$W/pkg:$W/site MATBENCH_CACHE=$W/mbcache PYTHONUNBUFFERED=1
 mkdir -p $W/res/$A $W/site
@@ -44,29 +44,44 @@ for f in Path("$T/$K").iterdir():
     shutil.copy(f, target / f.name)
 print("$A", target, sorted(p.name for p in target.iterdir()))
 PY
-for P in $SUITES; do
-  NS=$N; [ "${P%/*}" != "$P" ] && NS=${P##*/}; P=${P%/*}
-  S=${P%@*}; DT=float32; [ "$P" != "$S" ] && DT=${P#*@}
-  YN=""; [ "${S%~*}" != "$S" ] && YN=${S#*~}; S=${S%~*}
-  TP=""; [ "${S%+*}" != "$S" ] && TP=${S#*+}; S=${S%+*}
-  extra=""; [ -n "$TP" ] && extra="--template $TP"; [ -n "$YN" ] && extra="$extra --rope-yarn $YN"
-  [ "$S" = harvest ] && extra="$extra --chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
-  t0=$(date +%s); tries=0; bp=""
-  # rc 3 is matbench's out-of-memory exit (finished items kept). Resume once at one pair per batch
-  # (--batch-pairs is not in the per-item log's key; --chunk-size is, so it stays); out of memory
-  # again, wait until a neighbour chain finishes and resume at the share of those still live, as
-  # long as there is a neighbour to wait for (and no fixed MB_FRACTION).
-  while :; do
-    python -m matbench eval --model $A --suite $S --limit $NS --readout all --check --dtype $DT --device cuda \
-      --memory-fraction $F --no-progress $extra $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
-    rc=$?; tries=$((tries + 1))
-    [ $rc -eq 3 ] || break
-    if [ $tries -gt 1 ]; then
-      n=$(live); [ $n -gt 1 ] && [ -z "${MB_FRACTION:-}" ] || break
-      while [ $(live) -ge $n ]; do sleep ${CELLS_POLL:-10}; done
-      F=$(python -c "print(round(0.9 / max($(live), 1), 2))")
-    fi
-    bp="--batch-pairs 1"
+# chain NAME "SUITES": one group's cells, one after another, marked live in $W/res/live/NAME while it
+# runs, so that a chain out of memory can wait for a neighbour to finish and resume at the larger
+# share (the fifth session's SmolLM2 harvest died three times at 0.45 beside Qwen2.5-Coder's
+# update, then ran alone at 0.9 once restarted by hand).
+chain() {
+  touch $W/res/live/$1; trap "rm -f $W/res/live/$1" EXIT; shift  # runs in its own subshell (&)
+  for P in $1; do
+    NS=$N; [ "${P%/*}" != "$P" ] && NS=${P##*/}; P=${P%/*}
+    S=${P%@*}; DT=float32; [ "$P" != "$S" ] && DT=${P#*@}
+    YN=""; [ "${S%~*}" != "$S" ] && YN=${S#*~}; S=${S%~*}
+    TP=""; [ "${S%+*}" != "$S" ] && TP=${S#*+}; S=${S%+*}
+    extra=""; [ -n "$TP" ] && extra="--template $TP"; [ -n "$YN" ] && extra="$extra --rope-yarn $YN"
+    [ "$S" = harvest ] && extra="$extra --chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
+    t0=$(date +%s); tries=0; bp=""
+    # rc 3 is matbench's out-of-memory exit (finished items kept). Resume once at one pair per batch
+    # (--batch-pairs is not in the per-item log's key; --chunk-size is, so it stays); out of memory
+    # again, wait until a neighbour chain finishes and resume at the share of those still live, as
+    # long as there is a neighbour to wait for (and no fixed MB_FRACTION).
+    while :; do
+      python -m matbench eval --model $A --suite $S --limit $NS --readout all --check --dtype $DT --device cuda \
+        --memory-fraction $F --no-progress $extra $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
+      rc=$?; tries=$((tries + 1))
+      [ $rc -eq 3 ] || break
+      if [ $tries -gt 1 ]; then
+        n=$(live); [ $n -gt 1 ] && [ -z "${MB_FRACTION:-}" ] || break
+        while [ $(live) -ge $n ]; do sleep ${CELLS_POLL:-10}; done
+        F=$(python -c "print(round(0.9 / max($(live), 1), 2))")
+      fi
+      bp="--batch-pairs 1"
+    done
+    echo "$A $S${TP:++$TP}${YN:+~$YN} $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> $W/res/times.txt
   done
-  echo "$A $S${TP:++$TP}${YN:+~$YN} $DT n=$NS rc=$rc tries=$tries $(( $(date +%s) - t0 ))s" >> $W/res/times.txt
-done
+}
+g=0
+while IFS= read -r GROUP; do
+  [ -n "${GROUP// }" ] || continue
+  NAME=$A; [ $g -gt 0 ] && NAME=$A.$g
+  chain $NAME "$GROUP" &
+  g=$((g + 1))
+done < <(printf '%s\n' "$SUITES" | tr '|' '\n')
+wait
