@@ -125,12 +125,25 @@ def _header_cache(cache: EventCache, end: int | None = None):
 ANCHOR_WINDOW = 1024
 
 
+def served_runs(served: tuple[int, ...], together: bool) -> list[tuple[int, ...]]:
+    """The served events as the units an isolated encoding re-encodes: one event each, or with
+    `together` each run of consecutive events (kv_harvest3's iso: `i == cur_run[-1] + 1`)."""
+    runs: list[list[int]] = []
+    for i in sorted(served):
+        if together and runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return [tuple(run) for run in runs]
+
+
 def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
-                   chunk_size: int | None = None, alone: bool = False, anchor: int = 0) -> EventCache:
+                   chunk_size: int | None = None, alone: bool = False, anchor: int = 0, runs: bool = False) -> EventCache:
     """A copy of `cache` whose rows of the `served` events are re-encoded one event at a time, at
     the event's original positions: header + that event (SPEC 3.4 `sel_ikv`), or with `alone` the
     event with nothing before it, not even the header (the paper's harvest `iso`: kv_harvest4.py
-    encodes `eids[i]` alone; the `headless` encoding asks for it).
+    encodes `eids[i]` alone; the `headless` encoding asks for it). With `runs` each run of
+    consecutive served events is encoded together (kv_harvest3's iso; `headless_runs`).
 
     With `anchor` (the `anchored` encoding, kv_vartrack's `anch`), each event is re-encoded after
     the header and the trajectory's opening: its first min(anchor, all before the event) tokens,
@@ -141,18 +154,24 @@ def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout,
     """
     keys = [k.clone() for k in cache.keys]
     values = [v.clone() for v in cache.values]
-    for i in served:
-        lo, hi = member.event_spans[i]
+    for run in served_runs(served, runs):
+        spans = [member.event_spans[i] for i in run]
+        lo = spans[0][0]
         if alone:
             fresh, header_pos = new_cache(), torch.empty(0, dtype=torch.long)
         else:
             fresh, header_pos = _header_cache(cache, min(cache.header_span[1] + anchor, lo))
-        prefill(runner, fresh, list(member.input_ids[lo:hi]), list(member.positions[lo:hi]), header_pos, chunk_size)
+        # the run's events in order, each at its own positions (a slot's unused budget is skipped)
+        ids = [t for a, b in spans for t in member.input_ids[a:b]]
+        positions = [p for a, b in spans for p in member.positions[a:b]]
+        prefill(runner, fresh, ids, positions, header_pos, chunk_size)
         event_keys, event_values = cache_rows(fresh)
-        width = header_pos.shape[0]
-        for layer in range(len(keys)):
-            keys[layer][:, :, lo:hi] = event_keys[layer][:, :, width:]
-            values[layer][:, :, lo:hi] = event_values[layer][:, :, width:]
+        at = header_pos.shape[0]
+        for a, b in spans:
+            for layer in range(len(keys)):
+                keys[layer][:, :, a:b] = event_keys[layer][:, :, at:at + b - a]
+                values[layer][:, :, a:b] = event_values[layer][:, :, at:at + b - a]
+            at += b - a
     return replace(cache, keys=tuple(keys), values=tuple(values))
 
 

@@ -157,6 +157,7 @@ class PairEngine:
         share them. An arm that does not
         serve donor-dependent events gets one cache for both members (bit-identical rows)."""
         build = {"isolated": isolated_cache, "headless": partial(isolated_cache, alone=True),
+                 "headless_runs": partial(isolated_cache, alone=True, runs=True),
                  "anchored": partial(isolated_cache, anchor=ANCHOR_WINDOW), "text": text_cache}
         out: dict[str, tuple[EventCache, EventCache]] = {}
         made: dict[tuple, tuple[EventCache, EventCache]] = {}

@@ -34,6 +34,8 @@ def donor_shift(logp_a: np.typing.ArrayLike, logp_b: np.typing.ArrayLike, menu: 
     """
     a, b = np.asarray(logp_a), np.asarray(logp_b)
     va, vb = values
+    if len(menu) < 2:  # one candidate (a free answer's gold): no margin to shift, unpaired items only
+        return 0.0
     toward_a = donor_margin(a, menu, va) - donor_margin(b, menu, va)
     toward_b = donor_margin(b, menu, vb) - donor_margin(a, menu, vb)
     return float((toward_a + toward_b) / a.dtype.type(2))

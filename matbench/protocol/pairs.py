@@ -14,7 +14,7 @@ from matbench.errors import MatbenchError
 from matbench.protocol.frames import FRAMES
 from matbench.protocol.readouts import RELEVANT_TRACE
 
-ENCODINGS = ("joint", "isolated", "headless", "anchored", "text")
+ENCODINGS = ("joint", "isolated", "headless", "headless_runs", "anchored", "text")
 # How kept rows are laid out for the query (SPEC 2.3; matbench.engine.serving implements them).
 SERVING_MODES = ("compact", "native")
 
@@ -49,6 +49,8 @@ class Arm:
     served events re-prefilled as plain text at contiguous positions: what a text-RAG system
     would see) or "headless" (each served event encoded with nothing before it, not even the
     header, at its original positions: the paper's harvest `iso` and kv_phantom's `nohead`) or
+    "headless_runs" (the same, but each run of consecutive served events encoded together:
+    kv_harvest3's `iso`, whose window dose serves neighbouring turns) or
     "anchored" (each served event encoded after the header and the trajectory's first 1024 tokens
     before it, at its original positions: kv_vartrack's `anch`). `menu` and `values` override the
     pair's menu and donor values for arms that ask a different question of the same served cache
@@ -188,6 +190,9 @@ class DonorPair:
                                     "events of a joint arm")
             if len(set(menu)) != len(menu) or not menu:
                 raise MatbenchError(f"{where}, arm {arm.name}: the menu {menu} must be non-empty without repeats")
+            if self.paired and len(menu) < 2:
+                raise MatbenchError(f"{where}, arm {arm.name}: a donor pair's menu needs two words at least; a "
+                                    "one-word menu (a free answer's gold) is for unpaired items")
             visible = bool(set(arm.served) & set(varying))
             if visible != arm.uses_source:
                 state = "serves" if visible else "does not serve"
