@@ -7,6 +7,7 @@ from matbench.data_gen import (  # noqa: F401  (registers the suites)
     discovery,
     edge_swap,
     harvest,
+    harvest_freeform,
     landing,
     note_knob,
     orthogonal_bits,

@@ -40,6 +40,8 @@ class Suite:
     # The serving modes `--serving auto` runs (kv_swgate compares compact with native serving of
     # the same rows); empty: the model's own, native for sliding windows, else compact.
     servings: tuple[str, ...] = ()
+    # The readouts this suite can be read by (empty: any); `--readout all` runs these alone.
+    readouts: tuple[str, ...] = ()
 
     def item_rng(self, seed: int, index: int) -> random.Random:
         # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.

@@ -39,7 +39,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from matbench.data_gen.base import SUITES
 from matbench.data_gen.dialogs import Conversation, DialogSources, Turn, load_sources
@@ -266,18 +266,25 @@ def variant_of(row: dict[str, Any]) -> str:
     return f"{row['kind']}/{row['corpus']}/{row['conversation']}/{'strong' if row['strong'] else 'weak'}"
 
 
-def hydrate(row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> DonorPair:
-    """The donor pair of a row, its text read from the user's copy of the corpus."""
-    item = row["item_id"]
+def conversation_of(row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> Conversation:
+    """The row's conversation in the user's copy, refused when absent or of another hash."""
+    item, suite = row["item_id"], row.get("suite", "harvest")
     conv = conversations.get((row["corpus"], row["conversation"]))
     if conv is None:
         flag = "--locomo PATH" if row["corpus"] == "locomo" else "--realtalk DIR"
-        raise MatbenchError(f"harvest row {item} needs {row['corpus']} conversation {row['conversation']}; pass {flag}")
+        raise MatbenchError(f"{suite} row {item} needs {row['corpus']} conversation {row['conversation']}; pass {flag}")
     if conv.sha256 != row["source_sha256"]:
         raise MatbenchError(
-            f"harvest row {item}: your {conv.source_file} has sha256 {conv.sha256[:12]}…, the suite was generated "
+            f"{suite} row {item}: your {conv.source_file} has sha256 {conv.sha256[:12]}…, the suite was generated "
             f"from {row['source_sha256'][:12]}…; use the same copy of {row['corpus']} or regenerate the suite"
         )
+    return conv
+
+
+def hydrate(row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> DonorPair:
+    """The donor pair of a row, its text read from the user's copy of the corpus."""
+    item = row["item_id"]
+    conv = conversation_of(row, conversations)
     known = conv.index_of()
     missing = [d for d in row["evidence"] + row["carriers"] if d not in known]
     if missing or not row["evidence"]:
@@ -334,6 +341,7 @@ class HarvestSuite:
     contract: bool = True
     paraphrase: bool = False  # real dialogs: no synthetic statements to reword
     servings: tuple[str, ...] = ()  # `--serving auto`: the model's own
+    readouts: tuple[str, ...] = ()  # any
 
     def build(self, seed: int, n: int | None, sources: DialogSources | None) -> tuple[list[dict], Counter]:
         if sources is None or not (sources.locomo or sources.realtalk):
@@ -344,24 +352,25 @@ class HarvestSuite:
         queues, refusals = [], Counter()
         for conv in load_sources(sources.locomo, sources.realtalk):
             rows = []
-            for row in conversation_rows(conv):
+            for row in self.conversation_rows(conv):
                 try:
-                    _checked(hydrate({**row, "item_id": f"{conv.conversation}/q{row['qa_index']}"},
-                                     {(conv.corpus, conv.conversation): conv}))
+                    _checked(self.hydrate({**row, "item_id": f"{conv.conversation}/q{row['qa_index']}"},
+                                          {(conv.corpus, conv.conversation): conv}))
                 except MatbenchError as exc:
                     reason = re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "…", str(exc).split(": ", 1)[-1].split(" (")[0])
                     refusals[f"{row['kind']}: {reason}"] += 1
                     continue
                 rows.append(row)
-            random.Random(f"{self.name}/{self.version}/{seed}/{conv.corpus}/{conv.conversation}").shuffle(rows)
-            queues.append(rows)
-        ordered = [q[k] for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q)]
+            groups = self.group_rows(rows)
+            random.Random(f"{self.name}/{self.version}/{seed}/{conv.corpus}/{conv.conversation}").shuffle(groups)
+            queues.append(groups)
+        ordered = [row for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q) for row in q[k]]
         ordered = ordered if n is None else ordered[:n]
         out = []
         for index, row in enumerate(ordered):
             row = {"item_id": f"{self.name}-v{self.version}-s{seed}-{index:05d}", "suite": self.name,
                    "version": self.version, "seed": seed, "index": index, **row}
-            out.append({**row, "content_hash": row_hash({**row, "content_hash": ""})})
+            out.append({**row, "content_hash": self.row_hash({**row, "content_hash": ""})})
         return out, refusals
 
     def dataset_rows(self, seed: int, n: int | None, sources: DialogSources | None = None) -> list[dict[str, Any]]:
@@ -371,26 +380,68 @@ class HarvestSuite:
         from datasets import Features, Sequence, Value
 
         kinds = {"int": Value("int64"), "str": Value("string"), "bool": Value("bool"), "list": Sequence(Value("string"))}
-        types = dict.fromkeys(HARVEST_FIELDS, "str")
-        types.update(seed="int", index="int", qa_index="int", category="int", negative_qa_index="int",
-                     strong="bool", evidence="list", carriers="list")
-        return Features({k: kinds[types[k]] for k in HARVEST_FIELDS})
+        types = dict.fromkeys(self.fields, "str")
+        types.update(seed="int", index="int", qa_index="int", category="int", negative_qa_index="int", window="int",
+                     strong="bool", evidence="list", carriers="list", units="list")
+        return Features({k: kinds[types[k]] for k in self.fields})
 
     def field_docs(self) -> dict[str, str]:
-        return HARVEST_DOCS
+        return {k: self.docs[k] for k in self.fields}
+
+    # What a subclass over the same dialogs (harvest_freeform) replaces: its rows per
+    # conversation, their fields, and how a row becomes a donor pair.
+    fields: ClassVar[tuple[str, ...]] = HARVEST_FIELDS
+    docs: ClassVar[dict[str, str]] = HARVEST_DOCS
+
+    def conversation_rows(self, conv: Conversation) -> list[dict[str, Any]]:
+        return conversation_rows(conv)
+
+    def hydrate(self, row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> DonorPair:
+        return hydrate(row, conversations)
+
+    def group_rows(self, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """The units the seed shuffles and the order deals round-robin: one row each here."""
+        return [[row] for row in rows]
+
+    def conversation_of(self, row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> Conversation:
+        """The row's conversation in the user's copy, refused when absent or of another hash."""
+        return conversation_of(row, conversations)
+
+    def row_hash(self, row: dict[str, Any]) -> str:
+        body = {k: row[k] for k in self.fields if k != "content_hash"}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def card_section(self) -> str:
+        """The dataset card's section on this config's fields (configs of references only)."""
+        return f"""
+## Fields (harvest config: references only)
+
+Each row is one QA of a LoCoMo or REALTALK conversation. Turns render as `[session n date]
+speaker: text`; the recognition readout asks the question with the gold and a hard negative as
+options A and B.
+
+| field | type | meaning |
+|---|---|---|
+{self._field_rows()}
+"""
+
+    def _field_rows(self) -> str:
+        from matbench.data_gen.publish import field_table
+
+        return field_table(self)
 
     def pairs_from_rows(self, rows: list[dict[str, Any]], sources: DialogSources | None = None) -> list[DonorPair]:
         for row in rows:
-            missing = [k for k in HARVEST_FIELDS if k not in row]
+            missing = [k for k in self.fields if k not in row]
             if missing:
-                raise MatbenchError(f"malformed harvest row {row.get('item_id', '?')}: missing field {missing[0]!r}")
-            if row["content_hash"] != row_hash(row):
-                raise MatbenchError(f"malformed harvest row {row['item_id']}: content_hash does not match its fields")
+                raise MatbenchError(f"malformed {self.name} row {row.get('item_id', '?')}: missing field {missing[0]!r}")
+            if row["content_hash"] != self.row_hash(row):
+                raise MatbenchError(f"malformed {self.name} row {row['item_id']}: content_hash does not match its fields")
         sources = sources or DialogSources()
         corpora = {row["corpus"] for row in rows}
         conversations = {(c.corpus, c.conversation): c for c in load_sources(
             sources.locomo if "locomo" in corpora else None, sources.realtalk if "realtalk" in corpora else None)}
-        return [_checked(hydrate(row, conversations)) for row in rows]
+        return [_checked(self.hydrate(row, conversations)) for row in rows]
 
     def generate(self, seed: int = 0, n: int | None = None, sources: DialogSources | None = None) -> list[DonorPair]:
         return self.pairs_from_rows(self.dataset_rows(seed, n, sources), sources)

@@ -78,9 +78,12 @@ def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None
     )
     table = "\n".join(f"| {s.name} | {s.summary} | {'yes' if s.contract else 'no'} | {s.version} | {s.rows} | "
                       f"`{s.content_hash}` |" for s in summaries)
-    donor_configs = [s.name for s in summaries if s.name != "harvest"]
+    # Configs of references to the user's dialogs (harvest, harvest_freeform) describe their own
+    # fields in a section of their own; the donor-pair configs share one field table.
+    sections = {s.name: getattr(SUITES.get(s.name), "card_section", None) for s in summaries}
+    donor_configs = [name for name, section in sections.items() if section is None]
     fields = field_table(SUITES.get(donor_configs[0] if donor_configs else "discovery"))
-    harvest = _harvest_section() if any(s.name == "harvest" for s in summaries) else ""
+    harvest = "".join(section() for section in sections.values() if section is not None)
     template = resources.files("matbench.data_gen").joinpath("templates", "dataset_card.md").read_text()
     return str(DatasetCard.from_template(data, template_str=template, example_config=summaries[0].name if summaries
                                          else "discovery", seed=seed, revision=revision or "unknown", table=table,
@@ -106,21 +109,6 @@ def feature_type(feature: Any) -> str:
 def field_table(suite: Suite) -> str:
     features = suite.features()
     return "\n".join(f"| `{k}` | `{feature_type(features[k])}` | {doc} |" for k, doc in suite.field_docs().items())
-
-
-def _harvest_section() -> str:
-    fields = field_table(SUITES.get("harvest"))
-    return f"""
-## Fields (harvest config: references only)
-
-Each row is one QA of a LoCoMo or REALTALK conversation. Turns render as `[session n date]
-speaker: text`; the recognition readout asks the question with the gold and a hard negative as
-options A and B.
-
-| field | type | meaning |
-|---|---|---|
-{fields}
-"""
 
 
 def push_to_hub(out: Path, repo_id: str, revision: str | None = None, api: Any = None) -> str:

@@ -45,9 +45,10 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default="discovery", help="suite name (a registered suite: built in, or a plugin's; "
                    "see MATBENCH_PLUGINS), or all for the whole memory contract and its scorecard (default: discovery)")
     add_suite_rows(p)
-    p.add_argument("--readout", default="probe", type=choices("readout", tuple(READOUTS.names())),
-                   help=f"{', '.join(READOUTS.names())}, a comma list, or all (default: probe; the donor shift "
-                   "always comes from the probe). Several share one prefill per pair.")
+    p.add_argument("--readout", type=choices("readout", tuple(READOUTS.names())),
+                   help=f"{', '.join(READOUTS.names())}, a comma list, or all (default: probe, or the suite's own "
+                   "where it is read from free text; the donor shift always comes from the probe). Several share "
+                   "one prefill per pair.")
     p.add_argument("--serving", default="auto", type=choices("serving", ("auto", *SERVING_MODES)),
                    help="compact, native, compact,native, or auto (default: native for models with "
                    "sliding-window layers, else compact)")
@@ -61,6 +62,8 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
                    "a gate's rounding from a fault)")
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
     p.add_argument("--fused-kernels", default="auto", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
+    p.add_argument("--judge", metavar="MODEL", help="grade each free answer against the gold with this local causal "
+                   "LM (alias, Hub id, directory, .gguf; kv_harvest3's judge prompt; harvest_freeform); results *_judge-MODEL")
     p.add_argument("--rope-yarn", type=float, metavar="FACTOR", help="stretch the model's RoPE by YaRN with this "
                    "factor (> 1; the paper's position-stress variant, llm_hf SPRAG_ROPE_FACTOR); results *_yarnF")
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
@@ -81,14 +84,24 @@ def eval_config(args: argparse.Namespace):
     return EvalConfig(
         model=args.model, suite=args.suite, output=args.output, dataset=args.dataset,
         dataset_revision=args.dataset_revision, limit=args.limit, seed=suite_seed(args),
-        readouts=args.readout if isinstance(args.readout, tuple) else (args.readout,),
+        readouts=(args.readout if isinstance(args.readout, tuple) else (args.readout,)) if args.readout
+        else default_readouts(args.suite),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         memory_fraction=args.memory_fraction,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress, policy=args.policy, template=args.template, rope_yarn=args.rope_yarn,
+        judge=args.judge,
     )
+
+
+def default_readouts(suite: str) -> tuple[str, ...]:
+    """Without --readout: the probe, or the first readout a suite read from free text names."""
+    from matbench.data_gen import SUITES
+
+    own = SUITES.get(suite).readouts if suite in SUITES.names() else ()
+    return own[:1] or ("probe",)
 
 
 def run(args: argparse.Namespace) -> int:

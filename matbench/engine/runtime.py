@@ -298,6 +298,25 @@ class ModelRunner:
             logits = self._plain_chunk(input_ids, position_ids, start, min(start + chunk_size, length), cache)
         return logits
 
+    def plain_greedy(self, ids: list[int], max_new_tokens: int, stop_ids: set[int]) -> list[int]:
+        """Greedy continuation of one plain prompt through the model's own cache and masks (the
+        paper's `_greedy(DynamicCache(), 0, ids, n)`): a judge's verdict, nothing served sparsely."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        tokens = torch.tensor([ids], dtype=torch.long)
+        out: list[int] = []
+        start = 0
+        for _ in range(max_new_tokens):
+            end = tokens.shape[1]
+            positions = torch.arange(end, dtype=torch.long)[None]
+            token = int(self._plain_chunk(tokens, positions, start, end, cache).argmax(-1))
+            if token in stop_ids:
+                break
+            out.append(token)
+            tokens, start = torch.cat([tokens, torch.tensor([[token]])], dim=1), end
+        return out
+
     def _plain_chunk(self, input_ids: torch.Tensor, position_ids: torch.Tensor, start: int, end: int,
                      cache: Any) -> torch.Tensor:
         kwargs: dict[str, Any] = {

@@ -90,7 +90,9 @@ class ArmRecord:
     `expected` only where the arm should give a non-donor answer (a served patch); `texts` only
     under a generating readout, with `paper_answers`: the same texts read by the paper's looser
     parse (upper-cased substrings, `matbench.protocol.readouts.paper_pick`), the comparable one;
-    `selection` only where a serving policy other than the oracle chose the arm's rows."""
+    `selection` only where a serving policy other than the oracle chose the arm's rows; `judged`
+    only where a judge model graded the texts (`--judge`: yes/no per member, kv_harvest3's
+    cross_judge prompt)."""
 
     answers: tuple[str | None, str | None]
     outcome: str
@@ -103,6 +105,7 @@ class ArmRecord:
     texts: tuple[str, str] | None = None
     selection: Selection | None = None
     paper_answers: tuple[str | None, str | None] | None = None
+    judged: tuple[bool, bool] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,6 +120,7 @@ class ArmRecord:
             **({"texts": list(self.texts)} if self.texts is not None else {}),
             **({"paper_answers": list(self.paper_answers)} if self.paper_answers is not None else {}),
             **({"selection": self.selection.to_json()} if self.selection is not None else {}),
+            **({"judged": list(self.judged)} if self.judged is not None else {}),
         }
 
     @classmethod
@@ -131,6 +135,9 @@ class ArmRecord:
         values = _optional(data, "values", list, where)
         texts = _optional(data, "texts", list, where)
         paper = _optional(data, "paper_answers", list, where)
+        judged = _optional(data, "judged", list, where)
+        if judged is not None and not all(isinstance(v, bool) for v in judged):
+            raise MatbenchError(f"{where}: judged must hold two booleans (got {judged!r})")
         return cls(
             answers=_pair_of(_require(data, "answers", list, where), where, "answers"),
             outcome=outcome,
@@ -144,6 +151,7 @@ class ArmRecord:
             texts=_pair_of(texts, where, "texts") if texts is not None else None,
             selection=Selection.from_json(data["selection"], f"{where}, selection") if "selection" in data else None,
             paper_answers=_pair_of(paper, where, "paper_answers") if paper is not None else None,
+            judged=_pair_of(judged, where, "judged") if judged is not None else None,
         )
 
 
@@ -213,6 +221,6 @@ class PairRecord:
 
 
 _ARM_FIELDS = {"answers", "class", "probe_answers", "probe_logp", "shift", "menu", "values", "expected", "texts",
-               "selection", "paper_answers"}
+               "selection", "paper_answers", "judged"}
 _PAIR_FIELDS = {"item_id", "variant", "values", "menu", "budget", "length", "n_tokens", "arms", "gates", "item_hash",
                 "config_hash"}

@@ -30,6 +30,7 @@ class RunSpec:
     chunk_size: int | None = None
     template: str = "orig"  # surface template: orig, or para (kv_frozen's untuned wording)
     rope_yarn: float | None = None  # YaRN factor of the model's RoPE (the position stress); None = as trained
+    judge: str | None = None  # the model that graded free answers (--judge); None = no judge
 
     @property
     def combo(self) -> tuple[str, str]:
@@ -38,8 +39,10 @@ class RunSpec:
     @property
     def stem(self) -> str:
         """File stem of its results: `<suite>_<readout>_<serving>`, plus the template when it is not
-        the original, the YaRN factor when the RoPE is stretched and the policy when it is not the
-        oracle (`discovery_probe_compact_para_yarn4_recent-64`)."""
+        the original, the YaRN factor when the RoPE is stretched, the judge when one graded the
+        answers and the policy when it is not the oracle (`discovery_probe_compact_para_yarn4_recent-64`,
+        `harvest_freeform_short_compact_judge-smollm2-135m`)."""
         base = f"{self.suite}_{self.readout}_{self.serving}" + ("" if self.template == "orig" else f"_{self.template}")
         base += f"_yarn{self.rope_yarn:g}" if self.rope_yarn else ""
+        base += f"_judge-{re.sub(r'[^A-Za-z0-9.-]+', '-', self.judge).strip('-')}" if self.judge else ""
         return base if self.policy == "oracle" else f"{base}_{re.sub(r'[^A-Za-z0-9.-]+', '-', self.policy)}"

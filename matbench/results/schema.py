@@ -18,11 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
-# config's optional `template`, 1.7 its optional `rope_yarn`; older files are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7")
+# config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`; older files
+# are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
 
 
 class _Strict(BaseModel):
@@ -72,6 +73,9 @@ class RunConfig(_Strict):
     rope_yarn: float | None = Field(default=None, gt=1, description="YaRN factor the model's RoPE was stretched "
                                     "by (`--rope-yarn`; schema 1.7): the paper's position stress; absent = as "
                                     "trained")
+    judge: ModelInfo | None = Field(default=None, description="the model that graded each free answer against the "
+                                    "gold (`--judge`; schema 1.8): kv_harvest3's cross_judge prompt, 6 greedy "
+                                    "tokens, yes = starts with y; absent = no judge")
 
 
 class Environment(_Strict):

@@ -52,6 +52,7 @@ class EvalConfig:
     policy: str = "oracle"  # serving policy spec (matbench.engine.policies): oracle, recent:N, ...
     template: str = "orig"  # surface template (data_gen/paraphrase.py): orig, or kv_frozen's untuned para
     rope_yarn: float | None = None  # YaRN factor stretching the model's RoPE (matbench.models.rope); None = as trained
+    judge: str | None = None  # a local causal LM grading free answers (matbench.run.judge); None = no judge
 
 
 def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -93,6 +94,15 @@ def _load(cfg: EvalConfig, shard: Shard):
                       device_map=cfg.device_map, rope_yarn=cfg.rope_yarn)
 
 
+def _load_judge(cfg: EvalConfig, shard: Shard):
+    """The judge model, on the evaluated model's device and in its dtype."""
+    from matbench.models.loading import load_model
+    from matbench.run.judge import Judge
+
+    return Judge(load_model(cfg.judge, dtype=cfg.dtype, device=shard.device(cfg.device),
+                            trust_remote_code=cfg.trust_remote_code))
+
+
 def load_model_for(cfg: EvalConfig, shard: Shard | None = None):
     """The model of `cfg`, loaded once for several runs (`matbench replicate`), after every option
     that can be refused without it has been checked."""
@@ -123,6 +133,11 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
     evaluator_for(cfg.suite)
     for readout in cfg.readouts:
         READOUTS.get(readout)
+    suite_readouts(cfg)
+    if cfg.judge:
+        from matbench.run.judge import check_judged
+
+        check_judged(SUITES.get(cfg.suite), cfg.suite)
     parse_policy(cfg.policy)
     from matbench.data_gen.paraphrase import check_template
 
@@ -159,8 +174,20 @@ def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
     return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=engine.policy.spec,
                     revision=cfg.revision, dataset=cfg.dataset, dataset_revision=cfg.dataset_revision, dtype=cfg.dtype,
                     attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size,
-                    template=cfg.template, rope_yarn=cfg.rope_yarn)
-            for s in servings for r in dict.fromkeys(cfg.readouts)]
+                    template=cfg.template, rope_yarn=cfg.rope_yarn, judge=cfg.judge)
+            for s in servings for r in suite_readouts(cfg)]
+
+
+def suite_readouts(cfg: EvalConfig) -> list[str]:
+    """The run's readouts the suite can be read by (`Suite.readouts`), refused when none is."""
+    from matbench.data_gen import SUITES
+
+    own = SUITES.get(cfg.suite).readouts
+    readouts = [r for r in dict.fromkeys(cfg.readouts) if not own or r in own]
+    if not readouts:
+        raise MatbenchError(f"suite {cfg.suite} is read by --readout {' or '.join(own)} only (got "
+                            f"{', '.join(cfg.readouts)}); its arms ask open questions and score the text")
+    return readouts
 
 
 @dataclass
@@ -174,14 +201,16 @@ class PlannedRun:
 
 
 def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str, Any], n_items: int,
-               check: bool) -> dict[str, Any]:
+               check: bool, judge_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results file's `config`; its hash (without n_items and check) keys the per-item log.
-    The policy is written only when it is not the oracle, so earlier runs keep their hashes."""
+    The policy is written only when it is not the oracle, so earlier runs keep their hashes (and
+    the judge only when one graded the answers)."""
     return {"model": model_info, "suite": spec.suite, **source_info, "n_items": n_items, "readout": spec.readout,
             "serving": spec.serving, "chunk_size": spec.chunk_size, "check": check,
             **({"policy": spec.policy} if spec.policy != "oracle" else {}),
             **({"template": spec.template} if spec.template != "orig" else {}),
-            **({"rope_yarn": spec.rope_yarn} if spec.rope_yarn else {})}
+            **({"rope_yarn": spec.rope_yarn} if spec.rope_yarn else {}),
+            **({"judge": judge_info} if judge_info else {})}
 
 
 def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConfig, shard: Shard,
@@ -203,9 +232,9 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
 
 
 def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: dict[str, str], cfg: EvalConfig,
-                  group: int, progress: Any) -> None:
+                  group: int, progress: Any, judge: Any = None) -> None:
     """Score every pair of `todo` for the specs whose logs lack it and append the records (with
-    the gates when --check), a batch at a time."""
+    the gates when --check, graded by `judge` when the run names one), a batch at a time."""
     from matbench.engine.batches import score_in_batches
     from matbench.engine.gates import require, run_gates
 
@@ -224,6 +253,10 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
                 gates = run_gates(engine, pair, layout, caches, next(iter(records.values())))
                 require(gates, pair.item_id, engine.loaded.attn_implementation, engine.loaded.dtype)
             for combo, record in records.items():
+                if judge is not None:
+                    from matbench.data_gen import SUITES
+
+                    record = judge.judge_record(pair, record, SUITES.get(cfg.suite))
                 if pair.item_id not in by_combo[combo].log:
                     by_combo[combo].log.append(replace(record, item_hash=hashes[pair.item_id],
                                                        gates=tuple(gates) if gates is not None else None))
@@ -247,7 +280,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     engine = PairEngine(loaded, chunk_size=cfg.chunk_size, policy=parse_policy(cfg.policy))
     specs = plan(cfg, engine)
     model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
-    configs = [run_config(s, model_info, source_info, len(pairs), cfg.check) for s in specs]
+    judge = _load_judge(cfg, shard) if cfg.judge else None
+    judge_info = {**judge.loaded.describe(), "device": shard.config_device(judge.loaded.device)} if judge else None
+    configs = [run_config(s, model_info, source_info, len(pairs), cfg.check, judge_info) for s in specs]
     runs = open_runs(specs, configs, cfg, shard, [p.item_id for p in pairs])
     hashes = {p.item_id: item_hash(p) for p in pairs}
     for run in runs:
@@ -265,7 +300,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     with tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
               desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
               disable=not cfg.progress or not shard.is_main) as progress:
-        score_missing(engine, mine, runs, hashes, cfg, group, progress)
+        score_missing(engine, mine, runs, hashes, cfg, group, progress, judge)
     shard.barrier()
     if not shard.is_main:
         return []
