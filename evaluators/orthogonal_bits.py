@@ -39,7 +39,7 @@ class OrthogonalBitsEvaluator(Evaluator):
                  fields=("menu_accuracy", "menu_accuracy_ci"), chance=0.25 if q == "q4" else 0.5) for q in QUESTIONS),
         Metric("harv_reconstructed", "headline.reconstructed.harv_kv", "harv_kv reconstructed 4-way",
                "the state named by the two bit answers together (chance .25)", Scale.ACCURACY, Format.RATE_CI,
-               chance=0.25),
+               fields=("accuracy", "ci"), chance=0.25),
         Metric("sel_floor", "headline.sel_txt", "sel_txt floor", "the served text alone, per question (it names no "
                "state of the source)", Scale.ACCURACY, Format.MAPPING),
         Metric("bit_a_shift", "arms.harv_kv/bit_a.donor_shift", "bit_a donor shift", "harv_kv's axis-bit donor "

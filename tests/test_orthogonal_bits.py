@@ -50,3 +50,8 @@ def test_reconstruction_from_both_bits():
     head = m["headline"]
     assert head["harv_kv"] == {"q4": 0.0, "bit_a": 1.0, "bit_b": 0.75}
     assert head["reconstructed"]["harv_kv"]["accuracy"] == 0.75 and head["control_clean"] is True
+    # every declared metric reads its value and renders as a table cell (the reconstructed accuracy
+    # is {"accuracy", "ci"}, not a {"mean", "ci"} value)
+    evaluator = EVALUATORS.get("orthogonal_bits")
+    cells = {metric.key: metric.text(metric.value(m)) for metric in evaluator.contract}
+    assert cells["harv_reconstructed"] == "0.750 [{:.3f}, {:.3f}]".format(*head["reconstructed"]["harv_kv"]["ci"])
