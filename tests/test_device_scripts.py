@@ -142,6 +142,12 @@ def test_a_plan_line_splits_into_groups_that_run_side_by_side(tmp_path):
     assert len(times) == 4 and list(live.iterdir()) == []  # every group's mark is gone
 
 
+def test_harvest_freeform_reads_the_dialogs_and_is_judged_by_the_model_itself(tmp_path):
+    calls, _ = _cells(tmp_path, "gemma3-270m: harvest_freeform discovery\n", "gemma3-270m", [0, 0])
+    assert _arg(calls[0], "--judge") == "gemma3-270m" and _arg(calls[0], "--chunk-size") == "4096"
+    assert _arg(calls[0], "--locomo").endswith("/data/locomo/locomo10.json") and "--judge" not in calls[1]
+
+
 def test_cells_runs_nothing_for_a_model_without_a_plan_line(tmp_path):
     calls, times = _cells(tmp_path, "gemma3-270m: update\n", "smollm2-135m", [])
     assert calls == [] and times == []

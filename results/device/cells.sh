@@ -56,7 +56,10 @@ chain() {
     YN=""; [ "${S%~*}" != "$S" ] && YN=${S#*~}; S=${S%~*}
     TP=""; [ "${S%+*}" != "$S" ] && TP=${S#*+}; S=${S%+*}
     extra=""; [ -n "$TP" ] && extra="--template $TP"; [ -n "$YN" ] && extra="$extra --rope-yarn $YN"
-    [ "$S" = harvest ] && extra="$extra --chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk"
+    case $S in harvest|harvest_freeform)
+      extra="$extra --chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk";; esac
+    # the free answers are judged by the answering model itself, as kv_harvest3 judged them
+    [ "$S" = harvest_freeform ] && extra="$extra --judge $A"
     t0=$(date +%s); tries=0; bp=""
     # rc 3 is matbench's out-of-memory exit (finished items kept). Resume once at one pair per batch
     # (--batch-pairs is not in the per-item log's key; --chunk-size is, so it stays); out of memory
