@@ -66,7 +66,8 @@ class Judge:
         """`record` with every generated answer graded (`ArmRecord.judged`); arms without text
         (a readout that does not generate) are left as they are."""
         question, reference = suite.judge_prompt(pair)
-        arms = {name: replace(arm, judged=tuple(self.grade(question, reference, t) for t in arm.texts))
+        # the paper judges the decoded answer stripped (llm_hf `_greedy` returns `.strip()`)
+        arms = {name: replace(arm, judged=tuple(self.grade(question, reference, t.strip()) for t in arm.texts))
                 if arm.texts is not None else arm for name, arm in record.arms.items()}
         return replace(record, arms=arms)
 
