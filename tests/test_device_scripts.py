@@ -25,7 +25,7 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 # stand-in for the device's python: real for -c, silent for the conversion heredoc, logged for eval
 if [ "$1" = -c ]; then exec {real} "$@"; fi
 if [ "$1" = - ]; then cat > /dev/null; exit 0; fi
-echo "$*" >> {calls}
+echo "$* OMP=$OMP_NUM_THREADS" >> {calls}
 n=$(wc -l < {calls}); code=$(sed -n "${{n}}p" {codes})
 if [ -f {hooks}/$n ]; then bash {hooks}/$n; fi  # a test's doing while the n-th eval runs
 exit ${{code:-0}}
@@ -52,8 +52,10 @@ def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int], neighbours: 
     python.write_text(FAKE_PYTHON.format(real=sys.executable, calls=calls, codes=code_file, hooks=hook_dir))
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
     extra_env = env or {}
-    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "CELLS_ROOT": str(root), "CELLS_POLL": "0.1"}
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "CELLS_ROOT": str(root), "CELLS_POLL": "0.1",
+           "CELLS_CPUS": "16"}
     env.pop("MB_FRACTION", None)
+    env.pop("OMP_NUM_THREADS", None)
     env.update(extra_env)
     done = subprocess.run(["bash", str(bin_dir / "cells.sh"), alias, "model.gguf", "tok"], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
@@ -91,7 +93,7 @@ def test_cells_resumes_once_at_one_pair_a_batch_and_gives_up_when_alone(tmp_path
     plan = "gemma3-270m: update\n"
     calls, times = _cells(tmp_path, plan, "gemma3-270m", [3, 3, 3])
     assert len(calls) == 2  # the first try and one resume; no neighbour to wait for, so it gives up
-    assert "--batch-pairs" not in calls[0] and calls[1].endswith(" --batch-pairs 1 --output " + calls[1].split()[-1])
+    assert "--batch-pairs" not in calls[0] and calls[1].endswith(" --batch-pairs 1 --output " + _arg(calls[1], "--output") + " OMP=16")
     assert [_arg(c, "--memory-fraction") for c in calls] == ["0.9", "0.9"]  # the one chain
     assert len(times) == 1 and times[0].startswith("gemma3-270m update float32 n=32 rc=3 tries=2 ")
     assert not (tmp_path / "root" / "res" / "live" / "gemma3-270m").exists()  # its mark is gone
@@ -139,6 +141,7 @@ def test_a_plan_line_splits_into_groups_that_run_side_by_side(tmp_path):
     assert sorted(suites) == ["note_knob", "phantom_erase", "sliding_window", "var_tracking"]
     assert suites.index("phantom_erase") < suites.index("note_knob")  # one group keeps its order
     assert {_arg(c, "--memory-fraction") for c in calls} == {"0.23"}  # four chains in the plan
+    assert {c.split()[-1] for c in calls} == {"OMP=4"}  # 16 cores shared by the four chains
     assert len(times) == 4 and list(live.iterdir()) == []  # every group's mark is gone
 
 

