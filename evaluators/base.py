@@ -176,6 +176,9 @@ class Evaluator:
     suite: str
     contract: ClassVar[tuple[Metric, ...]] = ()
     order: ClassVar[int] = 100
+    # False for a suite of unpaired items only (both members the same input, e.g. kv_harvest3's
+    # free answers on natural dialogs): it has no donor classes and no donor margin shift.
+    paired: ClassVar[bool] = True
 
     @classmethod
     def metric(cls, key: str) -> Metric:

@@ -116,6 +116,7 @@ def dose(records: Sequence[PairRecord], corpus: str, window: int, reading: str) 
 @EVALUATORS.register("harvest_freeform")
 class HarvestFreeformEvaluator(Evaluator):
     order = 30
+    paired = False  # kv_harvest3 asks natural QAs only; harvest's injected items are the paired control
     contract = (
         Metric("locomo", "headline.locomo_harv_minus_iso", "harv − iso (LoCoMo, w0)", "free-answer accuracy with the "
                "carrier rows of the full-dialog prefill minus the same turns encoded alone in runs with no header "

@@ -10,6 +10,7 @@ import pytest
 from matbench.cli import main
 from matbench.data_gen import SUITES
 from matbench.data_gen.harvest import HARVEST_FIELDS
+from matbench.data_gen.harvest_freeform import FREEFORM_FIELDS
 from matbench.data_gen.loading import load_pairs
 from matbench.data_gen.publish import PARQUET, push_to_hub, write_repo
 from matbench.data_gen.rows import (
@@ -31,12 +32,14 @@ def repo(tmp_path_factory) -> Path:
 def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
     from datasets import load_dataset
 
-    assert SUITES.names() == ["access", "binding_capacity", "decoy_audit", "discovery", "edge_swap", "harvest", "landing", "note_knob", "orthogonal_bits", "phantom_erase", "phantom_swap", "programming", "recompute_matrix", "reference_gradient", "sink_dependency", "sliding_window", "trigger", "update", "var_tracking"]
+    assert SUITES.names() == ["access", "binding_capacity", "decoy_audit", "discovery", "edge_swap", "harvest",
+                              "harvest_freeform", "landing", "note_knob", "orthogonal_bits", "phantom_erase", "phantom_swap", "programming", "recompute_matrix", "reference_gradient", "sink_dependency", "sliding_window", "trigger", "update", "var_tracking"]
     for name in SUITES.names():
         suite = SUITES.get(name)
         ds = load_dataset(str(repo), name, split="test", cache_dir=str(tmp_path))
         assert ds.num_rows == 6 and ds.features == suite.features()
-        assert list(ds.features) == list(HARVEST_FIELDS if name == "harvest" else ROW_FIELDS)
+        assert list(ds.features) == list({"harvest": HARVEST_FIELDS, "harvest_freeform": FREEFORM_FIELDS}.get(
+            name, ROW_FIELDS))
         rows = [dict(r) for r in ds]
         assert rows == suite.dataset_rows(0, 6, dialog_sources())
         assert suite.pairs_from_rows(rows, dialog_sources()) == suite.generate(0, 6, dialog_sources())
