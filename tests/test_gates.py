@@ -254,3 +254,34 @@ def test_float64_tells_rounding_from_a_fault(tiny, pairs, monkeypatch):
     assert not fault64.passed and not fault32.passed
     # The criterion the README gives: rounding shrinks with the precision, a fault keeps its size.
     assert fault64.max_abs_diff == pytest.approx(fault32.max_abs_diff, rel=1e-3)
+
+
+def test_the_gates_serve_several_arms_per_forward_with_the_same_logits(tiny_llama, pairs, monkeypatch):
+    """probe_logits_arms batches arms up to the engine's token budget: fewer serves, the same
+    per-arm logits as one arm at a time (the gates compare these)."""
+    from matbench.engine.pair_engine import probe_logits, probe_logits_arms
+
+    pair = pairs[0]
+    engine, layout, caches, _ = _gates(tiny_llama, pair)
+    arms = list(pair.arms)
+    calls = []
+    for mode in ("compact", "native"):
+        original = serving.SERVING[mode]
+
+        def counted(runner, requests, _original=original, _mode=mode, **kw):
+            calls.append((_mode, len(requests)))
+            return _original(runner, requests, **kw)
+
+        monkeypatch.setitem(serving.SERVING, mode, counted)
+    width = 2 * max(c.length for c in caches)
+    engine.prefill_batch_tokens = 2 * width  # two arms (two members each) per forward
+    batched = probe_logits_arms(engine, pair, caches, arms, serving="native", full_layout=True)
+    assert [n for _, n in calls] == [4] * (len(arms) // 2) + [2] * (len(arms) % 2)
+    single = [probe_logits(engine, pair, caches, arm, serving="native", full_layout=True) for arm in arms]
+    assert len(batched) == len(single) == len(arms)
+    for b, s in zip(batched, single):
+        assert b.shape == s.shape == (2, s.shape[-1]) and torch.allclose(b, s, atol=1e-5)
+    calls.clear()
+    results = {g.name: g for g in run_gates(engine, pair, layout, caches)}
+    assert all(g.passed for g in results.values()) and results["mask"].max_abs_diff == 0.0
+    assert max(n for _, n in calls) == 4

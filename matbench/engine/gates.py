@@ -12,7 +12,7 @@ from dataclasses import replace
 import torch
 
 from matbench.engine.layout import PairLayout
-from matbench.engine.pair_engine import PairEngine, probe_logits
+from matbench.engine.pair_engine import PairEngine, probe_logits, probe_logits_arms
 from matbench.engine.serving import SERVING, ServeRequest
 from matbench.errors import GateFailure
 from matbench.protocol.pairs import Arm, DonorPair
@@ -73,11 +73,10 @@ def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
     """Full attention: compact serving of a subset equals native serving at the same query position."""
     if engine.loaded.has_sliding_layers:
         return GateResult("B", True, None, "skipped: sliding-window layers make compact and native differ by design")
-    diffs = []
-    for arm in pair.arms:
-        compact = probe_logits(engine, pair, caches, arm, serving="compact", query_position=layout.length)
-        native = probe_logits(engine, pair, caches, arm, serving="native")
-        diffs.append(compare_logits("B", compact.cpu(), native.cpu(), _exact(engine)))
+    arms = list(pair.arms)
+    compact = probe_logits_arms(engine, pair, caches, arms, serving="compact", query_position=layout.length)
+    native = probe_logits_arms(engine, pair, caches, arms, serving="native")
+    diffs = [compare_logits("B", c.cpu(), n.cpu(), _exact(engine)) for c, n in zip(compact, native)]
     worst = max(diffs, key=lambda r: r.max_abs_diff)
     return GateResult("B", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
 
@@ -87,12 +86,15 @@ def mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
     """Native serving in its literal layout (all L positions, dropped rows masked) is unchanged
     when the dropped rows hold noise: the mask hides them. `literal`: `literal_probes`, if made."""
     literal = literal or literal_probes(engine, pair, caches)
-    worst = 0.0
-    for arm in _arms_without_source(pair):
+    arms = _arms_without_source(pair)
+
+    def noisy(arm: Arm):
         dropped = tuple(i for i in range(len(pair.events)) if i not in arm.served)
-        noisy = tuple(c.with_noise(dropped, seed=7) for c in caches)
-        dirty = probe_logits(engine, pair, noisy, arm, serving="native", full_layout=True)
-        worst = max(worst, float((literal[arm.name] - dirty).abs().max()))
+        return tuple(c.with_noise(dropped, seed=7) for c in caches)
+
+    # served in the same batches as `literal_probes`, so that only the noise differs
+    dirty = probe_logits_arms(engine, pair, caches, arms, serving="native", caches_for=noisy, full_layout=True)
+    worst = max(float((literal[arm.name] - d).abs().max()) for arm, d in zip(arms, dirty))
     return GateResult("mask", worst <= 1e-5, worst, f"max |dlogit| {worst:.2e} with noise in dropped rows")
 
 
@@ -101,10 +103,9 @@ def layout_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
     """The native serving the engine runs (kept rows only, at their position coordinates) equals
     the literal layout of the mask gate: what makes dropping the masked rows a pure saving."""
     literal = literal or literal_probes(engine, pair, caches)
-    diffs = []
-    for arm in _arms_without_source(pair):
-        gathered = probe_logits(engine, pair, caches, arm, serving="native")
-        diffs.append(compare_logits("layout", gathered.cpu(), literal[arm.name].cpu(), _exact(engine)))
+    arms = _arms_without_source(pair)
+    gathered = probe_logits_arms(engine, pair, caches, arms, serving="native")
+    diffs = [compare_logits("layout", g.cpu(), literal[arm.name].cpu(), _exact(engine)) for arm, g in zip(arms, gathered)]
     worst = max(diffs, key=lambda r: r.max_abs_diff)
     return GateResult("layout", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
 
@@ -112,8 +113,9 @@ def layout_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
 def literal_probes(engine: PairEngine, pair: DonorPair, caches) -> dict[str, torch.Tensor]:
     """Per arm without the source, its probe logits from the literal native layout (what the
     mask and layout gates both compare against; made once when they run together)."""
-    return {arm.name: probe_logits(engine, pair, caches, arm, serving="native", full_layout=True)
-            for arm in _arms_without_source(pair)}
+    arms = _arms_without_source(pair)
+    return dict(zip((arm.name for arm in arms),
+                    probe_logits_arms(engine, pair, caches, arms, serving="native", full_layout=True)))
 
 
 def _arms_without_source(pair: DonorPair) -> list[Arm]:

@@ -287,7 +287,24 @@ class PairEngine:
 def probe_logits(engine: PairEngine, pair: DonorPair, caches, arm: Arm, members=(0, 1),
                  serving: str | None = None, **kw) -> torch.Tensor:
     """Probe logits of `arm` for the given members (used by the gates), from the joint prefill."""
-    ids = engine.query_ids(pair, arm, engine.probe_readout)
-    reqs = [ServeRequest(caches[m], arm.served, ids) for m in members]
-    _, logits = SERVING[serving or engine.serving](engine.runner, reqs, **kw)
-    return logits
+    return probe_logits_arms(engine, pair, caches, [arm], members, serving, **kw)[0]
+
+
+def probe_logits_arms(engine: PairEngine, pair: DonorPair, caches, arms: list[Arm], members=(0, 1),
+                      serving: str | None = None, caches_for=None, **kw) -> list[torch.Tensor]:
+    """`probe_logits` of several arms, served together (the gates): as many arms per forward as
+    keep the batch's rows within the engine's prefill token budget (members x L rows per arm at
+    most), so a long dialog still serves one arm at a time. `caches_for(arm)`, when given, makes
+    the caches an arm is served from (e.g. with noise in its dropped rows), one batch at a time."""
+    per_batch = max(1, engine.prefill_batch_tokens // max(1, len(members) * max(c.length for c in caches)))
+    out: list[torch.Tensor] = []
+    for start in range(0, len(arms), per_batch):
+        chunk = arms[start:start + per_batch]
+        reqs = []
+        for arm in chunk:
+            ids = engine.query_ids(pair, arm, engine.probe_readout)
+            served = caches_for(arm) if caches_for is not None else caches
+            reqs += [ServeRequest(served[m], arm.served, ids) for m in members]
+        _, logits = SERVING[serving or engine.serving](engine.runner, reqs, **kw)
+        out += list(logits.split(len(members)))
+    return out
