@@ -232,3 +232,15 @@ def test_show_builds_no_weights(config_only_dir):
     assert list(engine.loaded.model.parameters()) == []
     with pytest.raises(MatbenchError, match="loads no weights"):
         engine.loaded.model(input_ids=None)
+
+
+def test_a_suite_read_from_free_text_is_shown_under_its_own_readout(capsys, config_only_dir):
+    from tests.helpers import shared_data
+
+    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json"), "--realtalk", str(shared_data() / "realtalk")]
+    shown = show_json(capsys, "--model", str(config_only_dir), "--suite", "harvest_freeform", "--item", "1",
+                      "--arm", "iso", *sources)
+    assert shown["readout"] == "short" and shown["arms"][0]["name"] == "iso"
+    assert shown["arms"][0]["encoding"] == "headless_runs"
+    query = shown["arms"][0]["members"][0]["query"]["text"]
+    assert "Answer with as few words as possible (a name, a date, a short phrase)." in query

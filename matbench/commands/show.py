@@ -47,8 +47,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--item", default="0", metavar="K",
                    help="the item: an index into the suite's rows or an item_id (default: 0, the first row)")
     p.add_argument("--arm", help="show only this arm (default: every arm)")
-    p.add_argument("--readout", default="probe", choices=READOUTS.names(),
-                   help="the readout whose query is shown (default: probe)")
+    p.add_argument("--readout", choices=READOUTS.names(),
+                   help="the readout whose query is shown (default: probe, or the suite's own where it is read "
+                   "from free text)")
     p.add_argument("--serving", default="auto", choices=("auto", *SERVING_MODES),
                    help="compact, native or auto (default: native for models with sliding-window layers, "
                    "else compact), as in eval")
@@ -61,6 +62,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from matbench.commands.eval import default_readouts
+
+    args.readout = args.readout or default_readouts(args.suite)[0]
     pair, index = choose_item(args)
     arms = choose_arms(pair, args.arm)
     engine = weightless_engine(args.model, revision=args.revision, serving=args.serving, readout=args.readout,
