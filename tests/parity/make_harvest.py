@@ -135,8 +135,9 @@ def write_sources(folder: Path) -> tuple[Path, Path]:
     return locomo, realtalk
 
 
-def _record(paper_root: Path, script: str, argv: list[str]) -> list[tuple[str, object]]:
-    """The script's serves and encodes, interleaved in call order."""
+def _record(paper_root: Path, script: str, argv: list[str], **kw) -> list[tuple[str, object]]:
+    """The script's serves and encodes, interleaved in call order (`kw`: record_run's, e.g. the
+    stand-in's answer)."""
     original = recorder.fake_encode_block
     events: list[tuple[str, object]] = []
 
@@ -147,7 +148,7 @@ def _record(paper_root: Path, script: str, argv: list[str]) -> list[tuple[str, o
 
     recorder.fake_encode_block = encode
     try:
-        run = recorder.record_run(paper_root, script, argv)
+        run = recorder.record_run(paper_root, script, argv, **kw)
     finally:
         recorder.fake_encode_block = original
     merged: list[tuple[str, object]] = []

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.parity import recorder
+from tests.parity import make_harvest, recorder
 from tests.parity.make_harvest import LOCOMO, REALTALK, write_sources
 
 NOTICE = ("Rendered by kvmemory/kv_harvest3.py and kvmemory/cross_judge.py of "
@@ -39,26 +39,7 @@ JUDGED = ("none", "text", "iso", "harv", "goldev")  # kv_harvest3's judge loop o
 
 def _record(paper_root: Path, argv: list[str]) -> list[tuple[str, object]]:
     """kv_harvest3's serves and encodes, interleaved in call order."""
-    original = recorder.fake_encode_block
-    marks: list[int] = []
-
-    def encode(llm, ids, positions, keep_a=None, keep_b=None):
-        out = original(llm, ids, positions, keep_a, keep_b)
-        marks.append(len(llm.serves))
-        return out
-
-    recorder.fake_encode_block = encode
-    try:
-        run = recorder.record_run(paper_root, "kv_harvest3", argv, answer=ANSWER)
-    finally:
-        recorder.fake_encode_block = original
-    events: list[tuple[str, object]] = []
-    done = 0
-    for before, runs in zip(marks, run.encodes):
-        events += [("serve", run.serves[k].to_json()) for k in range(done, before)]
-        events.append(("encode", [[t, p] for t, p in runs]))
-        done = before
-    return events + [("serve", run.serves[k].to_json()) for k in range(done, len(run.serves))]
+    return make_harvest._record(paper_root, "kv_harvest3", argv, answer=ANSWER)
 
 
 def _question(serve: dict) -> str:
