@@ -175,7 +175,10 @@ def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links,
     """The suite page: one column per scorecard metric the suite declares; the paper's figures in
     their metric's column, the ones on another scale as text in the last column."""
     metrics = scorecard_metrics(suite)
-    header = ["model", "revision", "readout", "items", *[m.label for m in metrics]]
+    # A judge column where any run's free answers were graded by a judge model (`--judge`)
+    judged = any("judge" in (e.scorecards[r]["contract"].get(suite) or {}).get("evidence", {})
+                 for e in entries for r in e.readouts())
+    header = ["model", "revision", "readout", "items", *(["judge"] if judged else []), *[m.label for m in metrics]]
     rows = []
     for e in entries:
         for readout in e.readouts():  # one row per readout: a column never mixes readouts in a row
@@ -185,12 +188,15 @@ def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links,
             href = evidence_link(entry["evidence"], links, out)
             cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
                      Cell(readout, readout), Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
+            if judged:
+                judge = entry["evidence"].get("judge")
+                cells.append(Cell(judge, judge) if judge else Cell("none (gold named)", ""))
             cells += [metric_cell(m, e, suite, href, readout=readout) if m.key in entry else EMPTY for m in metrics]
             rows.append(Row("measured", cells))
     for model, readout in sorted(reported.rows(suite), key=lambda r: r[0] is None):
         figures = reported.of(model, suite, readout)
         cells = [Cell(model or "paper (model not named)", model or ""), Cell("paper"), Cell(readout or "—", readout),
-                 EMPTY]
+                 EMPTY, *([EMPTY] if judged else [])]
         cells += [Cell(f.text(), m.sort_key(f.value), title=f.note) if (f := _figure_for(figures, suite, m)) else EMPTY
                   for m in metrics]
         cells.append(Cell("; ".join(f"{f.label}: {f.text()}" for f in figures if f.metric is None or f.metric not in metrics)))

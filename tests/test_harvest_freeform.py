@@ -213,6 +213,12 @@ def test_a_judged_run_of_a_tiny_model_end_to_end(tmp_path, tiny_dir, capsys):
     w0 = results["metrics"]["natural"]["locomo"]["by_window"]["w0"]["readings"]["judge"]
     judged = [line["arms"]["harv"]["judged"][0] for line in lines if line["variant"].endswith("/w0")]
     assert w0["arms"]["harv"]["mean"] == sum(judged) / len(judged)
+    # the leaderboard's suite page names the judge beside the run
+    from matbench.leaderboard.site import build_site
+
+    build_site([out], tmp_path / "site")
+    page = (tmp_path / "site" / "suite-harvest_freeform.html").read_text()
+    assert "<th" in page and ">judge<" in page.replace(" ", "") and str(tiny_dir) in page
 
 
 def test_a_free_answer_suite_refuses_other_readouts_and_other_suites_refuse_a_judge(tmp_path, tiny_dir, capsys):

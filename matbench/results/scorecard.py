@@ -29,7 +29,8 @@ def _entry(path: Path, parsed: Any, evaluator: type[Evaluator], readout: str, ho
     out["evidence"] = {"results": os.path.relpath(path, home),
                        "items": os.path.relpath(path.parent / parsed.items.log, home),
                        "keys": {m.key: f"metrics.{m.path}" for m in metrics},
-                       "n_items": parsed.config.n_items, "device": parsed.config.model.device}
+                       "n_items": parsed.config.n_items, "device": parsed.config.model.device,
+                       **({"judge": parsed.config.judge.model} if parsed.config.judge else {})}
     return out
 
 
