@@ -26,7 +26,7 @@ from typing import Any
 
 from matbench import stats
 from matbench.data_gen.recompute_matrix import ARMS, DELTAS, ROWS
-from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean
+from matbench.evaluators.base import CONTROL_CLEAN, EVALUATORS, Evaluator, arm_metrics, control_clean, mean_with_ci
 from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.readouts import GENERATING_READOUTS
 from matbench.protocol.records import PairRecord
@@ -111,8 +111,7 @@ def contrast(records: Sequence[PairRecord], arm: str, base: str) -> dict[str, An
     """`arm`'s accuracy minus `base`'s, paired per item (the same served rows, only the delta
     differs), with a bootstrap 95% CI over the items."""
     diffs = [(item_hits(r, arm, "answer") - item_hits(r, base, "answer")) / 2 for r in records]  # type: ignore[operator]
-    return {"n_items": len(diffs), "mean": sum(diffs) / len(diffs),
-            "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list()}
+    return {"n_items": len(diffs), **mean_with_ci(diffs)}
 
 
 def flat(table: dict[str, dict[str, Any]] | None, key) -> dict[str, Any] | None:
