@@ -88,7 +88,7 @@ def _correct(records: Sequence[PairRecord], arm: str, read: Reading) -> list[flo
     return [float(read(r.arms[arm]) == r.values[0]) for r in records]
 
 
-def _contrast(delta: list[float], clusters: list[str], unit: str, tost: bool) -> dict[str, Any]:
+def clustered_contrast(delta: list[float], clusters: list[str], unit: str, tost: bool) -> dict[str, Any]:
     ci95 = stats.cluster_bootstrap_mean_ci(delta, clusters, seed=0)
     out: dict[str, Any] = {"mean": sum(delta) / len(delta), "ci": ci95.as_list(), "clustered_by": unit,
                            "n_clusters": len(set(clusters))}
@@ -114,8 +114,8 @@ def _reading_summary(records: Sequence[PairRecord], read: Reading, clusters: lis
     delta = [h - i for h, i in zip(correct["harv"], correct["iso"])]
     return {
         "arms": arms,
-        "harv_minus_iso": _contrast(delta, clusters, unit, tost),
-        "harv_minus_text": _contrast([h - t for h, t in zip(correct["harv"], correct["text"])], clusters, unit,
+        "harv_minus_iso": clustered_contrast(delta, clusters, unit, tost),
+        "harv_minus_text": clustered_contrast([h - t for h, t in zip(correct["harv"], correct["text"])], clusters, unit,
                                      tost=False),
     }
 

@@ -26,7 +26,7 @@ from typing import Any
 from matbench import stats
 from matbench.data_gen.harvest_freeform import WINDOWS
 from matbench.evaluators.base import EVALUATORS, Evaluator
-from matbench.evaluators.harvest import _contrast, clusters_of
+from matbench.evaluators.harvest import clustered_contrast, clusters_of
 from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import ArmRecord, PairRecord
 
@@ -86,13 +86,13 @@ def window_summary(records: Sequence[PairRecord], corpus: str, readings: list[st
             binary = reading != "f1"
             arms[arm] = {"mean": mean, **({"ci": stats.wilson(round(sum(values)), n).as_list()} if binary else {})}
         summary = {"arms": arms,
-                   "harv_minus_iso": _contrast([h - i for h, i in zip(per_arm["harv"], per_arm["iso"])], clusters,
+                   "harv_minus_iso": clustered_contrast([h - i for h, i in zip(per_arm["harv"], per_arm["iso"])], clusters,
                                                unit, tost),
-                   "harv_minus_text": _contrast([h - t for h, t in zip(per_arm["harv"], per_arm["text"])], clusters,
+                   "harv_minus_text": clustered_contrast([h - t for h, t in zip(per_arm["harv"], per_arm["text"])], clusters,
                                                 unit, tost=False)}
         strong = [k for k, r in enumerate(records) if parts(r)["stratum"] == "strong"]
         if strong:
-            summary["strong"] = {"n_items": len(strong), "harv_minus_iso": _contrast(
+            summary["strong"] = {"n_items": len(strong), "harv_minus_iso": clustered_contrast(
                 [per_arm["harv"][k] - per_arm["iso"][k] for k in strong], [clusters[k] for k in strong], unit, tost)}
         out["readings"][reading] = summary
     return out
@@ -110,7 +110,7 @@ def dose(records: Sequence[PairRecord], corpus: str, window: int, reading: str) 
     def gap(r: PairRecord) -> float:
         return READINGS[reading](r.arms["harv"], r.values[0]) - READINGS[reading](r.arms["iso"], r.values[0])
     clusters, unit = clusters_of([w for w, _ in both], corpus)
-    return {"n_qas": len(both), **_contrast([gap(w) - gap(b) for w, b in both], clusters, unit, tost=False)}
+    return {"n_qas": len(both), **clustered_contrast([gap(w) - gap(b) for w, b in both], clusters, unit, tost=False)}
 
 
 @EVALUATORS.register("harvest_freeform")
