@@ -322,8 +322,8 @@ HARVEST_DOCS = {
 }
 
 
-def row_hash(row: dict[str, Any]) -> str:
-    body = {k: row[k] for k in HARVEST_FIELDS if k != "content_hash"}
+def row_hash(row: dict[str, Any], fields: tuple[str, ...] = HARVEST_FIELDS) -> str:
+    body = {k: row[k] for k in fields if k != "content_hash"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -403,13 +403,8 @@ class HarvestSuite:
         """The units the seed shuffles and the order deals round-robin: one row each here."""
         return [[row] for row in rows]
 
-    def conversation_of(self, row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> Conversation:
-        """The row's conversation in the user's copy, refused when absent or of another hash."""
-        return conversation_of(row, conversations)
-
     def row_hash(self, row: dict[str, Any]) -> str:
-        body = {k: row[k] for k in self.fields if k != "content_hash"}
-        return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return row_hash(row, self.fields)
 
     def card_section(self) -> str:
         """The dataset card's section on this config's fields (configs of references only)."""

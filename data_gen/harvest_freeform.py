@@ -29,7 +29,15 @@ from typing import Any, ClassVar
 
 from matbench.data_gen.base import SUITES
 from matbench.data_gen.dialogs import Conversation
-from matbench.data_gen.harvest import HARVEST_DOCS, HarvestSuite, Selected, gold_answer, question_of, select
+from matbench.data_gen.harvest import (
+    HARVEST_DOCS,
+    HarvestSuite,
+    Selected,
+    conversation_of,
+    gold_answer,
+    question_of,
+    select,
+)
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
 
@@ -118,7 +126,7 @@ class HarvestFreeformSuite(HarvestSuite):
 
     def hydrate(self, row: dict[str, Any], conversations: dict[tuple[str, str], Conversation]) -> DonorPair:
         item = row["item_id"]
-        conv = self.conversation_of(row, conversations)
+        conv = conversation_of(row, conversations)
         known = conv.index_of()
         missing = [d for d in row["evidence"] + row["units"] if d not in known]
         if missing or not row["evidence"] or not row["units"]:
