@@ -239,6 +239,10 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
     from matbench.engine.gates import require, run_gates
 
     by_combo = {run.spec.combo: run for run in runs}
+    if judge is not None:
+        from matbench.data_gen import SUITES
+
+        suite = SUITES.get(cfg.suite)
 
     def missing(chunk: list[Any]) -> list[tuple[str, str]]:
         return [c for c, run in by_combo.items() if any(p.item_id not in run.log for p in chunk)]
@@ -254,9 +258,7 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
                 require(gates, pair.item_id, engine.loaded.attn_implementation, engine.loaded.dtype)
             for combo, record in records.items():
                 if judge is not None:
-                    from matbench.data_gen import SUITES
-
-                    record = judge.judge_record(pair, record, SUITES.get(cfg.suite))
+                    record = judge.judge_record(pair, record, suite)
                 if pair.item_id not in by_combo[combo].log:
                     by_combo[combo].log.append(replace(record, item_hash=hashes[pair.item_id],
                                                        gates=tuple(gates) if gates is not None else None))
