@@ -47,6 +47,10 @@ MODELS = {"smollm2-135m": ("SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2"),
           "gemma3-270m": ("gemma-3-270m-q4_k_m.gguf", "gemma3"),
           "qwen2.5-coder-0.5b": ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "coder")}
 need_data = "data.tgz" in ready
+# A hold file (a benchmark that wants the GPU idle, e.g. .gpu/bin/bench.sh) keeps every cell
+# waiting; the next call after it is gone launches them.
+if (T / "hold").exists():
+    sys.exit(print("held:", (T / "hold").read_text().strip()))
 for alias, (gguf, tok) in MODELS.items():
     flag = T / f"{alias}.launched"
     if gguf in ready and f"tok_{tok}.tgz" in ready and need_data and not flag.exists():
