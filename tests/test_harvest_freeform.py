@@ -235,3 +235,30 @@ def test_a_free_answer_suite_refuses_other_readouts_and_other_suites_refuse_a_ju
     err = capsys.readouterr().err.strip()
     assert "--judge grades free answers against a gold; suite discovery is read from its menu" in err
     assert len(err.splitlines()) == 1
+
+
+def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(tmp_path, tiny_dir, capsys, monkeypatch):
+    from matbench.cli import main
+    from matbench.models import loading
+
+    loads = []
+    real = loading.load_model
+
+    def counted(name, *args, **kwargs):
+        loads.append(str(name))
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(loading, "load_model", counted)
+    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json")]
+    # a misspelt judge is named before the evaluated model's weights are read
+    assert main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--limit", "1",
+                 "--judge", "smolm2-135m", "--output", str(tmp_path / "a"), *sources]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown model 'smolm2-135m'" in err and "Did you mean the offline alias 'smollm2-135m'?" in err
+    assert loads == ["smolm2-135m"] and len(err.splitlines()) == 1
+    # the answering model as its own judge (kv_harvest3's setting): its weights load once
+    loads.clear()
+    assert main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--limit", "1",
+                 "--judge", str(tiny_dir), "--chunk-size", "4096", "--no-progress",
+                 "--output", str(tmp_path / "b"), *sources]) == 0, capsys.readouterr().err
+    assert loads == [str(tiny_dir)]

@@ -103,6 +103,12 @@ def _load_judge(cfg: EvalConfig, shard: Shard):
                             trust_remote_code=cfg.trust_remote_code))
 
 
+def _judge_is_model(cfg: EvalConfig) -> bool:
+    """The answering model grades its own answers (kv_harvest3's setting): one copy of the weights
+    serves both, unless the model is loaded in a way the judge is not (YaRN-scaled, spread over GPUs)."""
+    return cfg.judge == cfg.model and cfg.rope_yarn is None and cfg.device_map is None
+
+
 def load_model_for(cfg: EvalConfig, shard: Shard | None = None):
     """The model of `cfg`, loaded once for several runs (`matbench replicate`), after every option
     that can be refused without it has been checked."""
@@ -278,11 +284,16 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     check_config(cfg, shard)
     pairs, source_info = load_suite(cfg)
     started = time.time()
+    # A judge of its own loads first, so a misspelt one fails in seconds, not after the model's weights.
+    judge = _load_judge(cfg, shard) if cfg.judge and not _judge_is_model(cfg) else None
     loaded = loaded if loaded is not None else _load(cfg, shard)
+    if cfg.judge and judge is None:
+        from matbench.run.judge import Judge
+
+        judge = Judge(loaded)
     engine = PairEngine(loaded, chunk_size=cfg.chunk_size, policy=parse_policy(cfg.policy))
     specs = plan(cfg, engine)
     model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
-    judge = _load_judge(cfg, shard) if cfg.judge else None
     judge_info = {**judge.loaded.describe(), "device": shard.config_device(judge.loaded.device)} if judge else None
     configs = [run_config(s, model_info, source_info, len(pairs), cfg.check, judge_info) for s in specs]
     runs = open_runs(specs, configs, cfg, shard, [p.item_id for p in pairs])
