@@ -18,6 +18,10 @@ CONTRACT = sorted(p for p in RESULTS.glob("contract/*/*.json") if p.name != "sco
 # The paper's further experiments and the reworded template (issue 15): the same checks.
 EXPERIMENTS = sorted(RESULTS.glob("experiments/*/*.json"))
 MODELS = ("smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b")  # the three offline models (SPEC 4)
+# Fresh-seed replications (`matbench replicate`): results/replication/<model>/<suite>/seed-S/*.json
+# beside the replication.json the command wrote from them.
+REPLICATIONS = sorted(RESULTS.glob("replication/*/*/replication.json"))
+REPLICATION_RUNS = sorted(RESULTS.glob("replication/*/*/seed-*/*.json"))
 
 
 def _close(a, b):
@@ -35,7 +39,8 @@ def _close(a, b):
         assert a == b
 
 
-@pytest.mark.parametrize("path", CONTRACT + EXPERIMENTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", CONTRACT + EXPERIMENTS + REPLICATION_RUNS,
+                         ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.stem}")
 def test_contract_runs_read_in_the_current_schema_and_recompute_from_their_logs(path):
     results = read_results(path)
     assert results.items.n_records == results.config.n_items >= 32
@@ -60,7 +65,8 @@ def test_the_leaderboard_builds_from_the_whole_results_folder(tmp_path):
     from matbench.leaderboard.site import build_site
 
     summary = build_site([RESULTS], tmp_path / "site")
-    assert summary.n_runs == len(CONTRACT) + len(EXPERIMENTS) and summary.n_models == len(MODELS)
+    assert summary.n_runs == len(CONTRACT) + len(EXPERIMENTS) + len(REPLICATION_RUNS)
+    assert summary.n_models == len(MODELS)
 
 
 def test_results_readme_tables_are_generated_from_the_files():
@@ -112,3 +118,41 @@ def test_the_report_names_a_missing_file_in_one_line(tmp_path):
                           check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert f"results file {tmp_path / 'nope.json'} not found" in done.stderr
+
+
+def _replication_of(report_path: Path) -> dict:
+    """The replication.json `matbench replicate` writes, rebuilt from the seed runs beside it."""
+    from matbench.results.replication import replication
+
+    by_combo: dict[tuple[str, str], dict[int, dict]] = {}
+    for path in sorted(report_path.parent.glob("seed-*/*.json")):
+        results = read_results(path)
+        assert path.parent.name == f"seed-{results.config.seed}"
+        by_combo.setdefault((results.config.readout, results.config.serving), {})[results.config.seed] = results.metrics
+    suite = read_results(next(report_path.parent.glob("seed-*/*.json"))).config.suite
+    contract = EVALUATORS.get(suite).contract
+    report = {f"{r}_{s}": replication(m, contract, r) for (r, s), m in sorted(by_combo.items())}
+    return json.loads(json.dumps({"suite": suite, "model": report_path.parent.parent.name, "by_readout": report}))
+
+
+@pytest.mark.parametrize("path", REPLICATIONS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_replication_reports_rebuild_from_their_seed_runs(path):
+    stored = json.loads(path.read_text())
+    assert _replication_of(path) == stored
+    for report in stored["by_readout"].values():
+        assert report["seeds"] == [1, 2, 3]  # fresh seeds: the committed runs are seed 0
+
+
+def test_the_replications_readme_shows_every_committed_replication():
+    from matbench.results.replication import replication_markdown
+
+    assert REPLICATIONS and {p.parent.parent.name for p in REPLICATIONS} <= set(MODELS)
+    readme = (RESULTS / "replication" / "README.md").read_text()
+    for path in REPLICATIONS:
+        for report in json.loads(path.read_text())["by_readout"].values():
+            table = replication_markdown(json.loads(json.dumps(report), object_hook=_int_seeds))
+            assert table in readme
+
+
+def _int_seeds(obj: dict) -> dict:
+    return {int(k) if k.isdigit() else k: v for k, v in obj.items()}
