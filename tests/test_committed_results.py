@@ -122,17 +122,16 @@ def test_the_report_names_a_missing_file_in_one_line(tmp_path):
 
 def _replication_of(report_path: Path) -> dict:
     """The replication.json `matbench replicate` writes, rebuilt from the seed runs beside it."""
-    from matbench.results.replication import replication
+    from matbench.results.replication import replication_report
 
     by_combo: dict[tuple[str, str], dict[int, dict]] = {}
     for path in sorted(report_path.parent.glob("seed-*/*.json")):
         results = read_results(path)
         assert path.parent.name == f"seed-{results.config.seed}"
         by_combo.setdefault((results.config.readout, results.config.serving), {})[results.config.seed] = results.metrics
-    suite = read_results(next(report_path.parent.glob("seed-*/*.json"))).config.suite
-    contract = EVALUATORS.get(suite).contract
-    report = {f"{r}_{s}": replication(m, contract, r) for (r, s), m in sorted(by_combo.items())}
-    return json.loads(json.dumps({"suite": suite, "model": report_path.parent.parent.name, "by_readout": report}))
+    suite = results.config.suite
+    report = replication_report(suite, report_path.parent.parent.name, EVALUATORS.get(suite).contract, by_combo)
+    return json.loads(json.dumps(report))  # as written: the seeds become string keys
 
 
 @pytest.mark.parametrize("path", REPLICATIONS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
@@ -149,9 +148,8 @@ def test_the_replications_are_committed_for_the_three_offline_models_and_their_r
     assert sorted(p.parent.parent.name for p in REPLICATIONS) == sorted(MODELS)
     readme = (RESULTS / "replication" / "README.md").read_text()
     for path in REPLICATIONS:
-        for report in json.loads(path.read_text())["by_readout"].values():
-            table = replication_markdown(json.loads(json.dumps(report), object_hook=_int_seeds))
-            assert table in readme
+        for report in json.loads(path.read_text(), object_hook=_int_seeds)["by_readout"].values():
+            assert replication_markdown(report) in readme
 
 
 def _int_seeds(obj: dict) -> dict:

@@ -38,7 +38,7 @@ def parse_seeds(text: str) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     from matbench.evaluators import EVALUATORS
     from matbench.results.files import write_json
-    from matbench.results.replication import replication, replication_markdown
+    from matbench.results.replication import replication_markdown, replication_report
     from matbench.run.evaluate import load_model_for, run_eval
 
     seeds = parse_seeds(args.seeds)
@@ -54,10 +54,9 @@ def run(args: argparse.Namespace) -> int:
         for payload in run_eval(replace(base, seed=seed, output=str(out / f"seed-{seed}")), loaded=loaded):
             c = payload["config"]
             by_combo.setdefault((c["readout"], c["serving"]), {})[seed] = payload["metrics"]
-    contract = EVALUATORS.get(base.suite).contract
-    report = {f"{readout}_{serving}": replication(metrics, contract, readout)
-              for (readout, serving), metrics in sorted(by_combo.items())}
-    write_json(out / "replication.json", {"suite": base.suite, "model": base.model, "by_readout": report})
+    written = replication_report(base.suite, base.model, EVALUATORS.get(base.suite).contract, by_combo)
+    write_json(out / "replication.json", written)
+    report = written["by_readout"]
     for key, rep in report.items():
         print(f"## {base.suite}, {key}\n\n{replication_markdown(rep)}\n")
     print(json.dumps({k: r["agreement"] for k, r in report.items()}))

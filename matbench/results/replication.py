@@ -57,6 +57,15 @@ def replication(metrics_by_seed: Mapping[int, dict[str, Any]], contract: tuple[M
             "agreement": {"judged": len(judged), "agree": sum(m["agree"] for m in judged)}}
 
 
+def replication_report(suite: str, model: str, contract: tuple[Metric, ...],
+                       by_combo: Mapping[tuple[str, str], Mapping[int, dict[str, Any]]]) -> dict[str, Any]:
+    """What `matbench replicate` writes as replication.json: per (readout, serving) of `by_combo`
+    ({(readout, serving): {seed: metrics}}), its `replication` report."""
+    return {"suite": suite, "model": model,
+            "by_readout": {f"{readout}_{serving}": replication(metrics, contract, readout)
+                           for (readout, serving), metrics in sorted(by_combo.items())}}
+
+
 def replication_markdown(report: dict[str, Any]) -> str:
     """One row per metric: its value under each seed and whether the seeds agree."""
     seeds = report["seeds"]
