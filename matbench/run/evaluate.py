@@ -244,11 +244,10 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
     from matbench.engine.batches import score_in_batches
     from matbench.engine.gates import require, run_gates
 
-    by_combo = {run.spec.combo: run for run in runs}
-    if judge is not None:
-        from matbench.data_gen import SUITES
+    from matbench.data_gen import SUITES
 
-        suite = SUITES.get(cfg.suite)
+    by_combo = {run.spec.combo: run for run in runs}
+    suite = SUITES.get(cfg.suite)  # what the judge reads a record's question and gold from
 
     def missing(chunk: list[Any]) -> list[tuple[str, str]]:
         return [c for c, run in by_combo.items() if any(p.item_id not in run.log for p in chunk)]
@@ -285,12 +284,13 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     pairs, source_info = load_suite(cfg)
     started = time.time()
     # A judge of its own loads first, so a misspelt one fails in seconds, not after the model's weights.
-    judge = _load_judge(cfg, shard) if cfg.judge and not _judge_is_model(cfg) else None
+    own_judge = bool(cfg.judge) and not _judge_is_model(cfg)
+    judge = _load_judge(cfg, shard) if own_judge else None
     loaded = loaded if loaded is not None else _load(cfg, shard)
-    if cfg.judge and judge is None:
+    if cfg.judge and not own_judge:
         from matbench.run.judge import Judge
 
-        judge = Judge(loaded)
+        judge = Judge(loaded)  # the answering model grades itself
     engine = PairEngine(loaded, chunk_size=cfg.chunk_size, policy=parse_policy(cfg.policy))
     specs = plan(cfg, engine)
     model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}

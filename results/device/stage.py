@@ -50,7 +50,8 @@ need_data = "data.tgz" in ready
 # A hold file (a benchmark that wants the GPU idle, e.g. .gpu/bin/bench.sh) keeps every cell
 # waiting; the next call after it is gone launches them.
 if (T / "hold").exists():
-    sys.exit(print("held:", (T / "hold").read_text().strip()))
+    print("held:", (T / "hold").read_text().strip())
+    sys.exit(0)
 for alias, (gguf, tok) in MODELS.items():
     flag = T / f"{alias}.launched"
     if gguf in ready and f"tok_{tok}.tgz" in ready and need_data and not flag.exists():
