@@ -129,6 +129,22 @@ def test_a_plan_entry_may_name_a_template_and_a_yarn_factor(tmp_path):
                                                ["harvest~4", "float64", "n=32"]]
 
 
+def test_a_plan_entry_may_set_its_own_gpu_cap_until_a_neighbour_finishes(tmp_path):
+    plan = "smollm2-135m: harvest~4@float64%0.62 | harvest_freeform@float64/40%0.3 discovery\n"
+    calls, times = _cells(tmp_path, plan, "smollm2-135m", [0, 0, 0])
+    caps = {(_arg(c, "--suite"), _arg(c, "--limit")): _arg(c, "--memory-fraction") for c in calls}
+    assert caps == {("harvest", "32"): "0.62", ("harvest_freeform", "40"): "0.3", ("discovery", "32"): "0.45"}
+    assert sorted(t.split()[1:4] for t in times) == [["discovery", "float32", "n=32"],
+                                                     ["harvest_freeform", "float64", "n=40"],
+                                                     ["harvest~4", "float64", "n=32"]]
+    # out of memory twice: once the neighbour is gone the cell resumes at the share of those live
+    live = tmp_path / "again" / "root" / "res" / "live" / "gemma3-270m"
+    calls, _ = _cells(tmp_path / "again", "smollm2-135m: harvest@float64%0.2\ngemma3-270m: update\n",
+                      "smollm2-135m", [3, 3, 0], neighbours=("gemma3-270m",),
+                      hooks={2: f"(sleep 1; rm {live}) > /dev/null 2>&1 &"})
+    assert [_arg(c, "--memory-fraction") for c in calls] == ["0.2", "0.2", "0.9"]
+
+
 def test_a_plan_line_splits_into_groups_that_run_side_by_side(tmp_path):
     plan = "smollm2-135m: phantom_erase note_knob | var_tracking | sliding_window\ngemma3-270m: update\n"
     # the first eval to start waits until three chains are live: the groups do run side by side

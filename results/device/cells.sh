@@ -11,7 +11,9 @@ W=${CELLS_ROOT:-/tmp}; A=$1; G=$2; K=$3; T=$W/stage; N=${N:-32}
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
 # without one, every suite. A suite may name its template, a YaRN factor, dtype and item count,
 # "discovery+para~4@float64/50" (default the suite's own wording, the RoPE as trained, float32 and
-# N; a larger count resumes the cell: the per-item log's key leaves it out). " | " splits a line
+# N; a larger count resumes the cell: the per-item log's key leaves it out), and "%0.6" after all
+# that sets the cell's GPU cap (SmolLM2's float64 YaRN harvest ran out of memory on 16 GiB score
+# blocks at an equal share of four chains, 0.22, and again at 0.5). " | " splits a line
 # into groups that run side by side after the one conversion (the sixth session's 135M-500M models
 # left the GPU mostly idle with one chain per model: the Python between kernels was the bound).
 PLAN=$(dirname "$0")/plan.txt
@@ -55,6 +57,7 @@ PY
 chain() {
   touch $W/res/live/$1; trap "rm -f $W/res/live/$1" EXIT; shift  # runs in its own subshell (&)
   for P in $1; do
+    FC=$F; [ "${P%[%]*}" != "$P" ] && FC=${P##*[%]}; P=${P%[%]*}
     NS=$N; [ "${P%/*}" != "$P" ] && NS=${P##*/}; P=${P%/*}
     S=${P%@*}; DT=float32; [ "$P" != "$S" ] && DT=${P#*@}
     YN=""; [ "${S%~*}" != "$S" ] && YN=${S#*~}; S=${S%~*}
@@ -71,13 +74,13 @@ chain() {
     # long as there is a neighbour to wait for (and no fixed MB_FRACTION).
     while :; do
       python -m matbench eval --model $A --suite $S --limit $NS --readout all --check --dtype $DT --device cuda \
-        --memory-fraction $F --no-progress $extra $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
+        --memory-fraction $FC --no-progress $extra $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
       rc=$?; tries=$((tries + 1))
       [ $rc -eq 3 ] || break
       if [ $tries -gt 1 ]; then
         n=$(live); [ $n -gt 1 ] && [ -z "${MB_FRACTION:-}" ] || break
         while [ $(live) -ge $n ]; do sleep ${CELLS_POLL:-10}; done
-        F=$(python -c "print(round(0.9 / max($(live), 1), 2))")
+        F=$(python -c "print(round(0.9 / max($(live), 1), 2))"); FC=$F
       fi
       bp="--batch-pairs 1"
     done
