@@ -46,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
+        # --chunk-size is part of the per-item log's key (it changes the rounding of every row), so
+        # only the batch size and the memory cap are offered as ways to resume
         print(f"matbench: error: out of memory on the accelerator ({str(exc).splitlines()[0][:120]}); finished "
-              "items are kept: run again with a smaller --batch-pairs (or --chunk-size for long prefills) to resume",
+              "items are kept: run again with --batch-pairs 1 or a larger --memory-fraction to resume (a smaller "
+              "--chunk-size lowers a long prefill's peak but starts a new per-item log: use another --output)",
               file=sys.stderr)
         return 3
 

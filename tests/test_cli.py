@@ -147,6 +147,9 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
     # Another configuration refuses to mix with the old log.
     code, _, err = run_cli(args[:-2] + ["--seed", "1", "--output", str(out)], capsys)
     assert code == 2 and "another configuration" in one_line_error(err)
+    # and so does another --chunk-size (the out-of-memory line says it starts a new log)
+    code, _, err = run_cli([*args, "--chunk-size", "7"], capsys)
+    assert code == 2 and "another configuration" in one_line_error(err)
 
 
 def test_a_larger_limit_resumes_the_cell_and_computes_only_the_new_items(capsys, tmp_path, tiny_dir, monkeypatch):
@@ -263,7 +266,9 @@ def test_out_of_memory_is_one_line_and_says_what_to_lower(capsys, monkeypatch, t
     code = main(["eval", "--model", "smollm2-135m", "--output", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 3 and err.count("\n") == 1
-    assert "Tried to allocate 2.16 GiB" in err and "--batch-pairs" in err and "more detail" not in err
+    assert "Tried to allocate 2.16 GiB" in err and "--batch-pairs 1" in err and "more detail" not in err
+    # a smaller --chunk-size does not resume (it keys another log): the line must not say it does
+    assert "--chunk-size lowers a long prefill's peak but starts a new per-item log" in err
 
 
 def test_out_of_memory_backs_off_without_losing_or_changing_items(capsys, tmp_path, tiny_dir, monkeypatch):
