@@ -35,8 +35,8 @@ class Row:
     cells: list[Cell]
 
 
-RUNS_HEADER = ["model", "revision", "suite", "readout", "serving", "items", "device", "dtype", "gates", "matbench",
-               "results", "items log"]
+RUNS_HEADER = ["model", "revision", "suite", "readout", "serving", "variant", "items", "device", "dtype", "gates",
+               "matbench", "results", "items log"]
 EMPTY = Cell("—")
 
 
@@ -164,7 +164,10 @@ def runs_rows(entries: list[ModelEntry], links) -> list[Row]:
             rows.append(Row("measured", [
                 Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
                 Cell(r.config.suite, r.config.suite), Cell(r.config.readout, r.config.readout),
-                Cell(r.config.serving, r.config.serving), Cell(str(r.config.n_items), r.config.n_items),
+                Cell(r.config.serving, r.config.serving),
+                # a policy's run or a robustness check (the suite pages show the protocol runs only)
+                Cell(", ".join(r.config.variants) or "—", ", ".join(r.config.variants)),
+                Cell(str(r.config.n_items), r.config.n_items),
                 Cell(r.config.model.device, r.config.model.device), Cell(r.config.model.dtype, r.config.model.dtype),
                 Cell(gates, gates), Cell(r.environment.matbench, r.environment.matbench),
                 Cell("results", None, results_href), Cell("items", None, log_href)]))

@@ -95,6 +95,23 @@ def test_site_from_the_committed_submissions(tmp_path):
     assert len({h for h in evidence if h.endswith(".items.jsonl")}) == len(runs)
 
 
+def test_the_runs_table_names_each_runs_departure_from_the_protocol(tmp_path):
+    """YaRN and reworded runs are kept off the suite pages (they are not the contract); in the runs
+    table their variant cell says which they are, counted here from the file names."""
+    from collections import Counter
+
+    from matbench.leaderboard.collect import group_models
+    from matbench.leaderboard.tables import RUNS_HEADER, runs_rows
+
+    runs = find_runs([SUBMISSIONS])
+    rows = runs_rows(group_models(runs, home=tmp_path), {r.path.resolve(): ("r", "i") for r in runs})
+    variants = Counter(row.cells[RUNS_HEADER.index("variant")].text for row in rows)
+    yarn = sum(r.path.stem.endswith("_yarn4") for r in runs)
+    para = sum(r.path.stem.endswith("_para") for r in runs)
+    assert yarn == 10 and para == 30  # Gemma's and Qwen2.5-Coder's YaRN harvests; six para cells
+    assert variants == Counter({"—": len(runs) - yarn - para, "yarn ×4": yarn, "template para": para})
+
+
 def test_tie_groups_share_a_rank_when_intervals_overlap(tmp_path):
     # The three offline models have root follow 0-1 of 32: overlapping Wilson intervals, one rank.
     site = build_site([SUBMISSIONS], tmp_path / "site").out

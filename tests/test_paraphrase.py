@@ -88,7 +88,7 @@ def test_eval_under_para_passes_the_gates_and_stays_out_of_the_scorecard(tmp_pat
     from matbench.results.report import report_rows
 
     rows = [line for line in report_rows([path]) if line.startswith("| ") and "discovery" not in line]
-    assert rows[1].split(" | ")[1:4] == ["probe", "compact, para", "float32"]
+    assert rows[1].split(" | ")[1:4] == ["probe", "compact, template para", "float32"]
     assert main(["eval", "--model", str(tiny_dir), "--suite", "trigger", "--template", "para",
                  "--output", str(out)]) == 2
     assert "suite trigger cannot take it" in capsys.readouterr().err

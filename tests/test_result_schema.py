@@ -40,6 +40,21 @@ def test_a_written_results_file_validates(run, tmp_path):
     assert results.environment.datasets and results.config.readout == "probe"
 
 
+@pytest.mark.parametrize("fields, variants", [
+    ({}, []), ({"policy": "oracle"}, []), ({"policy": "recent:64"}, ["policy recent:64"]),
+    ({"template": "para", "rope_yarn": 4.0}, ["template para", "yarn ×4"]), ({"rope_yarn": 2.5}, ["yarn ×2.5"]),
+])
+def test_a_run_names_its_departures_from_the_protocol(run, fields, variants):
+    """`variants` keeps a run out of the scorecard and labels it in the reports and on the board."""
+    from matbench.results.scorecard import largest_runs
+
+    payload = json.loads(run.read_text())
+    payload["config"].update(fields)
+    results = validate_results(payload, run)
+    assert results.config.variants == variants
+    assert bool(largest_runs([(run, results)], "probe")) is (variants == [])
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["config"].__setitem__("n_items", "2"), "field config.n_items: Input should be a valid integer"),
     (lambda d: d["config"]["model"].__setitem__("dtype", "float8"), "field config.model.dtype: Input should be"),

@@ -30,9 +30,9 @@ def report_rows(paths: list[Path]) -> list[str]:
         for path, r in mine:
             cells = [m.text(m.value(r.metrics, f"results file {path}")) if m.valid_for(r.config.readout) else "n/a"
                      for m in metrics]
-            # a run under `--template para` says so beside its serving mode (the same columns otherwise)
-            serving = (r.config.serving + (f", {r.config.template}" if r.config.template else "")
-                       + (f", yarn ×{r.config.rope_yarn:g}" if r.config.rope_yarn else ""))
+            # a run off the paper's protocol (`--template para`, `--rope-yarn`, `--policy`) says so
+            # beside its serving mode (the same columns otherwise)
+            serving = ", ".join([r.config.serving, *r.config.variants])
             lines.append("| " + " | ".join([r.config.model.model, r.config.readout, serving,
                                             r.config.model.dtype, str(r.config.n_items), *cells, _gates(r.gates)]) + " |")
         lines.append("")

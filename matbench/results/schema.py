@@ -77,6 +77,14 @@ class RunConfig(_Strict):
                                     "gold (`--judge`; schema 1.8): kv_harvest3's cross_judge prompt, 6 greedy "
                                     "tokens, yes = starts with y; absent = no judge")
 
+    @property
+    def variants(self) -> list[str]:
+        """How the run departs from the paper's protocol, as labels (empty: it follows it). Such a
+        run measures a policy or is a robustness check: reported beside the contract, never in it."""
+        return [*([f"policy {self.policy}"] if self.policy not in (None, "oracle") else []),
+                *([f"template {self.template}"] if self.template else []),
+                *([f"yarn ×{self.rope_yarn:g}"] if self.rope_yarn else [])]
+
 
 class Environment(_Strict):
     """Where it ran: package versions and hardware."""

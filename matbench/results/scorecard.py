@@ -58,7 +58,7 @@ def largest_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe",
     for path, parsed in runs:
         if parsed.config.readout != readout or (serving is not None and parsed.config.serving != serving):
             continue
-        if parsed.config.policy not in (None, "oracle") or parsed.config.template is not None or parsed.config.rope_yarn:
+        if parsed.config.variants:
             continue
         held = results.get(parsed.config.suite)
         if held is None or parsed.config.n_items > held[1].config.n_items:
