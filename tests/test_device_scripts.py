@@ -58,7 +58,7 @@ def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int], neighbours: 
     env.pop("OMP_NUM_THREADS", None)
     env.update(extra_env)
     done = subprocess.run(["bash", str(bin_dir / "cells.sh"), alias, "model.gguf", "tok"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stderr
     eval_calls = calls.read_text().splitlines() if calls.exists() else []
     times = (root / "res" / "times.txt").read_text().splitlines() if (root / "res" / "times.txt").exists() else []
@@ -147,11 +147,13 @@ def test_a_plan_entry_may_set_its_own_gpu_cap_until_a_neighbour_finishes(tmp_pat
 
 def test_a_plan_line_splits_into_groups_that_run_side_by_side(tmp_path):
     plan = "smollm2-135m: phantom_erase note_knob | var_tracking | sliding_window\ngemma3-270m: update\n"
-    # the first eval to start waits until three chains are live: the groups do run side by side
-    live = tmp_path / "root" / "res" / "live"
-    calls, times = _cells(tmp_path, plan, "smollm2-135m", [0, 0, 0, 0],
-                          hooks={1: f"for i in $(seq 100); do [ $(ls {live} | wc -l) -ge 3 ] && exit 0; sleep 0.1; done; "
-                                    f"echo never > {tmp_path}/not_side_by_side"})
+    # the first three evals to start each wait until three chains are live at once (or were): the
+    # groups do run side by side. Only the first eval waited before, and a chain whose eval returned
+    # at once could end (its live mark gone) before the third began: on a loaded CI machine it did.
+    live, met = tmp_path / "root" / "res" / "live", tmp_path / "met"
+    wait = (f"for i in $(seq 600); do {{ [ -f {met} ] || [ $(ls {live} | wc -l) -ge 3 ]; }} && touch {met} && exit 0; "
+            f"sleep 0.1; done; echo never > {tmp_path}/not_side_by_side")
+    calls, times = _cells(tmp_path, plan, "smollm2-135m", [0, 0, 0, 0], hooks={1: wait, 2: wait, 3: wait})
     assert not (tmp_path / "not_side_by_side").exists()
     suites = [_arg(c, "--suite") for c in calls]
     assert sorted(suites) == ["note_knob", "phantom_erase", "sliding_window", "var_tracking"]
