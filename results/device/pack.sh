@@ -37,11 +37,12 @@ for alias, tok in (m.split(":") for m in sys.argv[3:]):
 PY
 D=${MATBENCH_SHARED_DATA:-../shared/data}
 tar -czf $P/data.tgz -C $D --transform 's,^,data/,' locomo/locomo10.json realtalk
-# Per-item logs of unfinished cells (.gpu/partial/res/<model>/*.items.jsonl), if any, go first:
-# the runs resume from them instead of starting over.
+# Per-item logs of unfinished cells (results/partial/<model>/*.items.jsonl, committed: a new
+# checkout holds only what is tracked, and stop 28's 15 logged pairs, kept outside the
+# repository, were lost that way), if any, go first: the runs resume from them instead of starting over.
 order=""
-if [ -d .gpu/partial/res ]; then
-  (cd .gpu/partial && find res -name '*.items.jsonl' | sort | tar -czf ../pay/partial.tgz -T -)
+if [ -n "$(find results/partial -name '*.items.jsonl' 2>/dev/null)" ]; then
+  (cd results/partial && find . -name '*.items.jsonl' | sort | tar -czf ../../$P/partial.tgz --transform 's,^[.],res,' -T -)
   order="partial.tgz "
 fi
 # The wheels, then each model's tokenizer and GGUF, the dialog data after the first (a model's
