@@ -8,6 +8,19 @@ set -euo pipefail
 PY=${PY:-.venv/bin/python}; P=.gpu/pay; S=.gpu/stream; C=${MATBENCH_CACHE:-$HOME/.cache/matbench}
 mkdir -p $P .gpu/bin; rm -rf $S; mkdir -p $S
 cp results/device/stage.py results/device/cells.sh results/device/call.sh .gpu/bin/
+# The cells still owed: .gpu/bin/plan.txt if this checkout has one, else the committed
+# results/partial/plan.txt (a new checkout has no .gpu).
+[ -f .gpu/bin/plan.txt ] || [ ! -f results/partial/plan.txt ] || cp results/partial/plan.txt .gpu/bin/plan.txt
+# The wheels the image lacks (gguf, pydantic and those of their needs it has too old or not at all),
+# at the versions this install runs, for its Python 3.12; downloaded once into .gpu/wheels.
+if ! ls .gpu/wheels/*.whl > /dev/null 2>&1; then
+  $PY -c 'from importlib.metadata import version as v
+for n in ("gguf", "pydantic", "pydantic_core", "annotated-types", "typing-inspection", "typing_extensions"):
+    print(f"{n}=={v(n)}")' > .gpu/wheels.txt
+  $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .gpu/wheels -r .gpu/wheels.txt
+fi
 tar -czf $P/wheels.tgz -C .gpu wheels
 # The models: with .gpu/bin/plan.txt, those its lines still give suites (a finished model's GGUF
 # would cost its chunks' calls for nothing); without one, all three. alias:tokenizer-tag (the tags
