@@ -256,3 +256,73 @@ def test_slim_takes_the_results_off_the_index_and_puts_them_back(tmp_path):
     (tmp_path / "results/contract/m/b.json").write_text("new")  # an uncommitted result: refused
     done = run("on")
     assert done.returncode == 1 and "uncommitted changes" in done.stderr and len(git("ls-files").split()) == 4
+
+
+def _integrate_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("integrate", DEVICE / "integrate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_integrate_takes_finished_cells_refuses_failed_gates_and_keeps_unfinished_logs(tmp_path, monkeypatch, capsys):
+    contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
+    name = "discovery_probe_native"
+    (tmp_path / "results" / "contract" / "gemma3-270m").mkdir(parents=True)
+    res = tmp_path / "pack" / "res" / "gemma3-270m"
+    res.mkdir(parents=True)
+    for suffix in (".json", ".items.jsonl"):
+        shutil.copy(contract / (name + suffix), tmp_path / "results" / "contract" / "gemma3-270m")
+        shutil.copy(contract / (name + suffix), res)
+    # a cell whose gate failed (its claims edited), and an unfinished cell (a log, no results file)
+    failed = json.loads((contract / "trigger_probe_native.json").read_text())
+    failed["gates"]["A"]["passed"] -= 1
+    (res / "trigger_probe_native.json").write_text(json.dumps(failed))
+    shutil.copy(contract / "trigger_probe_native.items.jsonl", res)
+    lines = (contract / "update_probe_native.items.jsonl").read_text().splitlines()[:7]
+    (res / "update_probe_native.items.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "pack" / "res" / "times.txt").write_text("gemma3-270m discovery float32 n=32 rc=0 tries=1 9s\n")
+    experiments = tmp_path / "results" / "experiments"
+    experiments.mkdir()
+    (experiments / "README.md").write_text("# intro\n\n### stale\n| old |\n")
+    with tarfile.open(tmp_path / "res.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "pack" / "res", "res")
+    monkeypatch.chdir(tmp_path)
+
+    code = _integrate_module().main([str(tmp_path / "res.tgz"), "--submissions", str(tmp_path / "subs")])
+
+    out = capsys.readouterr().out
+    assert code == 1  # the refused cell
+    assert "trigger_probe_native.json: 32 items" in out and "REFUSED: gate A failed" in out
+    assert "32 items shared with the contract: classes 128/128, max shift diff 0.0e+00 (ok)" in out
+    assert (experiments / "gemma3-270m" / f"{name}.json").read_bytes() == (contract / f"{name}.json").read_bytes()
+    assert not (experiments / "gemma3-270m" / "trigger_probe_native.json").exists()
+    stored = sorted(p.name for p in (tmp_path / "subs").glob("*/*"))
+    assert stored == [f"{name}.items.jsonl", f"{name}.json"]
+    partial = tmp_path / "results" / "partial" / "gemma3-270m" / "update_probe_native.items.jsonl"
+    assert partial.read_text().splitlines() == lines
+    readme = (experiments / "README.md").read_text()
+    assert readme.startswith("# intro\n\n### discovery\n") and "| old |" not in readme
+    assert readme.count("| gemma3-270m | probe | native | float32 | 32 |") == 1
+
+
+def test_integrate_refuses_to_overwrite_a_committed_file_with_other_content(tmp_path, monkeypatch, capsys):
+    contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
+    res = tmp_path / "res" / "gemma3-270m"
+    res.mkdir(parents=True)
+    for suffix in (".json", ".items.jsonl"):
+        shutil.copy(contract / ("discovery_probe_native" + suffix), res)
+    committed = tmp_path / "results" / "experiments" / "gemma3-270m" / "discovery_probe_native.json"
+    committed.parent.mkdir(parents=True)
+    committed.write_text("{}")
+    with tarfile.open(tmp_path / "res.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "res", "res")
+    monkeypatch.chdir(tmp_path)
+
+    code = _integrate_module().main(["res.tgz", "--submissions", str(tmp_path / "subs")])
+
+    assert code == 1 and committed.read_text() == "{}"
+    assert "exists with other content (--replace overwrites it)" in capsys.readouterr().out
+    assert not (tmp_path / "subs").exists()

@@ -1,0 +1,115 @@
+"""integrate.py RES.tgz [--target results/experiments] (here, in the repo root): take the results
+tarball a device call handed back (call.sh's `res/`) into the repository.
+
+For every finished results file (`res/<model>/<name>.json` beside its log): print its wall time,
+item count and gates, refuse it if a gate failed, compare the items it shares with the contract's
+file of the same name (same row hashes: class per arm equal, donor shifts within --tolerance), then
+copy it and its log to TARGET/<model>/, store it as a leaderboard submission (`matbench submit`'s
+checks: schema, log sha256, metrics recomputed from the log) and drop its logs from
+results/partial. Logs without a results file (unfinished cells) go to results/partial/<model>/ so
+that the next session resumes them. Last, the experiments README's tables are regenerated. Written
+after several sessions had done these steps by hand (and stop 28's partial logs were lost)."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from matbench.leaderboard.submit import SUBMISSIONS, store_submission, verify_submission
+from matbench.results.report import report_rows
+
+CONTRACT, PARTIAL = Path("results/contract"), Path("results/partial")
+
+
+def records(log: Path) -> dict[str, dict]:
+    return {r["item_hash"]: r for r in map(json.loads, log.read_text().splitlines()) if r.get("item_hash")}
+
+
+def compare_with_contract(result: Path, tolerance: float) -> str:
+    """One line: how the items shared with results/contract/<model>/<same name> agree."""
+    reference = CONTRACT / result.parent.name / result.name
+    if not reference.exists():
+        return "no contract file of this name"
+    ours = records(result.with_suffix(".items.jsonl"))
+    theirs = records(reference.with_suffix(".items.jsonl"))
+    shared = sorted(set(ours) & set(theirs))
+    same = total = 0
+    worst = 0.0
+    for key in shared:
+        for arm, value in theirs[key].get("arms", {}).items():
+            mine = ours[key]["arms"].get(arm, {})
+            if "class" in value and "class" in mine:
+                total += 1
+                same += value["class"] == mine["class"]
+            if isinstance(value.get("shift"), float) and isinstance(mine.get("shift"), float):
+                worst = max(worst, abs(value["shift"] - mine["shift"]))
+    verdict = "ok" if same == total and worst <= tolerance else "DIFFERS"
+    return f"{len(shared)} items shared with the contract: classes {same}/{total}, max shift diff {worst:.1e} ({verdict})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tarball", type=Path)
+    parser.add_argument("--target", type=Path, default=Path("results/experiments"))
+    parser.add_argument("--submissions", type=Path, default=SUBMISSIONS)
+    parser.add_argument("--replace", action="store_true", help="overwrite a committed file of the same name")
+    parser.add_argument("--tolerance", type=float, default=1e-3, help="largest donor-shift difference to the contract")
+    args = parser.parse_args(argv)
+    if not args.tarball.is_file():
+        sys.exit(f"integrate.py: {args.tarball} not found: pass the res.tgz a device call handed back")
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(args.tarball) as tar:
+            tar.extractall(tmp, filter="data")
+        res = Path(tmp) / "res"
+        if (res / "times.txt").exists():
+            print((res / "times.txt").read_text().rstrip())
+        failed = False
+        for model in sorted(p for p in res.iterdir() if p.is_dir() and p.name != "live"):
+            finished = {p.with_suffix(".items.jsonl").name for p in model.glob("*.json")}
+            for result in sorted(model.glob("*.json")):
+                data = json.loads(result.read_text())
+                gates = data["gates"]
+                bad = [name for name, g in gates.items() if g["passed"] != g["checked"]]
+                summary = ", ".join(f"{n} {g['passed']}/{g['checked']}" + (f" max {g['max_abs_diff']:.1e}"
+                                    if g["max_abs_diff"] else "") for n, g in gates.items() if g["checked"])
+                print(f"{model.name}/{result.name}: {data['items']['n_records']} items, {data['wall_seconds']:.0f} s; "
+                      f"gates {summary}")
+                if bad:
+                    print(f"  REFUSED: gate {', '.join(bad)} failed")
+                    failed = True
+                    continue
+                print("  " + compare_with_contract(result, args.tolerance))
+                target = args.target / model.name
+                there = target / result.name
+                if there.exists() and there.read_bytes() != result.read_bytes() and not args.replace:
+                    print(f"  REFUSED: {there} exists with other content (--replace overwrites it)")
+                    failed = True
+                    continue
+                target.mkdir(parents=True, exist_ok=True)
+                for source in (result, result.with_suffix(".items.jsonl")):
+                    shutil.copyfile(source, target / source.name)
+                stored = store_submission(verify_submission(there), args.submissions)
+                print(f"  -> {there}, submission {stored.address}")
+                (PARTIAL / model.name / result.with_suffix(".items.jsonl").name).unlink(missing_ok=True)
+            for log in sorted(model.glob("*.items.jsonl")):
+                if log.name not in finished:
+                    (PARTIAL / model.name).mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(log, PARTIAL / model.name / log.name)
+                    print(f"{model.name}/{log.name}: unfinished, {len(log.read_text().splitlines())} items "
+                          f"-> {PARTIAL / model.name}")
+    readme = args.target / "README.md"
+    if readme.exists():
+        text = readme.read_text()
+        head = text[:text.index("\n### ")] if "\n### " in text else text.rstrip("\n") + "\n"
+        readme.write_text(head + "\n" + "\n".join(report_rows(sorted(args.target.glob("*/*.json")))) + "\n")
+        print(f"{readme}: tables regenerated over {len(list(args.target.glob('*/*.json')))} files "
+              "(bump the count in tests/test_committed_results.py)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
