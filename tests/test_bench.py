@@ -88,8 +88,30 @@ def test_patch_cost_renders_kv_timings_log_and_times_three_paths(tmp_path):
                  "--events", "48", "--output", str(out)]) == 0
     record = json.loads(out.read_text())
     assert sorted(record["scales"]) == ["N24", "N48"] and record["repetitions"] == 1
+    assert record["serving"] == "compact"  # auto, on a model without sliding-window layers
     for scale in record["scales"].values():
         assert scale["recompute_tokens"] == scale["context_tokens"] + scale["patch_tokens"] + scale["question_tokens"]
         assert scale["patch_tokens"] > 20 and min(scale["reuse_ms"], scale["patch_ms"], scale["recompute_ms"]) > 0
         assert scale["patch_over_recompute"] == pytest.approx(scale["patch_ms"] / scale["recompute_ms"], rel=1e-2)
     assert record["scales"]["N48"]["context_tokens"] > record["scales"]["N24"]["context_tokens"]
+
+
+@pytest.mark.parametrize("serving, expected", [("auto", "native"), ("compact", "compact")])
+def test_patch_cost_serves_a_sliding_window_model_as_the_protocol_does(tiny_gemma, monkeypatch, serving, expected):
+    from matbench.bench import patch_cost
+    from matbench.engine import pair_engine
+
+    served = []
+    real = pair_engine.probe_logits
+
+    def recording(*args, serving=None, **kw):
+        served.append(serving)
+        return real(*args, serving=serving, **kw)
+
+    monkeypatch.setattr(pair_engine, "probe_logits", recording)
+    monkeypatch.setattr(patch_cost, "load_for_bench", lambda *args, **kw: tiny_gemma)
+    record = patch_cost.patch_cost(model="tiny-gemma3", n=1, events=30, serving=serving)
+
+    assert record["serving"] == expected and sorted(record["scales"]) == ["N24", "N30"]
+    # per scale: reuse and patch, each a warm-up and one timed run
+    assert served == [expected] * 8

@@ -9,11 +9,12 @@ question "What state is register T in now?" with the menu. After one global pref
 is paid once, at write time), three paths to the first answer token, each timed as the median of
 `reps` runs after a warm-up (device-synchronised):
 
-- reuse: gather the decoy's and carrier's rows, serve them compactly, forward the question;
+- reuse: gather the decoy's and carrier's rows, serve them (compactly, or natively at their own
+  positions on a sliding-window model, as `matbench eval`'s `--serving auto` does), forward the question;
 - patch: the same, forwarding the patch step and the question;
 - recompute: one forward of the header, every step, the patch and the question from scratch.
 
-The record names the model, device, dtype and attention implementation, every token count, and
+The record names the model, device, dtype, attention implementation and serving mode, every token count, and
 patch / recompute, the paper's ratio (77 ms against 1,033 ms at 9.2k tokens on one GPU).
 """
 
@@ -79,7 +80,7 @@ def measure(engine: Any, pair: DonorPair, reps: int) -> dict[str, Any]:
     device = engine.loaded.device
 
     def serve(arm: Arm):
-        return lambda: probe_logits(engine, pair, caches, arm, members=(0,), serving="compact")
+        return lambda: probe_logits(engine, pair, caches, arm, members=(0,), serving=engine.serving)
 
     def recompute() -> None:
         engine.runner.plain_forward(torch.tensor([full]), torch.tensor([list(range(len(full)))]))
@@ -100,20 +101,23 @@ def measure(engine: Any, pair: DonorPair, reps: int) -> dict[str, Any]:
 @BENCHMARKS.register("patch-cost")
 def patch_cost(model: str | None = None, shape: str | None = None, device: str | None = None,
                dtype: str | None = None, attn_implementation: str | None = None, tokenizer: str | None = None,
-               fused_kernels: str | None = None, n: int = 5, events: int = SCALES[1]) -> dict[str, Any]:
+               fused_kernels: str | None = None, n: int = 5, events: int = SCALES[1],
+               serving: str = "auto") -> dict[str, Any]:
     """`n`: measured repetitions per path (the median is kept; kv_timing: 5); `events`: steps of
-    the long log (kv_timing: 384)."""
+    the long log (kv_timing: 384); `serving`: how the kept rows are served (auto: native where the
+    model has sliding-window layers, as the protocol serves them, else compact)."""
     import torch
 
     from matbench.engine.pair_engine import PairEngine
 
     loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, fused_kernels=fused_kernels)
-    engine = PairEngine(loaded, serving="compact")
+    engine = PairEngine(loaded, serving=serving)
     scales = {f"N{n_events}": measure(engine, timing_pair(n_events), n) for n_events in (SCALES[0], events)}
     return {
         "benchmark": "patch-cost", "model": loaded.source.name, "device": loaded.device,
         "gpu": torch.cuda.get_device_name(torch.device(loaded.device)) if loaded.device.startswith("cuda") else None,
-        "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation, "repetitions": n,
+        "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation, "serving": engine.serving,
+        "repetitions": n,
         "scales": scales, "paper": {"patch_ms": 77, "recompute_ms": 1033, "context_tokens": 9200, "model": "Qwen3-8B"},
         "machine": machine(),
     }

@@ -47,7 +47,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS)
     p.add_argument("--fused-kernels", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
     p.add_argument("--batch-pairs", type=int, help="discovery, scaling: pairs per engine batch")
-    p.add_argument("--serving", choices=["auto", *SERVING_MODES])
+    p.add_argument("--serving", choices=["auto", *SERVING_MODES], help="how kept rows "
+                   "are served (default auto: native on a model with sliding-window layers, else compact)")
     p.add_argument("--output", help="write the record (JSON) to this file")
     p.set_defaults(func=run)
 
