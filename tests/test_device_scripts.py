@@ -326,3 +326,21 @@ def test_integrate_refuses_to_overwrite_a_committed_file_with_other_content(tmp_
     assert code == 1 and committed.read_text() == "{}"
     assert "exists with other content (--replace overwrites it)" in capsys.readouterr().out
     assert not (tmp_path / "subs").exists()
+
+
+def test_integrate_refuses_a_file_whose_log_fails_its_checks_and_copies_nothing(tmp_path, monkeypatch, capsys):
+    contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
+    res = tmp_path / "res" / "gemma3-270m"
+    res.mkdir(parents=True)
+    shutil.copy(contract / "discovery_probe_native.json", res)
+    lines = (contract / "discovery_probe_native.items.jsonl").read_text().splitlines()
+    (res / "discovery_probe_native.items.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # a record lost
+    with tarfile.open(tmp_path / "res.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "res", "res")
+    monkeypatch.chdir(tmp_path)
+
+    code = _integrate_module().main(["res.tgz", "--submissions", str(tmp_path / "subs")])
+
+    out = capsys.readouterr().out
+    assert code == 1 and out.count("REFUSED: ") == 1 and "sha256" in out.split("REFUSED: ")[1]
+    assert not (tmp_path / "results" / "experiments").exists() and not (tmp_path / "subs").exists()

@@ -19,6 +19,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from matbench.errors import MatbenchError
 from matbench.leaderboard.submit import SUBMISSIONS, store_submission, verify_submission
 from matbench.results.report import report_rows
 
@@ -89,10 +90,16 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  REFUSED: {there} exists with other content (--replace overwrites it)")
                     failed = True
                     continue
+                try:  # before anything is copied: a file failing its checks stays out of the repository
+                    verified = verify_submission(result)
+                except MatbenchError as exc:
+                    print(f"  REFUSED: {exc}")
+                    failed = True
+                    continue
                 target.mkdir(parents=True, exist_ok=True)
                 for source in (result, result.with_suffix(".items.jsonl")):
                     shutil.copyfile(source, target / source.name)
-                stored = store_submission(verify_submission(there), args.submissions)
+                stored = store_submission(verified, args.submissions)
                 print(f"  -> {there}, submission {stored.address}")
                 (PARTIAL / model.name / result.with_suffix(".items.jsonl").name).unlink(missing_ok=True)
             for log in sorted(model.glob("*.items.jsonl")):
