@@ -37,6 +37,7 @@ import hashlib
 import json
 import random
 import re
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -364,8 +365,11 @@ class HarvestSuite:
             groups = self.group_rows(rows)
             random.Random(f"{self.name}/{self.version}/{seed}/{conv.corpus}/{conv.conversation}").shuffle(groups)
             queues.append(groups)
-        ordered = [row for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q) for row in q[k]]
-        ordered = ordered if n is None else ordered[:n]
+        dealt = [group for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q) for group in [q[k]]]
+        ordered = [row for group in dealt for row in group]
+        if n is not None and n < len(ordered):
+            self.note_cut_group(dealt, n)
+            ordered = ordered[:n]
         out = []
         for index, row in enumerate(ordered):
             row = {"item_id": f"{self.name}-v{self.version}-s{seed}-{index:05d}", "suite": self.name,
@@ -402,6 +406,18 @@ class HarvestSuite:
     def group_rows(self, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         """The units the seed shuffles and the order deals round-robin: one row each here."""
         return [[row] for row in rows]
+
+    def note_cut_group(self, dealt: list[list[dict[str, Any]]], n: int) -> None:
+        """Say so when the first `n` rows end inside a group (harvest_freeform: a QA's windows, whose
+        dose then lacks the windows cut off), with the nearest counts that keep whole groups."""
+        start = 0
+        for group in dealt:
+            if start < n < start + len(group):
+                print(f"note: the first {n} {self.name} rows end inside a QA's windows ({n - start} of its "
+                      f"{len(group)} rows kept: its dose lacks the rest); {start} or {start + len(group)} rows keep "
+                      "whole QAs", file=sys.stderr)
+                return
+            start += len(group)
 
     def row_hash(self, row: dict[str, Any]) -> str:
         return row_hash(row, self.fields)

@@ -250,8 +250,8 @@ def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(tmp_path
 
     monkeypatch.setattr(loading, "load_model", counted)
     sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json")]
-    # a misspelt judge is named before the evaluated model's weights are read
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--limit", "1",
+    # a misspelt judge is named before the evaluated model's weights are read (3 rows: one whole QA)
+    assert main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--limit", "3",
                  "--judge", "smolm2-135m", "--output", str(tmp_path / "a"), *sources]) == 2
     err = capsys.readouterr().err.strip()
     assert "unknown model 'smolm2-135m'" in err and "Did you mean the offline alias 'smollm2-135m'?" in err
@@ -262,3 +262,18 @@ def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(tmp_path
                  "--judge", str(tiny_dir), "--chunk-size", "4096", "--no-progress",
                  "--output", str(tmp_path / "b"), *sources]) == 0, capsys.readouterr().err
     assert loads == [str(tiny_dir)]
+
+
+@pytest.mark.parametrize("n", [30, 31, 32])
+def test_a_count_that_ends_inside_a_qas_windows_is_named_with_the_whole_qa_counts(n, capsys):
+    rows = SUITES.get("harvest_freeform").dataset_rows(0, n, dialog_sources())
+
+    assert len(rows) == n
+    err = capsys.readouterr().err
+    whole = n - n % len(WINDOWS)  # every QA gives len(WINDOWS) consecutive rows (the test above)
+    if n % len(WINDOWS):
+        assert err == (f"note: the first {n} harvest_freeform rows end inside a QA's windows ({n % len(WINDOWS)} of "
+                       f"its 3 rows kept: its dose lacks the rest); {whole} or {whole + 3} rows keep whole QAs\n")
+    else:
+        assert err == ""
+    assert SUITES.get("harvest").dataset_rows(0, n, dialog_sources()) and capsys.readouterr().err == ""
