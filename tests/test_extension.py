@@ -41,7 +41,8 @@ def test_a_plugin_suite_readout_and_policy_run_end_to_end(tiny_dir, tmp_path):
     latest = json.loads((out / "toggle_probe_compact_latest.json").read_text())
     assert latest["config"]["policy"] == "latest"
     record = json.loads((out / "toggle_probe_compact_latest.items.jsonl").read_text().splitlines()[0])
-    assert set(record["arms"]["carrier"]["selection"]) == {"kept_tokens", "members_differ", "donor_visible"}
+    assert set(record["arms"]["carrier"]["selection"]) == {"kept_tokens", "members_differ", "donor_visible", "overlap",
+                                                           "source_kept", "kept", "held_rows"}
     assert "selection" not in record["arms"]["control"]  # a before-source control keeps its declared rows
 
     assert _matbench("scorecard", str(out), "--readout", "brief").returncode == 0

@@ -151,7 +151,7 @@ class _OneHeadDrops(ServingPolicy):
     shape: tuple[int, int] = (2, 2)
     name = "one-head-drops"
 
-    def keep(self, arm, member, cache):
+    def keep(self, arm, member, cache, context=None):
         slots = RecentTokens(30).keep(arm, member, cache)
         heads = np.ones((*self.shape, len(slots)), dtype=bool)
         heads[1, 0, -3] = False

@@ -87,34 +87,43 @@ class FirstSlots(ServingPolicy):
     n: int = 200
     name = "first-slots"
 
-    def keep(self, arm, member, cache):
+    def keep(self, arm, member, cache, context=None):
         return tuple(range(min(self.n, len(member.input_ids))))
 
 
-def test_selections_that_differ_across_members_are_served_as_one_union_and_recorded(tiny_llama, pairs):
+@pytest.mark.parametrize("kept_from", ["a", "b"])
+def test_picks_that_differ_across_members_are_recorded_and_one_members_picks_served_to_both(tiny_llama, pairs, kept_from):
     pair = pairs[0]
     layout, caches = PairEngine(tiny_llama).prepare(pair)
     assert layout.members[0].positions != layout.members[1].positions  # the source's tokens differ in number
     # Up to the end of the longer member's source: the shorter member's window reaches past its own.
     engine = PairEngine(tiny_llama, policy=FirstSlots(max(m.event_spans[pair.source][1] for m in layout.members)))
-    (slots_a, slots_b), heads, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), _shape(engine))
+    (slots_a, slots_b), heads, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), _shape(engine),
+                                                  kept_from=kept_from)
     assert heads == (None, None) and selection.head_kept_share is None
     assert selection.members_differ and selection.donor_visible  # the window holds the source
+    assert selection.source_kept == (True, True)
+    picked = [{m.positions[s] for s in engine.policy.keep(pair.arm("root"), m, caches[k])}
+              for k, m in enumerate(layout.members)]
+    outside = set(range(max(max(m.positions) for m in layout.members) + 1)) - {
+        m.positions[s] for m in layout.members for s in range(*m.event_spans[pair.source])}
+    # The shorter member's window reaches into the events after the source: its extra picks are
+    # the leak, and every layer's overlap is the shared share of the two picks outside the source.
+    share = len(picked[0] & picked[1] & outside) / len((picked[0] | picked[1]) & outside)
+    assert 0 < share < 1 and selection.overlap == (round(share, 6),) * _shape(engine)[0]
     served = [[m.positions[s] for s in slots] for m, slots in zip(layout.members, (slots_a, slots_b))]
-    source = [set(m.positions[slice(*m.event_spans[pair.source])]) for m in layout.members]
-    # Both members are served the union of the picks: the same positions outside the source slot,
-    # where the members' tokens (and so their positions) differ by construction.
-    assert [p for p in served[0] if p not in source[0] | source[1]] == [p for p in served[1] if p not in source[0] | source[1]]
-    for m, member in enumerate(layout.members):
-        picked = {member.positions[s] for s in engine.policy.keep(pair.arm("root"), member, caches[m])}
-        assert picked <= set(served[m])
+    chosen = picked["ab".index(kept_from)]
+    assert set(served["ab".index(kept_from)]) == chosen  # the chosen member serves exactly its picks
+    assert set(served[1 - "ab".index(kept_from)]) <= chosen  # the other: those of its positions that exist
+    assert [p for p in served[0] if p in outside] == [p for p in served[1] if p in outside] == sorted(chosen & outside)
+    assert selection.kept_tokens == len(slots_a) and selection.held_rows == len(slots_a) * _shape(engine)[0] * _shape(engine)[1]
 
 
 @dataclass(frozen=True)
 class Unsorted(ServingPolicy):
     name = "unsorted"
 
-    def keep(self, arm, member, cache):
+    def keep(self, arm, member, cache, context=None):
         return (5, 3, *range(*member.header_span))
 
 
@@ -131,7 +140,7 @@ class SwapsTokens(ServingPolicy):
 
     name = "forged"
 
-    def keep(self, arm, member, cache):
+    def keep(self, arm, member, cache, context=None):
         return OracleEvents().keep(arm, member, cache)
 
 
@@ -185,7 +194,7 @@ class RecentByHead(ServingPolicy):
     shape: tuple[int, int] = (2, 2)
     name = "recent-by-head"
 
-    def keep(self, arm, member, cache):
+    def keep(self, arm, member, cache, context=None):
         slots = RecentTokens(self.n).keep(arm, member, cache)
         heads = np.ones((*self.shape, len(slots)), dtype=bool)
         if self.drop is not None:

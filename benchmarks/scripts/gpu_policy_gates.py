@@ -30,7 +30,7 @@ class HalfHeadsShorter(ServingPolicy):
     def spec(self) -> str:
         return f"{self.name}:{self.n}"
 
-    def keep(self, arm, member, cache):
+    def keep(self, arm, member, cache, context=None):
         slots = RecentTokens(self.n).keep(arm, member, cache)
         heads = np.ones((*self.shape, len(slots)), dtype=bool)
         header = member.header_span[1] - member.header_span[0]

@@ -17,6 +17,7 @@ from matbench.engine.cache import ANCHOR_WINDOW, EventCache, isolated_cache, spl
 from matbench.engine.layout import PairLayout, layout_pair
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
+from matbench.engine.policies.setting import PolicySetting, setting_for
 from matbench.engine.probe import ProbeScorer, first_token_answers, first_token_ids
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
@@ -41,6 +42,11 @@ class PairEngine:
     chunk_size: int | None = None
     # Which rows are kept (matbench.engine.policies); the oracle is the suite's own served events.
     policy: ServingPolicy = field(default_factory=OracleEvents)
+    # Under a policy other than the oracle (matbench.engine.selection): whether the source's rows
+    # may be kept ("natural") or are always dropped ("evicted"), and whose picks both members are
+    # served ("a" or "b").
+    source: str = "natural"
+    kept_from: str = "a"
     runner: ModelRunner = field(init=False)
     renderer: Renderer = field(init=False)
     _scorers: dict = field(init=False, default_factory=dict)
@@ -57,6 +63,7 @@ class PairEngine:
         self.runner = ModelRunner(self.loaded.model, self.loaded.text_config)
         self.renderer = Renderer(self.loaded.tokenizer)
         self.serving = self.resolve_serving(self.serving)
+        self.setting = PolicySetting(self.policy, self.source, self.kept_from)  # refuses a bad mode in one line
         READOUTS.get(self.readout)
         self.probe_readout: Readout = READOUTS.get("probe")
         eos = self.loaded.tokenizer.eos_token_id
@@ -131,14 +138,24 @@ class PairEngine:
                 width = longest
         return groups
 
-    def selections(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[tuple, tuple, Selection]]:
-        """Per arm the policy governs (none under the oracle): both members' served slots, their
-        per-head choice (or None) and what the selection did, under the engine's donor discipline
-        (`matbench.engine.selection`)."""
-        if self.policy.is_oracle:
+    def selections(self, pair: DonorPair, layout: PairLayout, caches, setting: PolicySetting | None = None,
+                   memo: dict | None = None) -> dict[str, tuple[tuple, tuple, Selection]]:
+        """Per arm the setting's policy governs (none under the oracle; default: the engine's
+        own setting): both members' served slots, their per-head choice (or None) and what the
+        selection did, under the engine's donor discipline (`matbench.engine.selection`). `memo`
+        is shared by every setting of one pair (a member is scored once per policy)."""
+        setting = setting or self.setting
+        if setting.policy.is_oracle:
             return {}
-        return {arm.name: select(self.policy, pair, layout, caches, arm, self.runner.head_shape)
+        memo = {} if memo is None else memo
+        return {arm.name: select(setting.policy, pair, layout, caches, arm, self.runner.head_shape, runner=self.runner,
+                                 source=setting.source, kept_from=setting.kept_from, memo=memo)
                 for arm in pair.arms if governed(pair, arm)}
+
+    def setting_of(self, combo: tuple) -> PolicySetting:
+        """A combo's setting: `(readout, serving)` is the engine's own, `(readout, serving, policy,
+        source, kept_from)` names one (several policies served from one prefill)."""
+        return self.setting if len(combo) == 2 else setting_for(*combo[2:])
 
     def requests(self, pair: DonorPair, caches, readout: Readout, derived=None, chosen=None) -> list[ServeRequest]:
         requests = []
@@ -195,23 +212,34 @@ class PairEngine:
         return self.score_many([(pair, layout, caches)], [combo])[0][combo]
 
     def score_many(self, items: list[tuple[DonorPair, PairLayout, Any]],
-                   combos: list[tuple[str, str]]) -> list[dict[tuple[str, str], PairRecord]]:
-        """One record per item and (readout, serving), serving every arm x member of every item
-        in one batch. The probe (and with it the donor shift) runs once per serving mode and is
+                   combos: list[tuple]) -> list[dict[tuple, PairRecord]]:
+        """One record per item and combo, (readout, serving) or (readout, serving, policy,
+        source, kept_from) (`setting_of`), serving every arm x member of every item in one batch.
+        The probe (and with it the donor shift) runs once per serving mode and setting and is
         shared by every readout; greedy decoding advances all rows together."""
         derived = [self.derived_caches(pair, layout, caches) for pair, layout, caches in items]
-        chosen = [self.selections(pair, layout, caches) for pair, layout, caches in items]
+        memos: list[dict] = [{} for _ in items]
+        by_setting: dict[PolicySetting, list[dict]] = {}
+        for combo in combos:
+            setting = self.setting_of(combo)
+            if setting not in by_setting:
+                by_setting[setting] = [self.selections(pair, layout, caches, setting, memo)
+                                       for (pair, layout, caches), memo in zip(items, memos)]
         spans, offset = [], 0
         for pair, _, _ in items:
             spans.append((offset, offset + 2 * len(pair.arms)))
             offset += 2 * len(pair.arms)
-        probes: dict[str, list[tuple[list[torch.Tensor], list[str]]]] = {}
-        out: list[dict[tuple[str, str], PairRecord]] = [{} for _ in items]
-        for readout_name, serving in combos:
+        probes: dict[tuple, list[tuple[list[torch.Tensor], list[str]]]] = {}
+        out: list[dict[tuple, PairRecord]] = [{} for _ in items]
+        for combo in combos:
+            readout_name, serving = combo[:2]
+            setting = self.setting_of(combo)
+            chosen = by_setting[setting]
             serve = SERVING[serving]
-            if serving not in probes:
+            if (serving, setting) not in probes:
                 _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout, derived, chosen))
-                probes[serving] = [self._probe(pair, logits[lo:hi]) for (pair, _, _), (lo, hi) in zip(items, spans)]
+                probes[serving, setting] = [self._probe(pair, logits[lo:hi])
+                                            for (pair, _, _), (lo, hi) in zip(items, spans)]
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
             firsts: list[list[str] | None] = [None] * len(items)
@@ -233,7 +261,7 @@ class PairEngine:
                 decoded = [self.renderer.decode(g[:n]) for g, n in zip(generated, limits)]
                 texts = [decoded[lo:hi] for lo, hi in spans]
             for k, (pair, layout, _) in enumerate(items):
-                cand, probe_answers = probes[serving][k]
+                cand, probe_answers = probes[serving, setting][k]
                 answers, paper = probe_answers, None
                 if firsts[k] is not None:  # the paper's own readout: its reading is the answer itself
                     answers = paper = firsts[k]
@@ -241,7 +269,7 @@ class PairEngine:
                     menus = [pair.arm_menu(pair.arms[j // 2]) for j in range(len(texts[k]))]
                     answers = [readout.parse(t, menu, pair.registers) for t, menu in zip(texts[k], menus)]
                     paper = [readout.paper_parse(t, menu) for t, menu in zip(texts[k], menus)]
-                out[k][(readout_name, serving)] = self._record(pair, layout, answers, probe_answers, cand, texts[k],
+                out[k][combo] = self._record(pair, layout, answers, probe_answers, cand, texts[k],
                                                                chosen[k], paper)
         return out
 

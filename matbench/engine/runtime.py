@@ -184,6 +184,17 @@ class ModelRunner:
             return {"full_attention": full, "sliding_attention": sliding}
         return sliding
 
+    def attention_modules(self, purpose: str) -> list[Any]:
+        """The language model's attention module of each layer, in layer order (`get_decoder`: a
+        multimodal wrapper's vision tower has attention layers too); `purpose` names what needs
+        them in the one-line error for an architecture without one per layer."""
+        decoder = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model
+        layers = [m for m in decoder.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
+        if len(layers) != self.text_config.num_hidden_layers:
+            raise MatbenchError(f"{purpose} needs one attention module per layer; found {len(layers)} for "
+                                f"{self.text_config.num_hidden_layers} layers in this architecture")
+        return sorted(layers, key=lambda m: m.layer_idx)
+
     def _heads_state(self) -> dict[str, Any]:
         """The per-head validity every attention layer reads, hooked into the model once (by
         whichever runner first serves a per-head selection): transformers hands one mask to all
@@ -191,14 +202,8 @@ class ModelRunner:
         (`get_decoder`): a multimodal wrapper's vision tower has attention layers too."""
         state = getattr(self.model, "_matbench_heads", None)
         if state is None:
-            decoder = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model
-            layers = [m for m in decoder.modules()
-                      if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
-            if len(layers) != self.text_config.num_hidden_layers:
-                raise MatbenchError(f"a per-head serving policy needs one attention module per layer; found "
-                                    f"{len(layers)} for {self.text_config.num_hidden_layers} layers in this architecture")
             state = {"valid": None, "heads": self.text_config.num_attention_heads}
-            for module in layers:
+            for module in self.attention_modules("a per-head serving policy"):
                 module._matbench_heads = state
                 module.register_forward_pre_hook(lambda m, a, k: narrow_mask(m, a, k), with_kwargs=True)
             self.model._matbench_heads = state

@@ -1,23 +1,32 @@
 """The donor discipline of a serving policy's selection (the engine's, never the policy's).
 
-A policy that scores rows may keep different rows in the two donor members, because rows after
-the source can carry the donor: that is itself a measurement (a "selection leak"). The engine
-asks the policy on both members, records whether their kept positions differ, and serves both
-members the union, by original position: the same positions in both, except inside
-donor-dependent events, whose tokens differ in number. Where the union holds a donor-dependent
-token the arm sees the donor directly: recorded as `donor_visible`, and its outcome is no
-evidence of materialization. Otherwise the served token ids and positions must be identical in
-both members (the identity gate, on the selection actually served). A per-layer, per-KV-head
-choice (`KeptRows`) is united the same way, head by head: every row any head keeps is gathered,
-and each head sees only the rows it (in either member) kept.
+A policy runs on each prefilled member. A policy that scores rows may keep different rows in the
+two donor members, because rows after the source can carry the donor: that is itself a
+measurement (a selection leak), recorded per layer as the Jaccard overlap of the two members'
+picks outside the donor-dependent events. Materialization is then measured on one kept set
+served to both members: member A's picks (`kept_from="a"`) or member B's, by original position:
+the same positions in both, except inside donor-dependent events, whose tokens differ in number.
+Where the served rows hold a donor-dependent token the arm sees the donor directly: recorded as
+`donor_visible`, and its outcome is no evidence of materialization. Otherwise the served token
+ids and positions must be identical in both members (the identity gate, on the selection
+actually served). A per-layer, per-KV-head choice (`KeptRows`) is replayed the same way, head by
+head.
+
+Two modes (`source`): `natural`, the policy decides and `source_kept` records whether each
+member's pick kept any source row; `evicted`, the rows of every donor-dependent event are banned
+(the policy spends its budget on the rest), so every served set is donor-free.
 """
 
 from __future__ import annotations
 
+import base64
+import zlib
+
 import numpy as np
 
 from matbench.engine.layout import MemberLayout, PairLayout
-from matbench.engine.policies.base import KeptRows, ServingPolicy
+from matbench.engine.policies.base import KeptRows, SelectionContext, ServingPolicy
+from matbench.engine.policies.setting import KEPT_FROM, SOURCE_MODES
 from matbench.errors import GateFailure, MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
 from matbench.protocol.records import Selection
@@ -48,41 +57,88 @@ def _checked(policy: ServingPolicy, kept: tuple[int, ...] | KeptRows, member: Me
     return tuple(slots), heads
 
 
-def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, arm: Arm, shape: tuple[int, int]
+def donor_slots(pair: DonorPair, member: MemberLayout) -> frozenset[int]:
+    """The member's slots inside donor-dependent events (the source included)."""
+    return frozenset(s for i in pair.varying() for s in range(*member.event_spans[i]))
+
+
+def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, arm: Arm, shape: tuple[int, int],
+           *, runner=None, source: str = "natural", kept_from: str = "a", memo: dict | None = None
            ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[np.ndarray | None, np.ndarray | None], Selection]:
     """Both members' served slots for `arm` under `policy`, their per-head choice when the policy
-    makes one (`shape` = (layers, KV heads)), and what the selection did."""
+    makes one (`shape` = (layers, KV heads)), and what the selection did. `memo` is shared by the
+    arms of one pair (a question-agnostic policy scores each member once)."""
+    if source not in SOURCE_MODES or kept_from not in KEPT_FROM:
+        raise MatbenchError(f"source mode {source!r} / kept-from {kept_from!r}: use {' or '.join(SOURCE_MODES)} / "
+                            f"{' or '.join(KEPT_FROM)}")
     members = layout.members
-    picks = [_checked(policy, policy.keep(arm, members[m], caches[m]), members[m], shape) for m in (0, 1)]
-    positions = [{members[m].positions[s] for s in picks[m][0]} for m in (0, 1)]
-    union = positions[0] | positions[1]
-    served = tuple(tuple(s for s, p in enumerate(members[m].positions) if p in union) for m in (0, 1))
-    heads, heads_differ, share = (None, None), False, None
-    if any(h is not None for _, h in picks):
-        heads, heads_differ = _union_by_head(picks, served, members, shape)
+    donor = [donor_slots(pair, m) for m in members]
+    memo = {} if memo is None else memo
+    contexts = [SelectionContext(runner, donor[m] if source == "evicted" else frozenset(), memo) for m in (0, 1)]
+    picks = [_checked(policy, policy.keep(arm, members[m], caches[m], contexts[m]), members[m], shape) for m in (0, 1)]
+    span = max(max(m.positions) for m in members) + 1
+    marks = [_marks(picks[m], members[m], shape, span) for m in (0, 1)]
+    outside = np.ones(marks[0].shape[-1], dtype=bool)
+    for m in (0, 1):
+        outside[[members[m].positions[s] for s in donor[m]]] = False
+    leaked = bool((marks[0][:, :, outside] != marks[1][:, :, outside]).any())
+    overlap = _jaccard(marks[0][:, :, outside], marks[1][:, :, outside])
+    r = KEPT_FROM.index(kept_from)
+    chosen = {members[r].positions[s] for s in picks[r][0]}
+    served = tuple(tuple(s for s, p in enumerate(members[m].positions) if p in chosen) for m in (0, 1))
+    heads: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+    share = None
+    if picks[r][1] is not None:
+        heads = tuple(marks[r][:, :, [members[m].positions[s] for s in served[m]]] for m in (0, 1))  # type: ignore[assignment]
         share = float(np.mean([h.mean() for h in heads]))
-    varying = pair.varying()
-    donor_visible = any(members[m].event_spans[i][0] <= s < members[m].event_spans[i][1]
-                        for m in (0, 1) for s in served[m] for i in varying)
+    donor_visible = any(s in donor[m] for m in (0, 1) for s in served[m])
     if not donor_visible:
         ids = [tuple(members[m].input_ids[s] for s in served[m]) for m in (0, 1)]
         if ids[0] != ids[1]:
             raise GateFailure(f"identity gate: item {pair.item_id}, arm {arm.name}: policy {policy.spec!r} serves "
                               "different token ids at the same positions in the two donor members")
-    selection = Selection(len(served[0]), positions[0] != positions[1] or heads_differ, donor_visible, share)
+    selection = Selection(
+        len(served[0]), leaked, donor_visible, share, overlap=overlap,
+        source_kept=tuple(any(s in donor[m] for s in picks[m][0]) for m in (0, 1)),  # type: ignore[arg-type]
+        kept=ranges([members[0].positions[s] for s in served[0]]),
+        held_rows=int(heads[0].sum()) if heads[0] is not None else len(served[0]) * shape[0] * shape[1],
+        heads=_pack(heads[0]) if heads[0] is not None else None)
     return served, heads, selection
 
 
-def _union_by_head(picks, served, members, shape) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
-    """Per layer and KV head, the union by position of both members' choices, over each member's
-    served slots ([L, H_kv, len(served)] bool each), and whether the members' choices differed."""
-    span = max(max(m.positions) for m in members) + 1
-    marks = []
-    for m, (slots, chosen) in enumerate(picks):
-        mark = np.zeros((*shape, span), dtype=bool)
-        where = np.asarray([members[m].positions[s] for s in slots])
-        mark[:, :, where] = True if chosen is None else chosen
-        marks.append(mark)
-    both = marks[0] | marks[1]
-    heads = tuple(both[:, :, np.asarray([members[m].positions[s] for s in served[m]])] for m in (0, 1))
-    return heads, bool((marks[0] != marks[1]).any())
+def _marks(pick: tuple[tuple[int, ...], np.ndarray | None], member: MemberLayout, shape, span: int) -> np.ndarray:
+    """`[L, H_kv, span]` bool: which (layer, head, original position) the member's pick keeps."""
+    slots, chosen = pick
+    mark = np.zeros((*shape, span), dtype=bool)
+    mark[:, :, [member.positions[s] for s in slots]] = True if chosen is None else chosen
+    return mark
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> tuple[float, ...]:
+    """Per layer, |a & b| / |a | b| over (head, position); 1.0 where both are empty."""
+    inter = (a & b).reshape(a.shape[0], -1).sum(1)
+    union = (a | b).reshape(a.shape[0], -1).sum(1)
+    return tuple(round(float(i / u), 6) if u else 1.0 for i, u in zip(inter, union))
+
+
+def ranges(positions: list[int]) -> str:
+    """Sorted positions as `0-14,20,22-30`."""
+    out, start, prev = [], None, None
+    for p in [*positions, None]:
+        if start is not None and (p is None or p != prev + 1):
+            out.append(f"{start}-{prev}" if prev != start else f"{start}")
+            start = None
+        if p is not None and start is None:
+            start = p
+        prev = p
+    return ",".join(out)
+
+
+def _pack(heads: np.ndarray) -> str:
+    return base64.b64encode(zlib.compress(np.packbits(heads.astype(bool).ravel()).tobytes(), 9)).decode()
+
+
+def unpack_heads(text: str, shape: tuple[int, int, int]) -> np.ndarray:
+    """The `[L, H_kv, kept_tokens]` bool array `Selection.heads` encodes."""
+    bits = np.unpackbits(np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=np.uint8))
+    return bits[:int(np.prod(shape))].reshape(shape).astype(bool)

@@ -57,26 +57,50 @@ class GateResult:
 
 @dataclass(frozen=True)
 class Selection:
-    """What a serving policy other than the oracle kept for one arm of one pair: the tokens served
-    (per member, the same positions in both), whether the policy's own picks differed between the
-    donor members (a selection leak), and whether the served rows hold a donor-dependent token
-    (then the arm sees the donor directly and its outcome is no evidence of materialization); for
-    a per-layer, per-KV-head policy, the mean share of the served rows each head keeps."""
+    """What a serving policy other than the oracle kept for one arm of one pair.
+
+    `kept_tokens`: rows served (per member, the same positions in both); `members_differ`:
+    whether the policy's own picks differed between the donor members outside the donor-dependent
+    events (a selection leak: rows after the source carried the donor into the choice);
+    `donor_visible`: the served rows hold a donor-dependent token (then the arm sees the donor
+    directly and its outcome is no evidence of materialization); `head_kept_share`: for a
+    per-layer, per-KV-head choice, the mean share of the served rows each head keeps.
+    Scoring policies add `overlap`, per layer the Jaccard overlap of the two members' picks
+    (layer x KV head x position) outside the donor-dependent events; `source_kept`, per member
+    whether its own pick kept any source row; `kept`, the served positions as ranges
+    (`0-14,20,22-30`); `held_rows`, the rows a per-head cache would hold (sum over layers and KV
+    heads); `heads`, the served member A's per-head choice, zlib-compressed bits in base64
+    (`[layers, KV heads, kept_tokens]`, C order), absent when every head keeps every row."""
 
     kept_tokens: int
     members_differ: bool
     donor_visible: bool
-    head_kept_share: float | None = None  # per-head policies: mean share of the served rows a head keeps
+    head_kept_share: float | None = None
+    overlap: tuple[float, ...] | None = None
+    source_kept: tuple[bool, bool] | None = None
+    kept: str | None = None
+    held_rows: int | None = None
+    heads: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kept_tokens": self.kept_tokens, "members_differ": self.members_differ,
-                "donor_visible": self.donor_visible,
-                **({"head_kept_share": self.head_kept_share} if self.head_kept_share is not None else {})}
+        out: dict[str, Any] = {"kept_tokens": self.kept_tokens, "members_differ": self.members_differ,
+                               "donor_visible": self.donor_visible}
+        for name in ("head_kept_share", "overlap", "source_kept", "kept", "held_rows", "heads"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        return out
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Selection:
+        overlap = _optional(data, "overlap", list, where)
+        source_kept = _optional(data, "source_kept", list, where)
         return cls(_require(data, "kept_tokens", int, where), _require(data, "members_differ", bool, where),
-                   _require(data, "donor_visible", bool, where), _optional(data, "head_kept_share", (int, float), where))
+                   _require(data, "donor_visible", bool, where), _optional(data, "head_kept_share", (int, float), where),
+                   tuple(float(x) for x in overlap) if overlap is not None else None,
+                   tuple(bool(x) for x in source_kept) if source_kept is not None else None,  # type: ignore[arg-type]
+                   _optional(data, "kept", str, where), _optional(data, "held_rows", int, where),
+                   _optional(data, "heads", str, where))
 
 
 @dataclass(frozen=True)

@@ -70,5 +70,5 @@ class LatestEvent(ServingPolicy):
 
     name = "latest"
 
-    def keep(self, arm, member, cache) -> tuple[int, ...]:
+    def keep(self, arm, member, cache, context=None) -> tuple[int, ...]:
         return (*range(*member.header_span), *range(*member.event_spans[-1]))

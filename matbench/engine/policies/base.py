@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from matbench.engine.policies.budget import Budget
 from matbench.errors import MatbenchError
 from matbench.registry import Registry
 
 if TYPE_CHECKING:
     from matbench.engine.cache import EventCache
     from matbench.engine.layout import MemberLayout
+    from matbench.engine.runtime import ModelRunner
     from matbench.protocol.pairs import Arm
 
 
@@ -24,11 +27,23 @@ class KeptRows:
     heads: Any  # numpy bool array [L, H_kv, len(slots)]
 
 
+@dataclass
+class SelectionContext:
+    """What a policy may use beside one member's rows: the model (`runner`, for policies that
+    observe queries), the slots it must not keep (`banned`: the source's rows in source-evicted
+    mode, where the policy spends its budget on the rest) and a memo the arms of one pair share
+    (a question-agnostic policy scores a member once, however many arms it governs)."""
+
+    runner: ModelRunner | None = None
+    banned: frozenset[int] = frozenset()
+    memo: dict = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ServingPolicy:
     """Chooses the rows of one prefilled member that a serving system keeps for one arm.
 
-    `keep(arm, member, cache)` returns token slots of the member's global prefill, sorted and
+    `keep(arm, member, cache, context)` returns token slots of the member's global prefill, sorted and
     without repeats, the header's slots included (they precede every event and are served
     always), kept in every layer and KV head; or a `KeptRows` when the choice differs by layer
     and KV head (SnapKV-style per-head selection). `member` gives each slot's token id and original position (`input_ids`,
@@ -41,13 +56,28 @@ class ServingPolicy:
     """
 
     name: ClassVar[str] = ""
+    usage: ClassVar[str] = ""  # how `--policy` spells it, when not NAME:field=default,... (`matbench policies`)
 
     @classmethod
     def from_args(cls, args: str | None) -> ServingPolicy:
-        """The policy from the text after `NAME:` (None when absent)."""
-        if args:
+        """The policy from the text after `NAME:` (None when absent): `key=value` pairs separated
+        by commas, one per dataclass field (`snapkv:window=32,kernel=7`)."""
+        if not args:
+            return cls()
+        names = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "budget"}
+        if not names:
             raise MatbenchError(f"policy {cls.name!r} takes no arguments (got {args!r})")
-        return cls()
+        values: dict[str, Any] = {}
+        for part in args.split(","):
+            key, eq, text = part.partition("=")
+            if not eq or key.strip() not in names:
+                raise MatbenchError(f"policy {cls.name!r} takes {', '.join(f'{n}=' for n in names)} (got {part!r})")
+            values[key.strip()] = _convert(cls.name, names[key.strip()], text.strip())
+        return cls(**values)
+
+    def arguments(self) -> dict[str, Any]:
+        """The policy's arguments as `from_args` reads them (every field but the budget)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init and f.name != "budget"}
 
     @property
     def spec(self) -> str:
@@ -58,14 +88,53 @@ class ServingPolicy:
         """True for the suite's own event selection (the paper's protocol)."""
         return False
 
-    def keep(self, arm: Arm, member: MemberLayout, cache: EventCache) -> tuple[int, ...] | KeptRows:
+    @property
+    def budgeted(self) -> bool:
+        """Whether the policy takes `--budget` (a scoring policy keeps a budget of rows)."""
+        return False
+
+    def with_budget(self, budget: Budget) -> ServingPolicy:
+        raise MatbenchError(f"policy {self.name!r} takes no budget")
+
+    def keep(self, arm: Arm, member: MemberLayout, cache: EventCache,
+             context: SelectionContext) -> tuple[int, ...] | KeptRows:
         raise NotImplementedError
+
+
+def _convert(policy: str, spec: dataclasses.Field, text: str) -> Any:
+    """`text` as the field's type (int, float, bool or str), or a one-line error."""
+    kind = spec.type if isinstance(spec.type, str) else getattr(spec.type, "__name__", str(spec.type))
+    try:
+        if kind.startswith("int"):
+            return int(text)
+        if kind.startswith("float"):
+            return float(text)
+        if kind.startswith("bool"):
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+    except ValueError:
+        raise MatbenchError(f"policy {policy!r}: {spec.name} must be {kind.split(' ')[0]} (got {text!r})") from None
+    return text
 
 
 POLICIES: Registry[type[ServingPolicy]] = Registry("serving policy")
 
 
-def parse_policy(spec: str) -> ServingPolicy:
-    """`NAME` or `NAME:ARGS` -> a policy; an unknown name or bad arguments is one line."""
-    name, _, args = spec.partition(":")
-    return POLICIES.get(name).from_args(args or None)
+def parse_policy(spec: str, budget: Budget | None = None) -> ServingPolicy:
+    """`NAME`, `NAME:ARGS`, `NAME@BUDGET` or `NAME:ARGS@BUDGET` -> a policy; `budget` applies when
+    the spec names none. An unknown name, bad arguments, a budget for a policy that takes none or
+    none for one that needs it: one line each."""
+    head, at, budget_text = spec.partition("@")
+    name, _, args = head.partition(":")
+    policy = POLICIES.get(name).from_args(args or None)
+    if at:
+        budget = Budget.parse(budget_text)
+    if budget is None:
+        if policy.budgeted and getattr(policy, "budget", None) is None:
+            raise MatbenchError(f"policy {name!r} needs a budget: --budget 0.5 (fraction removed) or 256 (tokens "
+                                f"kept), or {name}@0.5")
+        return policy
+    if not policy.budgeted:
+        raise MatbenchError(f"policy {name!r} keeps what it declares and takes no budget (got {budget.spec})")
+    return policy.with_budget(budget)

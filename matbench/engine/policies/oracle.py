@@ -18,7 +18,7 @@ class OracleEvents(ServingPolicy):
     def is_oracle(self) -> bool:
         return True
 
-    def keep(self, arm, member, cache) -> tuple[int, ...]:
+    def keep(self, arm, member, cache, context=None) -> tuple[int, ...]:
         slots = list(range(*member.header_span))
         for i in sorted(arm.served):
             slots.extend(range(*member.event_spans[i]))

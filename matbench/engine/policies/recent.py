@@ -12,10 +12,12 @@ from matbench.errors import MatbenchError
 @dataclass(frozen=True)
 class RecentTokens(ServingPolicy):
     """The header and every trajectory token whose original position is among the last `n`
-    positions before the query (positions, not slots: both donor members keep the same window)."""
+    positions before the query (positions, not slots: both donor members keep the same window);
+    in source-evicted mode, without the banned source rows."""
 
     n: int
     name = "recent"
+    usage = "recent:N"
 
     @classmethod
     def from_args(cls, args: str | None) -> RecentTokens:
@@ -27,8 +29,10 @@ class RecentTokens(ServingPolicy):
     def spec(self) -> str:
         return f"{self.name}:{self.n}"
 
-    def keep(self, arm, member, cache) -> tuple[int, ...]:
+    def keep(self, arm, member, cache, context=None) -> tuple[int, ...]:
         end = max(member.positions) + 1
         header = range(*member.header_span)
-        recent = (s for s in range(member.header_span[1], len(member.positions)) if member.positions[s] >= end - self.n)
+        banned = context.banned if context is not None else frozenset()
+        recent = (s for s in range(member.header_span[1], len(member.positions))
+                  if member.positions[s] >= end - self.n and s not in banned)
         return (*header, *recent)

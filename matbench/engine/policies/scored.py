@@ -1,0 +1,112 @@
+"""The scoring policy: kvpress's `ScorerPress` on matbench's seam.
+
+A subclass overrides `score` (one layer's rows -> one score per KV head and row); the base keeps
+the top of each layer's KV heads within the budget, never a banned row (the source's, in
+source-evicted mode), always the header's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from matbench.engine.policies.base import KeptRows, SelectionContext, ServingPolicy
+from matbench.engine.policies.budget import Budget
+from matbench.engine.policies.observe import LayerView, observe, views
+from matbench.errors import MatbenchError
+
+
+@dataclass(frozen=True)
+class ScoredPolicy(ServingPolicy):
+    """Scores every row of a member's prefill per layer and KV head and keeps the highest
+    `budget.n_kept(T)` in each (kvpress's `compute_n_kept` and per-head `topk`). The scores are
+    question-agnostic: computed on the prefill alone, as kvpress compresses a context before the
+    question comes.
+
+    `observe` is how many of the prefill's last tokens' queries `score` reads (0: none, keys and
+    values only; a large number: every token), recomputed by `matbench.engine.policies.observe`.
+    """
+
+    budget: Budget | None = None
+    observe: ClassVar[int] = 0
+
+    @property
+    def budgeted(self) -> bool:
+        return True
+
+    def with_budget(self, budget: Budget) -> ScoredPolicy:
+        return dataclasses.replace(self, budget=budget)
+
+    @property
+    def spec(self) -> str:
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        changed = [f"{k}={v}" for k, v in self.arguments().items() if v != defaults[k]]
+        args = f":{','.join(changed)}" if changed else ""
+        return f"{self.name}{args}@{self.budget.spec if self.budget else '?'}"
+
+    def observed_tokens(self) -> int:
+        """Trailing prefill tokens whose queries `score` reads (default: the class's `observe`)."""
+        return self.observe
+
+    def score(self, view: LayerView) -> torch.Tensor:
+        """`[H_kv, T]`: higher keeps. `view.keys`/`view.values` are `[H_kv, T, D]`."""
+        raise NotImplementedError
+
+    def layer_budgets(self, total: int, layers: int) -> list[int]:
+        """Rows each layer keeps per KV head (PyramidKV gives lower layers more)."""
+        if self.budget is None:
+            raise MatbenchError(f"policy {self.name!r} needs a budget: --budget 0.5 (fraction removed) or 256 "
+                                f"(tokens kept), or {self.name}@0.5")
+        return [self.budget.n_kept(total)] * layers
+
+    def allocate(self, scores: torch.Tensor, budgets: list[int]) -> torch.Tensor:
+        """`[L, H_kv, T]` bool: each layer's KV heads keep their own top `budgets[l]` rows."""
+        chosen = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
+        for layer, n in enumerate(budgets):
+            chosen[layer].scatter_(-1, scores[layer].topk(n, dim=-1).indices, True)
+        return chosen
+
+    def layer_scores(self, member, cache, context: SelectionContext) -> torch.Tensor:
+        """`[L, H_kv, T]` scores of every layer, in at least float32."""
+        n = self.observed_tokens()
+        if n:
+            if context.runner is None:
+                raise MatbenchError(f"policy {self.name!r} observes queries and needs the model (a SelectionContext runner)")
+            per_layer = observe(context.runner, cache, member.input_ids, n, self.score)
+        else:
+            per_layer = [self.score(view) for view in views(cache)]
+        stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])
+        return stacked.to(torch.promote_types(stacked.dtype, torch.float32))
+
+    def keep(self, arm, member, cache, context: SelectionContext | None = None) -> tuple[int, ...] | KeptRows:
+        context = context if context is not None else SelectionContext()
+        key = ("kept", self, id(cache), context.banned)
+        if key not in context.memo:
+            context.memo[key] = self._choose(member, cache, context)
+        return context.memo[key]
+
+    def _choose(self, member, cache, context: SelectionContext) -> tuple[int, ...] | KeptRows:
+        # Scores do not depend on the budget or the banned rows: one scoring per member serves
+        # every budget and source mode of a run.
+        key = ("scores", dataclasses.replace(self, budget=None), id(cache))
+        if key not in context.memo:
+            context.memo[key] = self.layer_scores(member, cache, context)
+        scores = context.memo[key].clone()
+        layers, _, total = scores.shape
+        header = list(range(*member.header_span))
+        banned = sorted(context.banned)
+        scores[:, :, header] = float("inf")
+        scores[:, :, banned] = float("-inf")
+        room = total - len(banned)
+        budgets = [min(max(n, len(header)), room) for n in self.layer_budgets(total, layers)]
+        chosen = self.allocate(scores, budgets)
+        chosen[:, :, banned] = False
+        chosen[:, :, header] = True
+        slots = chosen.any(dim=(0, 1)).nonzero().flatten()
+        heads = chosen[:, :, slots].cpu().numpy()
+        slots_tuple = tuple(int(s) for s in slots)
+        return slots_tuple if heads.all() else KeptRows(slots_tuple, np.asarray(heads, dtype=bool))

@@ -1,0 +1,152 @@
+"""Scoring policies (kvpress's ScorerPress on matbench's seam): budgets, the source modes, the
+selection leak, the gates, and equality with kvpress's own scorers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from matbench.engine.gates import run_gates
+from matbench.engine.pair_engine import PairEngine
+from matbench.engine.policies import POLICIES, Budget, SelectionContext, parse_policy
+from matbench.engine.policies.scored import ScoredPolicy
+from matbench.engine.selection import donor_slots, select, unpack_heads
+from matbench.errors import MatbenchError
+
+SCORING = sorted(n for n in POLICIES.names() if issubclass(POLICIES.get(n), ScoredPolicy) and n != "kvpress")
+# Position-only scores: both donor members keep the same rows outside the source.
+POSITIONAL = {"random", "streaming_llm"}
+
+
+def test_ten_scoring_policies_are_registered():
+    assert SCORING == ["adakv", "expected_attention", "h2o", "keydiff", "knorm", "pyramidkv", "random", "snapkv",
+                       "streaming_llm", "tova"]
+
+
+def _picks(policy, engine, pair, member=0, source="natural"):
+    layout, caches = engine.prepare(pair)
+    m = layout.members[member]
+    banned = donor_slots(pair, m) if source == "evicted" else frozenset()
+    kept = policy.keep(pair.arm("root"), m, caches[member], SelectionContext(engine.runner, banned))
+    layers, heads = engine.runner.head_shape
+    slots = kept if isinstance(kept, tuple) else kept.slots
+    chosen = np.ones((layers, heads, len(slots)), dtype=bool) if isinstance(kept, tuple) else kept.heads
+    return m, slots, chosen
+
+
+@pytest.mark.parametrize("name", SCORING)
+def test_each_layer_and_head_keeps_the_budget_and_the_header(tiny, pairs, name):
+    policy = parse_policy(f"{name}@0.5")
+    engine = PairEngine(tiny, policy=policy)
+    member, slots, chosen = _picks(policy, engine, pairs[0])
+    total, layers = len(member.input_ids), chosen.shape[0]
+    budgets = policy.layer_budgets(total, layers)
+    header = member.header_span[1] - member.header_span[0]
+    assert slots[:header] == tuple(range(header)) and chosen[:, :, :header].all()
+    if name == "adakv":  # the layer's heads share H x n rows, each head at least alpha x n of its own
+        assert chosen.sum(axis=(1, 2)).tolist() == [chosen.shape[1] * n for n in budgets]
+        assert (chosen.sum(axis=2) >= int(budgets[0] * 0.2)).all()
+    else:
+        assert chosen.sum(axis=2).tolist() == [[n] * chosen.shape[1] for n in budgets]
+    if name == "pyramidkv":
+        assert budgets[0] > budgets[-1] and abs(sum(budgets) - layers * Budget(0.5).n_kept(total)) <= layers
+    else:
+        assert set(budgets) == {total // 2}
+
+
+@pytest.mark.parametrize("name", SCORING)
+def test_source_evicted_mode_never_keeps_a_donor_row_and_every_gate_passes(tiny_llama, pairs, name):
+    engine = PairEngine(tiny_llama, policy=parse_policy(f"{name}@0.75"), source="evicted", readout="short")
+    for pair in pairs[:2]:
+        layout, caches = engine.prepare(pair)
+        record = engine.score(pair, layout, caches)
+        for arm in ("root", "chain"):
+            selection = record.arms[arm].selection
+            assert selection.source_kept == (False, False) and not selection.donor_visible
+        assert record.arms["control"].shift == 0.0
+        gates = run_gates(engine, pair, layout, caches, record)
+        assert all(g.passed for g in gates), gates
+        assert ("head_mask" in {g.name for g in gates}) == (name in ("adakv",) or record.arms["root"].selection.heads is not None)
+
+
+@pytest.mark.parametrize("name", SCORING)
+def test_position_only_scores_leak_nothing_and_content_scores_may(tiny_llama, pairs, name):
+    engine = PairEngine(tiny_llama, policy=parse_policy(f"{name}@0.5"), source="evicted")
+    pair = pairs[0]
+    layout, caches = engine.prepare(pair)
+    _, _, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), engine.runner.head_shape,
+                             runner=engine.runner, source="evicted")
+    assert len(selection.overlap) == engine.runner.head_shape[0]
+    if name in POSITIONAL:
+        assert not selection.members_differ and selection.overlap == (1.0,) * len(selection.overlap)
+    assert selection.members_differ == any(x < 1.0 for x in selection.overlap)
+
+
+def test_knorm_keys_after_the_source_carry_the_donor_into_the_choice(tiny_llama, pairs):
+    """The leak is real: knorm scores rows by their keys, and rows after the source differ between
+    the members; at least one pair of the first three shows it."""
+    engine = PairEngine(tiny_llama, policy=parse_policy("knorm@0.5"), source="evicted")
+    leaks = []
+    for pair in pairs[:3]:
+        layout, caches = engine.prepare(pair)
+        leaks.append(select(engine.policy, pair, layout, caches, pair.arm("root"), engine.runner.head_shape,
+                            source="evicted")[2].members_differ)
+    assert any(leaks)
+
+
+def test_a_budget_of_nothing_removed_serves_the_whole_prefill(tiny_llama, pairs):
+    """The "keeps everything" gate: at ratio 0.0 every row is kept and the governed arm's probe
+    equals serving the header and every event."""
+    from matbench.engine.serving import SERVING, ServeRequest
+
+    engine = PairEngine(tiny_llama, policy=parse_policy("snapkv@0.0"))
+    pair = pairs[0]
+    layout, caches = engine.prepare(pair)
+    chosen = engine.selections(pair, layout, caches)
+    (slots, _), heads, selection = chosen["root"]
+    assert slots == tuple(range(len(layout.members[0].input_ids))) and heads == (None, None)
+    assert selection.donor_visible and selection.source_kept == (True, True)
+    request = engine.requests(pair, caches, engine.probe_readout, chosen=chosen)
+    root = [i for i, arm in enumerate(pair.arms) if arm.name == "root"][0]
+    full = ServeRequest(caches[0], tuple(range(len(pair.events))), request[2 * root].query_ids)
+    served = SERVING[engine.serving](engine.runner, [request[2 * root], full])[1]
+    assert torch.allclose(served[0], served[1], atol=1e-5)
+
+
+def test_kept_rows_are_logged_compactly_and_read_back(tiny_llama, pairs):
+    engine = PairEngine(tiny_llama, policy=parse_policy("snapkv@0.5"))
+    pair = pairs[0]
+    layout, caches = engine.prepare(pair)
+    (slots, _), heads, selection = engine.selections(pair, layout, caches)["root"]
+    positions = [layout.members[0].positions[s] for s in slots]
+    expanded = [p for part in selection.kept.split(",") for p in
+                (range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))]
+    assert expanded == positions
+    layers, kv_heads = engine.runner.head_shape
+    assert np.array_equal(unpack_heads(selection.heads, (layers, kv_heads, len(slots))), heads[0])
+    assert selection.held_rows == int(heads[0].sum()) < layers * kv_heads * len(slots)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("snapkv", "policy 'snapkv' needs a budget: --budget 0.5 (fraction removed) or 256 (tokens kept), or snapkv@0.5"),
+    ("snapkv:windw=3@0.5", "policy 'snapkv' takes window=, kernel= (got 'windw=3')"),
+    ("snapkv:window=x@0.5", "policy 'snapkv': window must be int (got 'x')"),
+    ("knorm@1.5", "a budget ratio is the fraction removed, in [0, 1) (got 1.5)"),
+    ("knorm@lots", "budget 'lots' is neither a removed fraction such as 0.5 nor a token count such as 256"),
+    ("recent:64@0.5", "policy 'recent' keeps what it declares and takes no budget (got 0.5)"),
+    ("adakv:inner=recent@0.5", "adakv's inner policy must be a scoring policy other than adakv (got 'recent')"),
+])
+def test_bad_policy_specs_are_one_line(tiny_llama, pairs, spec, message):
+    with pytest.raises(MatbenchError) as err:
+        policy = parse_policy(spec)
+        engine = PairEngine(tiny_llama, policy=policy)
+        engine.selections(pairs[0], *engine.prepare(pairs[0]))
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("spec", ["snapkv@0.5", "snapkv:window=32,kernel=7@256", "adakv:inner=knorm,alpha=0.5@0.875",
+                                  "random:seed=3@0.0", "expected_attention:use_covariance=False@0.25"])
+def test_specs_round_trip(spec):
+    assert parse_policy(spec).spec == spec and parse_policy(parse_policy(spec).spec) == parse_policy(spec)
+
