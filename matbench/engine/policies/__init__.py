@@ -6,7 +6,8 @@ the policy, owns the donor discipline (`matbench.engine.selection`). Importing t
 registers the built-in policies: `oracle` (the suite's declared events, the paper's protocol and
 the default), `recent:N`, and the scoring policies (`scored.ScoredPolicy`, kvpress's ScorerPress:
 one `score` method each) `random`, `streaming_llm`, `knorm`, `keydiff`, `snapkv`, `tova`, `h2o`,
-`pyramidkv`, `expected_attention` and `adakv`, which keep a budget of rows per layer and KV head.
+`pyramidkv`, `expected_attention` and `adakv`, which keep a budget of rows per layer and KV head;
+and `kvpress:PRESS(...)`, any kvpress scorer press (`kvpress_adapter`).
 """
 
 from matbench.engine.policies import (  # noqa: F401  (they register)
@@ -15,6 +16,7 @@ from matbench.engine.policies import (  # noqa: F401  (they register)
     h2o,
     keydiff,
     knorm,
+    kvpress_adapter,
     oracle,
     pyramidkv,
     random_rows,
