@@ -150,3 +150,18 @@ def test_bad_policy_specs_are_one_line(tiny_llama, pairs, spec, message):
 def test_specs_round_trip(spec):
     assert parse_policy(spec).spec == spec and parse_policy(parse_policy(spec).spec) == parse_policy(spec)
 
+
+def test_the_policies_command_lists_every_policy_with_its_usage(capsys):
+    import json
+
+    from matbench.cli import main
+
+    assert main(["policies", "--json"]) == 0
+    entries = {e["name"]: e for e in json.loads(capsys.readouterr().out)["policies"]}
+    assert sorted(entries) == sorted([*SCORING, "kvpress", "oracle", "recent"])
+    assert entries["snapkv"]["usage"] == "snapkv:window=64,kernel=5@BUDGET" and entries["snapkv"]["budget"]
+    assert entries["recent"]["usage"] == "recent:N" and not entries["recent"]["budget"]
+    assert entries["kvpress"]["usage"] == "kvpress:PRESS(key=value,...)@BUDGET"
+    assert main(["policies"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 2 * len(entries) + 1 and table[0].split() == ["adakv", "adakv:inner=snapkv,alpha=0.2@BUDGET"]
