@@ -14,6 +14,7 @@ from matbench.data_gen.harvest import gold_answer, select
 from matbench.data_gen.harvest_freeform import ANSWER_TOKENS, INSTRUCTION, WINDOWS, window_units
 from matbench.errors import MatbenchError
 from matbench.protocol.records import ArmRecord, PairRecord
+from matbench.results.schema import SCHEMA_VERSION
 from tests.helpers import dialog_sources, shared_data
 
 
@@ -202,7 +203,7 @@ def test_a_judged_run_of_a_tiny_model_end_to_end(tmp_path, tiny_dir, capsys):
     stem = f"harvest_freeform_short_compact_judge-{str(tiny_dir).strip('/').replace('/', '-')}"
     assert sorted(p.name for p in out.iterdir()) == [f"{stem}.items.jsonl", f"{stem}.json"]  # short alone
     results = json.loads((out / f"{stem}.json").read_text())
-    assert results["schema_version"] == "1.8" and results["config"]["judge"]["model"] == str(tiny_dir)
+    assert results["schema_version"] == SCHEMA_VERSION and results["config"]["judge"]["model"] == str(tiny_dir)
     assert results["config"]["readout"] == "short" and results["gates"]["A"]["passed"] == 3
     assert results["metrics"]["reading"] == "judge"
     lines = [json.loads(line) for line in (out / f"{stem}.items.jsonl").read_text().splitlines()]

@@ -165,3 +165,86 @@ def test_the_policies_command_lists_every_policy_with_its_usage(capsys):
     assert main(["policies"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert len(table) == 2 * len(entries) + 1 and table[0].split() == ["adakv", "adakv:inner=snapkv,alpha=0.2@BUDGET"]
+
+
+def test_one_eval_serves_every_policy_budget_and_mode_from_one_prefill(tiny_dir, tmp_path):
+    """16 settings (2 policies x 2 budgets x 2 source modes x 2 kept-from members) from one global
+    prefill per pair: one results file each, named and configured by its setting, every gate
+    passed; a setting run alone gives the same records; a second run resumes everything."""
+    import json
+
+    from matbench.cli import main
+
+    out, alone = tmp_path / "grid", tmp_path / "alone"
+    common = ["eval", "--model", str(tiny_dir), "--limit", "2", "--device", "cpu", "--no-progress", "--check"]
+    grid = ["--policy", "snapkv", "--policy", "knorm", "--budget", "0.5,0.875", "--source-mode", "natural,evicted",
+            "--kept-from", "a,b"]
+    assert main([*common, *grid, "--output", str(out)]) == 0
+    files = sorted(p.name for p in out.glob("*.json"))
+    assert len(files) == 16 and "discovery_probe_compact_knorm-0.875_evicted_from-b.json" in files
+    for name in files:
+        results = json.loads((out / name).read_text())
+        config = results["config"]
+        assert config["policy"] in ("snapkv@0.5", "snapkv@0.875", "knorm@0.5", "knorm@0.875")
+        assert ("_evicted" in name) == (config.get("source_mode") == "evicted")
+        assert ("_from-b" in name) == (config.get("kept_from") == "b")
+        assert all(g["passed"] == g["checked"] + 0 * g["skipped"] and g["checked"] + g["skipped"] == 2
+                   for g in results["gates"].values())
+        root = results["metrics"]["selection"]["root"]
+        if config.get("source_mode") == "evicted":
+            assert root["donor_visible"]["rate"] == 0.0 and root["source_kept"]["a"]["rate"] == 0.0
+            assert root["materialization"]["donor_hidden"]["n"] == 2
+    assert main([*common, "--policy", "knorm@0.875", "--source-mode", "evicted", "--kept-from", "b",
+                 "--output", str(alone)]) == 0
+    name = "discovery_probe_compact_knorm-0.875_evicted_from-b"
+    logs = [[json.loads(line) for line in (d / f"{name}.items.jsonl").read_text().splitlines()] for d in (out, alone)]
+    for a, b in zip(*logs):
+        for arm in a["arms"]:
+            assert a["arms"][arm]["class"] == b["arms"][arm]["class"]
+            assert abs(a["arms"][arm]["shift"] - b["arms"][arm]["shift"]) <= 1e-6
+            assert a["arms"][arm].get("selection") == b["arms"][arm].get("selection")
+    assert main([*common, *grid, "--output", str(out)]) == 0
+    assert {json.loads((out / n).read_text())["items"]["n_from_log"] for n in files} == {2}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--policy", "recent:30", "--budget", "0.5"], "--budget applies to scoring policies named without @BUDGET"),
+    (["--source-mode", "evicted"], "--source-mode and --kept-from apply to serving policies other than the oracle"),
+    (["--policy", "snapkv"], "policy 'snapkv' needs a budget"),
+])
+def test_bad_policy_runs_are_refused_in_one_line(tiny_dir, tmp_path, capsys, args, message):
+    from matbench.cli import main
+
+    assert main(["eval", "--model", str(tiny_dir), "--limit", "1", "--device", "cpu", "--no-progress",
+                 "--output", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_the_selection_block_counts_and_splits_exactly():
+    from matbench.protocol.records import ArmRecord, PairRecord, Selection
+    from matbench.results.selection import summarize_selection
+
+    def record(i, shift, outcome, visible, differ, kept):
+        arm = ArmRecord(answers=("A", "B"), outcome=outcome, probe_answers=("A", "B"), probe_logp=((0.0,), (0.0,)),
+                        shift=shift, selection=Selection(10 + i, differ, visible, overlap=(1.0, 0.5 if differ else 1.0),
+                                                         source_kept=kept, held_rows=40 + i))
+        control = ArmRecord(answers=("A", "A"), outcome="const", probe_answers=("A", "A"),
+                            probe_logp=((0.0,), (0.0,)), shift=0.0)
+        return PairRecord(item_id=f"p{i}", variant="v", values=("A", "B"), menu=("A", "B"), budget=0, length=0,
+                          n_tokens=(1, 1), arms={"root": arm, "control": control})
+
+    block = summarize_selection([record(0, 0.5, "follow", True, True, (True, False)),
+                                 record(1, -0.1, "const", False, False, (False, False)),
+                                 record(2, 0.3, "const", False, True, (False, True)),
+                                 record(3, 0.2, "anti", False, False, (False, False))])
+    assert list(block) == ["root"]  # the control keeps its declared rows: no selection
+    root = block["root"]
+    assert (root["n_pairs"], root["members_differ"]["rate"], root["donor_visible"]["rate"]) == (4, 0.5, 0.25)
+    assert root["overlap_by_layer"] == [1.0, 0.75] and root["kept_tokens_mean"] == 11.5 and root["held_rows_mean"] == 41.5
+    assert (root["source_kept"]["a"]["rate"], root["source_kept"]["b"]["rate"]) == (0.25, 0.25)
+    hidden = root["materialization"]["donor_hidden"]
+    assert hidden["n"] == 3 and hidden["classes"] == {"follow": 0, "anti": 1, "const": 2, "other": 0}
+    assert hidden["shift"]["mean"] == pytest.approx(0.4 / 3) and (hidden["shift"]["positive"], hidden["shift"]["negative"]) == (2, 1)
+    assert root["materialization"]["donor_visible"]["follow_rate"]["rate"] == 1.0
+    assert summarize_selection([record(0, 0.5, "follow", True, True, (True, False))][:0]) is None

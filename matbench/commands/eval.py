@@ -52,10 +52,20 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--serving", default="auto", type=choices("serving", ("auto", *SERVING_MODES)),
                    help="compact, native, compact,native, or auto (default: native for models with "
                    "sliding-window layers, else compact)")
-    p.add_argument("--policy", default="oracle", metavar="NAME[:ARGS]",
+    p.add_argument("--policy", action="append", metavar="NAME[:ARGS][@BUDGET]",
                    help="serving policy that chooses the kept rows of the arms that measure materialization: "
-                   "oracle (default: the suite's declared events, the paper's protocol) or recent:N (the header and "
-                   "the last N positions); controls and comprehension arms keep their declared rows")
+                   "oracle (default: the suite's declared events, the paper's protocol), recent:N, a scoring "
+                   "policy such as snapkv or knorm (`matbench policies` lists them), or "
+                   "'kvpress:SnapKVPress(window_size=32)'; repeat for several, all served from one prefill per "
+                   "pair; controls and comprehension arms keep their declared rows")
+    p.add_argument("--budget", type=lambda v: tuple(v.split(",")), default=(), metavar="B[,B...]",
+                   help="budgets of the scoring policies named without @BUDGET: a fraction removed (0.5 keeps "
+                   "half, kvpress's compression_ratio) or a token count (256); one run per budget")
+    p.add_argument("--source-mode", default=("natural",), type=choices("source mode", ("natural", "evicted")),
+                   help="under a policy: natural (it may keep the source's rows; results split by whether it "
+                   "did), evicted (the source's rows are never kept), or natural,evicted")
+    p.add_argument("--kept-from", default=("a",), type=choices("kept-from member", ("a", "b")),
+                   help="under a policy: whose picks both donor members are served, a (default), b, or a,b")
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
     p.add_argument("--device-map", choices=["auto"], help="spread a model too large for one GPU over every visible GPU (accelerate); one process")
     p.add_argument("--dtype", help=f"{', '.join(DTYPES)} (default: float32 on CPU, bfloat16 on GPU; float64 tells "
@@ -91,9 +101,15 @@ def eval_config(args: argparse.Namespace):
         memory_fraction=args.memory_fraction,
         trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
-        progress=not args.no_progress, policy=args.policy, template=args.template, rope_yarn=args.rope_yarn,
+        progress=not args.no_progress, policies=tuple(args.policy or ("oracle",)), budgets=args.budget,
+        source_modes=_tuple(args.source_mode), kept_from=_tuple(args.kept_from),
+        template=args.template, rope_yarn=args.rope_yarn,
         judge=args.judge,
     )
+
+
+def _tuple(value) -> tuple[str, ...]:
+    return value if isinstance(value, tuple) else (value,)
 
 
 def default_readouts(suite: str) -> tuple[str, ...]:

@@ -139,13 +139,18 @@ def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout,
     return [mask_gate(engine, pair, layout, caches, literal), layout_gate(engine, pair, layout, caches, literal)]
 
 
-def head_mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult | None:
+def head_mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
+                   settings=None) -> GateResult | None:
     """A per-head selection hides from each KV head the rows it dropped: member A's probe logits
     are unchanged when every (layer, head, row) a head dropped holds loud values (exactly: a
-    masked key has weight zero in any dtype). None when the policy makes no per-head choice."""
+    masked key has weight zero in any dtype), under every policy setting of the run (default:
+    the engine's own). None when no setting makes a per-head choice."""
     worst = 0.0
     checked = False
-    for name, (slots, heads, _) in engine.selections(pair, layout, caches).items():
+    memo: dict = {}
+    chosen = [(name, c) for setting in (settings or [engine.setting])
+              for name, c in engine.selections(pair, layout, caches, setting, memo).items()]
+    for name, (slots, heads, _) in chosen:
         if heads[0] is None or heads[0].all():
             continue
         checked = True
@@ -172,10 +177,12 @@ def head_mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cach
 
 
 def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-              record: PairRecord | None = None) -> list[GateResult]:
+              record: PairRecord | None = None, settings=None) -> list[GateResult]:
+    """Every gate on one pair; `settings`: the run's policy settings (the head-mask gate checks
+    each per-head choice; default: the engine's own setting)."""
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
                *native_layout_gates(engine, pair, layout, caches)]
-    heads = head_mask_gate(engine, pair, layout, caches)
+    heads = head_mask_gate(engine, pair, layout, caches, settings)
     if heads is not None:
         results.append(heads)
     if record is not None and "control" in record.arms:

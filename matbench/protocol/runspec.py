@@ -20,6 +20,8 @@ class RunSpec:
     readout: str
     serving: str
     policy: str = "oracle"
+    source: str = "natural"  # under a policy: natural, or evicted (the source's rows are never kept)
+    kept_from: str = "a"  # under a policy: whose picks both donor members are served
     revision: str | None = None
     dataset: str | None = None
     dataset_revision: str | None = None
@@ -33,16 +35,21 @@ class RunSpec:
     judge: str | None = None  # the model that graded free answers (--judge); None = no judge
 
     @property
-    def combo(self) -> tuple[str, str]:
-        return self.readout, self.serving
+    def combo(self) -> tuple[str, str, str, str, str]:
+        """(readout, serving, policy, source, kept_from): what `PairEngine.score_many` serves."""
+        return self.readout, self.serving, self.policy, self.source, self.kept_from
 
     @property
     def stem(self) -> str:
         """File stem of its results: `<suite>_<readout>_<serving>`, plus the template when it is not
         the original, the YaRN factor when the RoPE is stretched, the judge when one graded the
-        answers and the policy when it is not the oracle (`discovery_probe_compact_para_yarn4_recent-64`,
-        `harvest_freeform_short_compact_judge-smollm2-135m`)."""
+        answers and the policy when it is not the oracle, with its source mode and kept-from member
+        when not the defaults (`discovery_probe_compact_para_yarn4_recent-64`,
+        `discovery_probe_compact_snapkv-0.5_evicted_from-b`, `harvest_freeform_short_compact_judge-smollm2-135m`)."""
         base = f"{self.suite}_{self.readout}_{self.serving}" + ("" if self.template == "orig" else f"_{self.template}")
         base += f"_yarn{self.rope_yarn:g}" if self.rope_yarn else ""
         base += f"_judge-{re.sub(r'[^A-Za-z0-9.-]+', '-', self.judge).strip('-')}" if self.judge else ""
-        return base if self.policy == "oracle" else f"{base}_{re.sub(r'[^A-Za-z0-9.-]+', '-', self.policy)}"
+        if self.policy == "oracle":
+            return base
+        base += f"_{re.sub(r'[^A-Za-z0-9.-]+', '-', self.policy).strip('-')}"
+        return base + ("_evicted" if self.source == "evicted" else "") + ("_from-b" if self.kept_from == "b" else "")

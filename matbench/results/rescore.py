@@ -72,7 +72,9 @@ def recompute_metrics(parsed: ResultsFile, records: list[PairRecord]) -> dict[st
     from matbench.evaluators import EVALUATORS
 
     suite = parsed.config.suite
-    return json.loads(json.dumps(EVALUATORS.get(suite)(suite=suite).summarize(records)))
+    from matbench.results.selection import run_metrics
+
+    return json.loads(json.dumps(run_metrics(EVALUATORS.get(suite)(suite=suite), records)))
 
 
 def rescore_file(path: Path) -> dict[str, Any]:

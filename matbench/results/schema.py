@@ -18,12 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.8"
+SCHEMA_VERSION = "1.9"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
-# config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`; older files
+# config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
+# optional `source_mode` and `kept_from` (and `metrics.selection` under a policy); older files
 # are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9")
 
 
 class _Strict(BaseModel):
@@ -67,6 +68,12 @@ class RunConfig(_Strict):
     check: bool = Field(description="whether the faithfulness gates ran on every item")
     policy: str | None = Field(default=None, description="serving policy that chose the kept rows (`--policy`, "
                                "e.g. recent:64; schema 1.4); absent = the oracle, the suite's own served events")
+    source_mode: Literal["evicted"] | None = Field(default=None, description="under a policy (schema 1.9): "
+                                                   "evicted = the rows of every donor-dependent event were banned, "
+                                                   "the policy spent its budget on the rest; absent = natural, the "
+                                                   "policy decided")
+    kept_from: Literal["b"] | None = Field(default=None, description="under a policy (schema 1.9): b = both donor "
+                                           "members were served member B's picks; absent = member A's")
     template: Literal["para"] | None = Field(default=None, description="surface template (`--template`; schema "
                                              "1.6): para = the paper's untuned kv_frozen wording; absent = the "
                                              "suite's own")
@@ -82,6 +89,7 @@ class RunConfig(_Strict):
         """How the run departs from the paper's protocol, as labels (empty: it follows it). Such a
         run measures a policy or is a robustness check: reported beside the contract, never in it."""
         return [*([f"policy {self.policy}"] if self.policy not in (None, "oracle") else []),
+                *(["source evicted"] if self.source_mode else []), *(["kept from B"] if self.kept_from else []),
                 *([f"template {self.template}"] if self.template else []),
                 *([f"yarn ×{self.rope_yarn:g}"] if self.rope_yarn else [])]
 
@@ -146,7 +154,9 @@ class ResultsFile(_Strict):
     config_hash: str = Field(description="sha256 prefix of the config, without n_items and check")
     invocation: dict[str, Any] = Field(description="the command's arguments, as given")
     environment: Environment
-    metrics: dict[str, Any] = Field(description="the suite evaluator's metrics; `headline` holds its summary")
+    metrics: dict[str, Any] = Field(description="the suite evaluator's metrics; `headline` holds its summary; "
+                                    "under a serving policy `selection` holds, per governed arm, what the policy "
+                                    "kept and materialization split by it (schema 1.9)")
     gates: dict[str, GateSummary] = Field(description="per faithfulness gate, over all items (empty without --check)")
     items: ItemsInfo
     wall_seconds: float = Field(ge=0, description="wall time of the run that wrote the file")

@@ -19,6 +19,7 @@ from matbench.protocol.runspec import RunSpec
 from matbench.results.files import config_hash, file_sha256, item_hash, write_json
 from matbench.results.logs import ItemLog
 from matbench.results.schema import SCHEMA_VERSION, validate_results
+from matbench.results.selection import run_metrics
 from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.run.environment import environment
 
@@ -49,7 +50,10 @@ class EvalConfig:
     check: bool = False
     fresh: bool = False
     progress: bool = True
-    policy: str = "oracle"  # serving policy spec (matbench.engine.policies): oracle, recent:N, ...
+    policies: tuple[str, ...] = ("oracle",)  # serving policy specs (matbench.engine.policies): oracle, snapkv@0.5, ...
+    budgets: tuple[str, ...] = ()  # budgets of the scoring policies named without @BUDGET (0.5: half removed; 256 tokens)
+    source_modes: tuple[str, ...] = ("natural",)  # natural and/or evicted (the source's rows never kept)
+    kept_from: tuple[str, ...] = ("a",)  # whose picks both donor members are served: a and/or b
     template: str = "orig"  # surface template (data_gen/paraphrase.py): orig, or kv_frozen's untuned para
     rope_yarn: float | None = None  # YaRN factor stretching the model's RoPE (matbench.models.rope); None = as trained
     judge: str | None = None  # a local causal LM grading free answers (matbench.run.judge); None = no judge
@@ -74,9 +78,9 @@ def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str
         payloads += run_eval(replace(cfg, suite=name), loaded=loaded, shard=shard)
     if not shard.is_main:
         return payloads, {}
-    if cfg.policy != "oracle":  # the contract is the model's under the paper's protocol, not a policy's
-        print(f"note: no scorecard: runs under --policy {cfg.policy} measure that policy, and the scorecard "
-              "counts oracle runs only", file=sys.stderr)
+    if cfg.policies != ("oracle",):  # the contract is the model's under the paper's protocol, not a policy's
+        print(f"note: no scorecard: runs under --policy {' --policy '.join(cfg.policies)} measure that policy, and "
+              "the scorecard counts oracle runs only", file=sys.stderr)
         return payloads, {}
     readout = "probe" if "probe" in cfg.readouts else cfg.readouts[0]
     card = build_scorecard(Path(cfg.output), readout)
@@ -120,7 +124,6 @@ def load_model_for(cfg: EvalConfig, shard: Shard | None = None):
 def check_config(cfg: EvalConfig, shard: Shard) -> None:
     """Every option that can be refused before anything loads, each as one line."""
     from matbench.data_gen import SUITES
-    from matbench.engine.policies import parse_policy
     from matbench.protocol.readouts import READOUTS
 
     for name, value in (("--limit", cfg.limit), ("--batch-pairs", cfg.batch_pairs), ("--chunk-size", cfg.chunk_size)):
@@ -144,7 +147,7 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
         from matbench.run.judge import check_judged
 
         check_judged(SUITES.get(cfg.suite), cfg.suite)
-    parse_policy(cfg.policy)
+    settings_of(cfg)
     from matbench.data_gen.paraphrase import check_template
 
     check_template(cfg.template, cfg.suite, SUITES.get(cfg.suite).paraphrase)
@@ -169,19 +172,28 @@ def load_suite(cfg: EvalConfig) -> tuple[list[Any], dict[str, Any]]:
     return [with_template(p, cfg.template, cfg.suite, suite.paraphrase) for p in pairs], info
 
 
+def settings_of(cfg: EvalConfig) -> list[Any]:
+    """The policy settings of the run (`matbench.engine.policies.setting.expand_settings`)."""
+    from matbench.engine.policies.setting import expand_settings
+
+    return expand_settings(cfg.policies, cfg.budgets, cfg.source_modes, cfg.kept_from)
+
+
 def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
-    """One spec per serving mode x readout (`auto` resolved for the loaded model, or to the
-    modes the suite compares: `Suite.servings`)."""
+    """One spec per policy setting x serving mode x readout (`auto` resolved for the loaded model,
+    or to the modes the suite compares: `Suite.servings`); every spec is served from the same
+    global prefill per pair."""
     from matbench.data_gen import SUITES
 
     own = SUITES.get(cfg.suite).servings
     servings = dict.fromkeys(m for s in cfg.servings
                              for m in (own if s == "auto" and own else (engine.resolve_serving(s),)))
-    return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=engine.policy.spec,
+    return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=setting.policy.spec,
+                    source=setting.source, kept_from=setting.kept_from,
                     revision=cfg.revision, dataset=cfg.dataset, dataset_revision=cfg.dataset_revision, dtype=cfg.dtype,
                     attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size,
                     template=cfg.template, rope_yarn=cfg.rope_yarn, judge=cfg.judge)
-            for s in servings for r in suite_readouts(cfg)]
+            for setting in settings_of(cfg) for s in servings for r in suite_readouts(cfg)]
 
 
 def suite_readouts(cfg: EvalConfig) -> list[str]:
@@ -209,11 +221,14 @@ class PlannedRun:
 def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str, Any], n_items: int,
                check: bool, judge_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results file's `config`; its hash (without n_items and check) keys the per-item log.
-    The policy is written only when it is not the oracle, so earlier runs keep their hashes (and
-    the judge only when one graded the answers)."""
+    The policy is written only when it is not the oracle, its source mode and kept-from member
+    only when not natural and a, so earlier runs keep their hashes (and the judge only when one
+    graded the answers)."""
     return {"model": model_info, "suite": spec.suite, **source_info, "n_items": n_items, "readout": spec.readout,
             "serving": spec.serving, "chunk_size": spec.chunk_size, "check": check,
             **({"policy": spec.policy} if spec.policy != "oracle" else {}),
+            **({"source_mode": spec.source} if spec.source != "natural" else {}),
+            **({"kept_from": spec.kept_from} if spec.kept_from != "a" else {}),
             **({"template": spec.template} if spec.template != "orig" else {}),
             **({"rope_yarn": spec.rope_yarn} if spec.rope_yarn else {}),
             **({"judge": judge_info} if judge_info else {})}
@@ -259,7 +274,8 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
         for (pair, layout, caches), records in batch:
             gates = None
             if cfg.check:
-                gates = run_gates(engine, pair, layout, caches, next(iter(records.values())))
+                settings = list(dict.fromkeys(engine.setting_of(c) for c in records))
+                gates = run_gates(engine, pair, layout, caches, next(iter(records.values())), settings)
                 require(gates, pair.item_id, engine.loaded.attn_implementation, engine.loaded.dtype)
             for combo, record in records.items():
                 if judge is not None:
@@ -278,7 +294,6 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     from tqdm import tqdm
 
     from matbench.engine.pair_engine import PairEngine
-    from matbench.engine.policies import parse_policy
 
     check_config(cfg, shard)
     pairs, source_info = load_suite(cfg)
@@ -291,7 +306,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
         from matbench.run.judge import Judge
 
         judge = Judge(loaded)  # the answering model grades itself
-    engine = PairEngine(loaded, chunk_size=cfg.chunk_size, policy=parse_policy(cfg.policy))
+    first = settings_of(cfg)[0]
+    engine = PairEngine(loaded, chunk_size=cfg.chunk_size, policy=first.policy, source=first.source,
+                        kept_from=first.kept_from)
     specs = plan(cfg, engine)
     model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
     judge_info = {**judge.loaded.describe(), "device": shard.config_device(judge.loaded.device)} if judge else None
@@ -352,7 +369,7 @@ def write_results(run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator:
         "config_hash": run.key,
         "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
         "environment": done["environment"],
-        "metrics": evaluator.summarize(records),
+        "metrics": run_metrics(evaluator, records),
         "gates": _gate_summary(records),
         "items": {"log": run.log.path.name, "sha256": file_sha256(run.log.path), "n_records": len(records),
                   "n_from_log": run.log.n_loaded},

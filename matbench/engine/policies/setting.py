@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from matbench.engine.policies.base import ServingPolicy, parse_policy
+from matbench.engine.policies.base import POLICIES, ServingPolicy, parse_policy
 from matbench.engine.policies.oracle import OracleEvents
 from matbench.errors import MatbenchError
 
@@ -43,3 +43,33 @@ class PolicySetting:
 def setting_for(policy: str, source: str = "natural", kept_from: str = "a") -> PolicySetting:
     """The setting a run spec names (policy specs parse once)."""
     return PolicySetting(parse_policy(policy), source, kept_from)
+
+
+def expand_settings(policies: tuple[str, ...], budgets: tuple[str, ...] = (), sources: tuple[str, ...] = ("natural",),
+                    kept_from: tuple[str, ...] = ("a",)) -> list[PolicySetting]:
+    """Every setting a run asks for: each policy (a scoring policy without `@BUDGET` at each of
+    `budgets`) under each source mode and kept-from member; the oracle once, as the paper serves."""
+    from matbench.engine.policies.budget import parse_budgets
+
+    parsed_budgets = parse_budgets(",".join(budgets)) if budgets else ()
+    out: list[PolicySetting] = []
+    used_budgets = False
+    for spec in policies:
+        head = spec.partition("@")[0]
+        name, _, args = head.partition(":")
+        budgeted = POLICIES.get(name).from_args(args or None).budgeted
+        if budgeted and "@" not in spec and parsed_budgets:
+            variants = [parse_policy(spec, b) for b in parsed_budgets]
+            used_budgets = True
+        else:
+            variants = [parse_policy(spec)]
+        for policy in variants:
+            modes = [("natural", "a")] if policy.is_oracle else [(s, k) for s in sources for k in kept_from]
+            out += [PolicySetting(policy, s, k) for s, k in modes]
+    if all(o.policy.is_oracle for o in out) and (tuple(sources), tuple(kept_from)) != (("natural",), ("a",)):
+        raise MatbenchError("--source-mode and --kept-from apply to serving policies other than the oracle; "
+                            "name one with --policy")
+    if parsed_budgets and not used_budgets:
+        raise MatbenchError("--budget applies to scoring policies named without @BUDGET (snapkv, knorm, ...); "
+                            "none of --policy is one")
+    return list(dict.fromkeys(out))

@@ -1,0 +1,82 @@
+"""What a serving policy's selections did over a run: the results file's `selection` block.
+
+Per arm the policy governed: how often the two donor members' picks differed (the selection
+leak) and their per-layer overlap, how often each member's pick kept a source row, the rows
+served and held, and the materialization measured on the served rows: outcome classes and the
+donor margin shift over all pairs, and split by whether the served rows held a donor-dependent
+token (`donor_visible`: then the arm saw the donor and its outcome is no evidence of
+materialization; in natural mode that is the source the policy kept).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from matbench.protocol.outcomes import OUTCOMES
+from matbench.protocol.records import PairRecord
+from matbench.stats import bootstrap_mean_ci, sign_test, wilson
+
+
+def _rate(hits: int, n: int) -> dict[str, Any]:
+    return {"rate": hits / n, "ci": wilson(hits, n).as_list(), "n": n}
+
+
+def _materialization(arms: list[Any]) -> dict[str, Any] | None:
+    """Outcome classes, follow rate and donor shift of the given arm records (None when none)."""
+    if not arms:
+        return None
+    classes = Counter(a.outcome for a in arms)
+    shifts = np.array([a.shift for a in arms], dtype=float)
+    positive, negative = int((shifts > 0).sum()), int((shifts < 0).sum())
+    return {"n": len(arms), "classes": {c: classes.get(c, 0) for c in OUTCOMES},
+            "follow_rate": _rate(classes.get("follow", 0), len(arms)),
+            "shift": {"mean": float(shifts.mean()), "ci": bootstrap_mean_ci(shifts).as_list(), "positive": positive, "negative": negative,
+                      "sign_p": sign_test(positive, negative)}}
+
+
+def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
+    """The `selection` block of a policy run's results file (None for an oracle run)."""
+    # Arms in first-seen order: pairs of some suites differ in their arms (variants).
+    names = [n for n in dict.fromkeys(n for r in records for n in r.arms)
+             if any(n in r.arms and r.arms[n].selection is not None for r in records)]
+    if not names:
+        return None
+    out: dict[str, Any] = {}
+    for name in names:
+        arms = [r.arms[name] for r in records if name in r.arms and r.arms[name].selection is not None]
+        chosen = [a.selection for a in arms]
+        n = len(chosen)
+        entry: dict[str, Any] = {
+            "n_pairs": n,
+            "members_differ": _rate(sum(s.members_differ for s in chosen), n),
+            "donor_visible": _rate(sum(s.donor_visible for s in chosen), n),
+            "kept_tokens_mean": float(np.mean([s.kept_tokens for s in chosen])),
+        }
+        overlaps = [s.overlap for s in chosen if s.overlap is not None]
+        if overlaps:
+            entry["overlap_by_layer"] = [float(x) for x in np.mean(np.array(overlaps), axis=0)]
+        kept = [s.source_kept for s in chosen if s.source_kept is not None]
+        if kept:
+            entry["source_kept"] = {"a": _rate(sum(k[0] for k in kept), len(kept)),
+                                    "b": _rate(sum(k[1] for k in kept), len(kept))}
+        held = [s.held_rows for s in chosen if s.held_rows is not None]
+        if held:
+            entry["held_rows_mean"] = float(np.mean(held))
+        entry["materialization"] = {
+            "all": _materialization(arms),
+            "donor_hidden": _materialization([a for a in arms if not a.selection.donor_visible]),
+            "donor_visible": _materialization([a for a in arms if a.selection.donor_visible]),
+        }
+        out[name] = entry
+    return out
+
+
+def run_metrics(evaluator: Any, records: list[PairRecord]) -> dict[str, Any]:
+    """A results file's `metrics`: the suite evaluator's, plus under a serving policy the
+    `selection` block (what the policy kept, and materialization split by it)."""
+    metrics = evaluator.summarize(records)
+    selection = summarize_selection(records)
+    return {**metrics, "selection": selection} if selection is not None else metrics
