@@ -89,6 +89,17 @@ def test_cells_runs_the_plans_suites_with_their_dtype_count_and_an_equal_gpu_sha
                                               ["qwen2.5-coder-0.5b", "harvest", "float32", "n=50"]]
 
 
+def test_cells_passes_an_audits_readout_and_eval_arguments_to_every_cell(tmp_path):
+    plan = "gemma3-270m: discovery | access\n"
+    extra = "--policy snapkv --policy knorm --budget 0.5,0.875 --source-mode natural,evicted"
+    calls, times = _cells(tmp_path, plan, "gemma3-270m", [0, 0], env={"READOUT": "probe", "EVAL_ARGS": extra})
+    assert sorted(_arg(c, "--suite") for c in calls) == ["access", "discovery"] and len(times) == 2
+    for call in calls:
+        assert _arg(call, "--readout") == "probe" and f" {extra} --output " in call
+    calls, _ = _cells(tmp_path / "plain", "gemma3-270m: update\n", "gemma3-270m", [0])
+    assert _arg(calls[0], "--readout") == "all" and "--policy" not in calls[0]
+
+
 def test_cells_resumes_once_at_one_pair_a_batch_and_gives_up_when_alone(tmp_path):
     plan = "gemma3-270m: update\n"
     calls, times = _cells(tmp_path, plan, "gemma3-270m", [3, 3, 3])

@@ -5,7 +5,9 @@
 # /tmp/res/ALIAS (a run resumes from the per-item logs already there), one line per suite in
 # /tmp/res/times.txt. Sixteen runs side by side (one per model x suite) were far slower: each
 # sized its batch from the whole GPU, backed off to one pair, and the 16 CPUs were the bottleneck.
-# W: the machine's scratch root (/tmp there; a test points it at a temporary folder).
+# W: the machine's scratch root (/tmp there; a test points it at a temporary folder). READOUT
+# (default all) and EVAL_ARGS (extra eval options for every cell, e.g. an eviction audit's
+# "--policy snapkv --budget 0.5,0.75 --source-mode natural,evicted") come from the call's environment.
 W=${CELLS_ROOT:-/tmp}; A=$1; G=$2; K=$3; T=$W/stage; N=${N:-32}
 # The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
@@ -73,8 +75,8 @@ chain() {
     # again, wait until a neighbour chain finishes and resume at the share of those still live, as
     # long as there is a neighbour to wait for (and no fixed MB_FRACTION).
     while :; do
-      python -m matbench eval --model $A --suite $S --limit $NS --readout all --check --dtype $DT --device cuda \
-        --memory-fraction $FC --no-progress $extra $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
+      python -m matbench eval --model $A --suite $S --limit $NS --readout ${READOUT:-all} --check --dtype $DT --device cuda \
+        --memory-fraction $FC --no-progress $extra ${EVAL_ARGS:-} $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
       rc=$?; tries=$((tries + 1))
       [ $rc -eq 3 ] || break
       if [ $tries -gt 1 ]; then
