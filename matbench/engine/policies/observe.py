@@ -12,6 +12,7 @@ policies` measures it against the prefill).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,8 +106,10 @@ def observe(runner: ModelRunner, cache: Any, input_ids: tuple[int, ...], n: int,
     scores: list[torch.Tensor | None] = [None] * len(layers)
 
     def hook(module, args, kwargs):
-        hidden = kwargs.get("hidden_states", args[0] if args else None)
-        cos, sin = kwargs["position_embeddings"]
+        # Bound by name: transformers versions pass the attention input by keyword or position.
+        bound = inspect.signature(module.forward).bind_partial(*args, **kwargs).arguments
+        hidden = bound["hidden_states"]
+        cos, sin = bound["position_embeddings"]
         view = layers[module.layer_idx]
         view.module, view.hidden, view.rotary = module, hidden[0], (cos[0], sin[0])
         view.rope = rope_for(module.layer_idx, hidden) if rotary is not None else None
@@ -141,6 +144,4 @@ def observe(runner: ModelRunner, cache: Any, input_ids: tuple[int, ...], n: int,
 
 
 def _params(module: Any) -> set[str]:
-    import inspect
-
     return set(inspect.signature(module.forward).parameters)
