@@ -18,9 +18,14 @@ SOURCE_MODEL = "smollm2-135m"  # its committed submissions are the synthetic run
 
 
 def sources(root: Path = SUBMISSIONS) -> list[Path]:
-    """The SmolLM2 results files stored under `root` (`submissions/<address>/<file>`), sorted."""
+    """The SmolLM2 results files stored under `root` (`submissions/<address>/<file>`) that follow the
+    paper's protocol (no policy, template or YaRN variant: those never reach a model's scorecard),
+    sorted."""
+    from matbench.results.schema import RunConfig
+
     found = [p for p in sorted(Path(root).glob("*/*.json"))
-             if json.loads(p.read_text())["config"]["model"]["model"] == SOURCE_MODEL]
+             if (config := RunConfig.model_validate(json.loads(p.read_text())["config"])).model.model == SOURCE_MODEL
+             and not config.variants]
     if not found:
         raise MatbenchError(f"no {SOURCE_MODEL} results files under {root} to synthesize from")
     return found

@@ -243,8 +243,8 @@ def test_slim_takes_the_results_off_the_index_and_puts_them_back(tmp_path):
     def git(*args):
         return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True).stdout
 
-    for path in ("results/contract/m/a.json", "results/experiments/m/a.json", "leaderboard/submissions/h/a.json",
-                 "matbench/x.py"):
+    for path in ("results/contract/m/a.json", "results/experiments/m/a.json", "results/audit/m/a.json",
+                 "leaderboard/submissions/h/a.json", "matbench/x.py"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(path)
     git("init", "-q")
@@ -266,7 +266,7 @@ def test_slim_takes_the_results_off_the_index_and_puts_them_back(tmp_path):
     assert git("status", "--short") == "" and exclude.read_text() == "/.gpu/\n"
     (tmp_path / "results/contract/m/b.json").write_text("new")  # an uncommitted result: refused
     done = run("on")
-    assert done.returncode == 1 and "uncommitted changes" in done.stderr and len(git("ls-files").split()) == 4
+    assert done.returncode == 1 and "uncommitted changes" in done.stderr and len(git("ls-files").split()) == 5
 
 
 def _integrate_module():

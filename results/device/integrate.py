@@ -52,19 +52,44 @@ def compare_with_contract(result: Path, tolerance: float) -> str:
     return f"{len(shared)} items shared with the contract: classes {same}/{total}, max shift diff {worst:.1e} ({verdict})"
 
 
+def drop_heads(result: Path) -> None:
+    """Rewrite a policy run's log without the per-head bits of each selection (`Selection.heads`,
+    zlib-packed, incompressible: half of an eviction audit's 84 MB of logs) and the results file's
+    log sha256 to match. The served positions (`kept`), overlaps and every metric stay; a rerun of
+    the recorded command writes the bits again."""
+    from matbench.results.files import file_sha256, write_json
+
+    log = result.with_suffix(".items.jsonl")
+    lines = []
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        for arm in record.get("arms", {}).values():
+            (arm.get("selection") or {}).pop("heads", None)
+        lines.append(json.dumps(record))
+    log.write_text("\n".join(lines) + "\n")
+    payload = json.loads(result.read_text())
+    payload["items"]["sha256"] = file_sha256(log)
+    write_json(result, payload)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tarball", type=Path)
+    parser.add_argument("more", type=Path, nargs="*", help="further tarballs of the same call (one per model)")
     parser.add_argument("--target", type=Path, default=Path("results/experiments"))
     parser.add_argument("--submissions", type=Path, default=SUBMISSIONS)
     parser.add_argument("--replace", action="store_true", help="overwrite a committed file of the same name")
     parser.add_argument("--tolerance", type=float, default=1e-3, help="largest donor-shift difference to the contract")
+    parser.add_argument("--drop-heads", action="store_true", help="strip the per-head selection bits from policy "
+                        "runs' logs (and fix the results' log sha256) before anything is checked or copied")
+    parser.add_argument("--no-readme", action="store_true", help="leave TARGET/README.md's tables as they are")
     args = parser.parse_args(argv)
     if not args.tarball.is_file():
         sys.exit(f"integrate.py: {args.tarball} not found: pass the res.tgz a device call handed back")
     with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(args.tarball) as tar:
-            tar.extractall(tmp, filter="data")
+        for tarball in [args.tarball, *args.more]:
+            with tarfile.open(tarball) as tar:
+                tar.extractall(tmp, filter="data")
         res = Path(tmp) / "res"
         if (res / "times.txt").exists():
             print((res / "times.txt").read_text().rstrip())
@@ -72,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         for model in sorted(p for p in res.iterdir() if p.is_dir() and p.name != "live"):
             finished = {p.with_suffix(".items.jsonl").name for p in model.glob("*.json")}
             for result in sorted(model.glob("*.json")):
+                if args.drop_heads:
+                    drop_heads(result)
                 data = json.loads(result.read_text())
                 gates = data["gates"]
                 bad = [name for name, g in gates.items() if g["passed"] != g["checked"]]
@@ -109,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{model.name}/{log.name}: unfinished, {len(log.read_text().splitlines())} items "
                           f"-> {PARTIAL / model.name}")
     readme = args.target / "README.md"
-    if readme.exists():
+    if readme.exists() and not args.no_readme:
         text = readme.read_text()
         head = text[:text.index("\n### ")] if "\n### " in text else text.rstrip("\n") + "\n"
         readme.write_text(head + "\n" + "\n".join(report_rows(sorted(args.target.glob("*/*.json")))) + "\n")

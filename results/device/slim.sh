@@ -8,7 +8,7 @@
 # as they were. Between the two, commit nothing: the index would commit them as deleted (a session
 # stopped in between leaves it on: `git status` lists the results as deleted; run `off`).
 set -euo pipefail
-EX=.git/info/exclude; PATHS="results/contract results/experiments leaderboard/submissions"
+EX=.git/info/exclude; PATHS="results/contract results/experiments results/audit leaderboard/submissions"
 case ${1:-} in
   on) if [ -z "$(git ls-files -- $PATHS)" ]; then echo "slim: already on"; exit 0; fi
       if ! git diff --quiet HEAD -- $PATHS || [ -n "$(git ls-files --others --exclude-standard -- $PATHS)" ]; then
@@ -16,7 +16,7 @@ case ${1:-} in
         exit 1
       fi
       for p in $PATHS; do grep -qxF "/$p/" $EX || echo "/$p/" >> $EX; done
-      git rm -r -q --cached -- $PATHS
+      git rm -r -q --cached --ignore-unmatch -- $PATHS
       echo "slim: $(git ls-files -z | xargs -0 stat -c %s | awk '{s+=$1} END {print s}') bytes tracked";;
   off) for p in $PATHS; do grep -vxF "/$p/" $EX > $EX.tmp || true; mv $EX.tmp $EX; done
       git reset -q -- $PATHS
