@@ -11,6 +11,7 @@ from matbench.evaluators import EVALUATORS
 from matbench.results.report import report_rows
 from matbench.results.rescore import log_records
 from matbench.results.schema import read_results
+from matbench.results.selection import run_metrics
 from matbench.run.evaluate import _gate_summary
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -22,6 +23,8 @@ MODELS = ("smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b")  # the three offl
 # beside the replication.json the command wrote from them.
 REPLICATIONS = sorted(RESULTS.glob("replication/*/*/replication.json"))
 REPLICATION_RUNS = sorted(RESULTS.glob("replication/*/*/seed-*/*.json"))
+# The eviction audit (issue 16): results/audit/<model>/<suite>_probe_<serving>_<policy>[_evicted].json
+AUDIT = sorted(RESULTS.glob("audit/*/*.json"))
 
 
 def _close(a, b):
@@ -39,7 +42,7 @@ def _close(a, b):
         assert a == b
 
 
-@pytest.mark.parametrize("path", CONTRACT + EXPERIMENTS + REPLICATION_RUNS,
+@pytest.mark.parametrize("path", CONTRACT + EXPERIMENTS + REPLICATION_RUNS + AUDIT,
                          ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.stem}")
 def test_contract_runs_read_in_the_current_schema_and_recompute_from_their_logs(path):
     results = read_results(path)
@@ -47,7 +50,7 @@ def test_contract_runs_read_in_the_current_schema_and_recompute_from_their_logs(
     assert results.config.check  # every committed pair ran the faithfulness gates
     records = log_records(path, results)
     evaluator = EVALUATORS.get(results.config.suite)(suite=results.config.suite)
-    _close(evaluator.summarize(records), results.metrics)
+    _close(run_metrics(evaluator, records), results.metrics)  # the selection block too, under a policy
     assert _gate_summary(records) == {k: v.model_dump() for k, v in results.gates.items()}
     assert all(g.passed == g.checked for g in results.gates.values())
 
@@ -65,7 +68,7 @@ def test_the_leaderboard_builds_from_the_whole_results_folder(tmp_path):
     from matbench.leaderboard.site import build_site
 
     summary = build_site([RESULTS], tmp_path / "site")
-    assert summary.n_runs == len(CONTRACT) + len(EXPERIMENTS) + len(REPLICATION_RUNS)
+    assert summary.n_runs == len(CONTRACT) + len(EXPERIMENTS) + len(REPLICATION_RUNS) + len(AUDIT)
     assert summary.n_models == len(MODELS)
 
 
@@ -154,3 +157,22 @@ def test_the_replications_are_committed_for_the_three_offline_models_and_their_r
 
 def _int_seeds(obj: dict) -> dict:
     return {int(k) if k.isdigit() else k: v for k, v in obj.items()}
+
+
+def test_the_eviction_audit_covers_its_grid_and_evicted_runs_never_show_the_donor():
+    """3 models x (discovery, access) x 8 policies x 4 budgets x 2 source modes, 32 pairs each,
+    --check on every pair; in source-evicted files no governed arm was served a donor row."""
+    configs = [read_results(p) for p in AUDIT]
+    cells = {(r.config.model.model, r.config.suite, r.config.policy, r.config.source_mode) for r in configs}
+    assert len(AUDIT) == len(cells) == 384 and {c[0] for c in cells} == set(MODELS)
+    policies = {c[2].split("@")[0] for c in cells}
+    assert policies == {"random", "streaming_llm", "knorm", "snapkv", "tova", "h2o", "pyramidkv", "adakv"}
+    assert {c[2].split("@")[1] for c in cells} == {"0.25", "0.5", "0.75", "0.875"}
+    for path, results in zip(AUDIT, configs):
+        assert results.items.n_records == 32 and results.config.check and results.config.readout == "probe"
+        records = log_records(path, results)
+        for arm, block in results.metrics["selection"].items():  # access's arms differ by variant
+            assert block["n_pairs"] == sum(arm in r.arms and r.arms[arm].selection is not None for r in records) > 0
+            if results.config.source_mode == "evicted":
+                assert block["donor_visible"]["rate"] == 0.0, (path.name, arm)
+                assert block["source_kept"]["a"]["rate"] == block["source_kept"]["b"]["rate"] == 0.0

@@ -58,11 +58,11 @@ def _parse(path: Path) -> _Links:
 
 def test_every_committed_submission_verifies_and_is_stored_under_its_address():
     runs = committed_runs()
-    # The submissions are exactly the committed runs of the offline models: the contract's and the
-    # paper's further experiments'.
+    # The submissions are exactly the committed runs of the offline models: the contract's, the
+    # paper's further experiments' and the eviction audit's.
     results = Path(__file__).resolve().parents[1] / "results"
-    contract = [p for p in [*results.glob("contract/*/*.json"), *results.glob("experiments/*/*.json")]
-                if p.name != "scorecard.json"]
+    contract = [p for p in [*results.glob("contract/*/*.json"), *results.glob("experiments/*/*.json"),
+                            *results.glob("audit/*/*.json")] if p.name != "scorecard.json"]
     assert sorted(file_sha256(p) for p in runs) == sorted(file_sha256(p) for p in contract) and runs
     for path in runs:
         run = verify_submission(path)
@@ -109,7 +109,11 @@ def test_the_runs_table_names_each_runs_departure_from_the_protocol(tmp_path):
     yarn = sum(r.path.stem.endswith("_yarn4") for r in runs)
     para = sum(r.path.stem.endswith("_para") for r in runs)
     assert yarn == 15 and para == 30  # the three models' YaRN harvests; six para cells
-    assert variants == Counter({"—": len(runs) - yarn - para, "yarn ×4": yarn, "template para": para})
+    # The eviction audit: 8 policies x 4 budgets x 2 source modes, on 3 models x 2 suites each.
+    audit = Counter(f"policy {c['policy']}" + (", source evicted" if c.get("source_mode") else "")
+                    for c in (json.loads(r.path.read_text())["config"] for r in runs) if c.get("policy"))
+    assert len(audit) == 64 and set(audit.values()) == {6}
+    assert variants == Counter({"—": len(runs) - yarn - para - 384, "yarn ×4": yarn, "template para": para, **audit})
 
 
 def test_tie_groups_share_a_rank_when_intervals_overlap(tmp_path):
