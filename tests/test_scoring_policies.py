@@ -248,3 +248,44 @@ def test_the_selection_block_counts_and_splits_exactly():
     assert hidden["shift"]["mean"] == pytest.approx(0.4 / 3) and (hidden["shift"]["positive"], hidden["shift"]["negative"]) == (2, 1)
     assert root["materialization"]["donor_visible"]["follow_rate"]["rate"] == 1.0
     assert summarize_selection([record(0, 0.5, "follow", True, True, (True, False))][:0]) is None
+
+
+def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir, tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from matbench.cli import main
+
+    out = tmp_path / "audit"
+    assert main(["audit", "--model", str(tiny_dir), "--suite", "discovery,access", "--limit", "2", "--device", "cpu",
+                 "--no-progress", "--policy", "knorm", "--policy", "streaming_llm", "--budget", "0.5,0.875",
+                 "--source-mode", "natural,evicted", "--output", str(out)]) == 0
+    files = sorted(out.glob("*.json"))
+    assert len(files) == 2 * 2 * 2 * 2  # suites x policies x budgets x modes
+    table = pd.read_csv(out / "audit.csv")
+    arms = sum(len(json.loads(f.read_text())["metrics"]["selection"]) for f in files)
+    assert len(table) == arms and set(table.suite) == {"discovery", "access"}
+    row = table[(table.suite == "discovery") & (table.arm == "root") & (table.policy == "knorm")
+                & (table.budget == 0.875) & (table.source == "evicted")].iloc[0]
+    source = json.loads((out / "discovery_probe_compact_knorm-0.875_evicted.json").read_text())
+    assert row["shift"] == pytest.approx(source["metrics"]["selection"]["root"]["materialization"]["all"]["shift"]["mean"])
+    markdown = (out / "audit.md").read_text()
+    assert markdown == capsys.readouterr().out and "## tiny-llama, discovery, arm root" in markdown.replace(str(tiny_dir), "tiny-llama")
+    assert f"| knorm | {source['metrics']['selection']['root']['materialization']['all']['shift']['mean']:+.3f}" not in markdown
+    assert f" / {row['shift']:+.3f} |" in markdown  # the evicted 0.875 cell closes knorm's row
+    assert main(["audit", "--summarize", str(out)]) == 0 and capsys.readouterr().out == markdown
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--summarize", "EMPTY"], "no policy runs under"),
+    (["--model", "M", "--output", "OUT"], "an audit runs serving policies: name at least one --policy"),
+    (["--policy", "knorm@0.5"], "matbench audit needs --model and --output DIR"),
+])
+def test_bad_audits_are_one_line(tmp_path, capsys, args, message):
+    from matbench.cli import main
+
+    args = [a.replace("EMPTY", str(tmp_path)).replace("OUT", str(tmp_path / "o")) for a in args]
+    assert main(["audit", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

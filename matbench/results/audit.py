@@ -1,0 +1,71 @@
+"""The eviction audit's summary: one row per results file and governed arm of a policy run.
+
+Reads `metrics.selection` (`matbench.results.selection`) of every policy run under the given
+folders into a pandas table: the selection (leak rate, mean per-layer overlap, source retention,
+donor-visible share) beside materialization (follow rate, donor shift with its CI and sign test,
+and the shift over the pairs whose served rows hid the donor). `matbench audit` prints it and
+writes it as CSV and markdown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from matbench.results.schema import read_results
+
+COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "overlap", "source_kept_a",
+           "donor_visible", "follow_rate", "shift", "shift_lo", "shift_hi", "sign_p", "hidden_n", "hidden_shift")
+
+
+def audit_table(folders: list[Path]) -> pd.DataFrame:
+    """Every policy run's governed arms under `folders` (recursively), sorted."""
+    rows = []
+    for path in sorted(p for folder in folders for p in Path(folder).rglob("*.json") if p.name != "scorecard.json"):
+        try:
+            results = read_results(path)
+        except Exception:  # noqa: BLE001  (a folder may hold other JSON: summaries, scorecards)
+            continue
+        config = results.config
+        if not config.policy or "selection" not in results.metrics:
+            continue
+        name, _, budget = config.policy.rpartition("@")
+        for arm, block in results.metrics["selection"].items():
+            every, hidden = block["materialization"]["all"], block["materialization"]["donor_hidden"]
+            overlap = block.get("overlap_by_layer") or [float("nan")]
+            rows.append({
+                "model": config.model.model, "suite": config.suite, "arm": arm, "policy": name or config.policy,
+                "budget": budget, "source": config.source_mode or "natural", "n": block["n_pairs"],
+                "leak": block["members_differ"]["rate"], "overlap": sum(overlap) / len(overlap),
+                "source_kept_a": block.get("source_kept", {}).get("a", {}).get("rate"),
+                "donor_visible": block["donor_visible"]["rate"], "follow_rate": every["follow_rate"]["rate"],
+                "shift": every["shift"]["mean"], "shift_lo": every["shift"]["ci"][0], "shift_hi": every["shift"]["ci"][1],
+                "sign_p": every["shift"]["sign_p"], "hidden_n": hidden["n"] if hidden else 0,
+                "hidden_shift": hidden["shift"]["mean"] if hidden else None})
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    return table.sort_values(["model", "suite", "arm", "policy", "source", "budget"], ignore_index=True)
+
+
+def shift_grid(table: pd.DataFrame, model: str, suite: str, arm: str) -> pd.DataFrame:
+    """Policy x budget grid of the donor shift, `natural / evicted` in each cell."""
+    part = table[(table.model == model) & (table.suite == suite) & (table.arm == arm)]
+    cell = part.assign(text=part["shift"].map(lambda v: f"{v:+.3f}"))
+    grid = cell.pivot_table(index="policy", columns=["budget", "source"], values="text", aggfunc="first")
+    out = pd.DataFrame(index=grid.index)
+    for budget in sorted({b for b, _ in grid.columns}, key=float):
+        out[budget] = grid[(budget, "natural")].fillna("—") + " / " + grid[(budget, "evicted")].fillna("—")
+    return out
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A markdown table (no tabulate dependency): numbers to three decimals."""
+    def text(v) -> str:
+        if isinstance(v, float):
+            return "—" if v != v else f"{v:.3f}"
+        return "—" if v is None else str(v)
+
+    head = [str(table.index.name or ""), *map(str, table.columns)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join([str(i), *(text(v) for v in row)]) + " |" for i, row in zip(table.index, table.values)]
+    return "\n".join(lines)
