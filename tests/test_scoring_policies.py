@@ -19,9 +19,9 @@ SCORING = sorted(n for n in POLICIES.names() if issubclass(POLICIES.get(n), Scor
 POSITIONAL = {"random", "streaming_llm"}
 
 
-def test_ten_scoring_policies_are_registered():
-    assert SCORING == ["adakv", "expected_attention", "h2o", "keydiff", "knorm", "pyramidkv", "random", "snapkv",
-                       "streaming_llm", "tova"]
+def test_ten_scoring_policies_and_the_merging_control_are_registered():
+    assert SCORING == ["adakv", "expected_attention", "h2o", "keydiff", "knorm", "merging", "pyramidkv", "random",
+                       "snapkv", "streaming_llm", "tova"]
 
 
 def _picks(policy, engine, pair, member=0, source="natural"):
@@ -289,3 +289,56 @@ def test_bad_audits_are_one_line(tmp_path, capsys, args, message):
     assert main(["audit", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_merging_folds_each_dropped_value_into_its_most_similar_kept_row(tiny_llama, pairs):
+    """The positive control's arithmetic, checked row by row for one head against a plain loop;
+    keys and dropped rows are untouched; nothing dropped (0.0) is the cache itself."""
+    policy = parse_policy("merging@0.5")
+    engine = PairEngine(tiny_llama, policy=policy)
+    layout, caches = engine.prepare(pairs[0])
+    cache = caches[0]
+    layers, heads = engine.runner.head_shape
+    total = cache.positions.shape[0]
+    kept = np.zeros((layers, heads, total), dtype=bool)
+    rng = np.random.default_rng(0)
+    kept[...] = rng.random((layers, heads, total)) < 0.5
+    merged = policy.merge(cache, kept)
+    for layer in range(layers):
+        assert torch.equal(merged.keys[layer], cache.keys[layer])
+        for head in range(heads):
+            keep = kept[layer, head]
+            k, v = cache.keys[layer][0, head].double().numpy(), cache.values[layer][0, head].double().numpy()
+            unit = k / np.linalg.norm(k, axis=1, keepdims=True)
+            expect = v[keep].copy()
+            acc, wsum = np.zeros_like(expect), np.zeros(keep.sum())
+            unsure = np.zeros(keep.sum(), dtype=bool)  # targets of a near tie (float32 vs float64 argmax)
+            for e in np.flatnonzero(~keep):
+                sims = unit[keep] @ unit[e]
+                t = int(sims.argmax())
+                close = np.flatnonzero(sims >= sims[t] - 1e-5)
+                if len(close) > 1:
+                    unsure[close] = True
+                w = max(sims[t], 0) * np.linalg.norm(v[e]) / (np.linalg.norm(v[e]) + np.linalg.norm(v[keep][t]) + 1e-6)
+                acc[t] += w * v[e]
+                wsum[t] += w
+            expect = np.where((wsum > 0)[:, None], (expect + acc) / (1 + wsum)[:, None], expect)
+            got = merged.values[layer][0, head].double().numpy()
+            assert unsure.mean() < 0.05
+            assert np.abs(got[keep][~unsure] - expect[~unsure]).max() <= 1e-5 * max(1.0, np.abs(expect).max()) and np.array_equal(got[~keep], v[~keep])
+    everything = np.ones((layers, heads, total), dtype=bool)
+    assert all(torch.equal(a, b) for a, b in zip(policy.merge(cache, everything).values, cache.values))
+
+
+def test_a_merging_run_serves_the_merged_rows_and_keeps_the_gates(tiny_llama, pairs):
+    """Under source-evicted serving the merging policy keeps knorm's rows but serves values that
+    absorbed the dropped ones, the source's included: its probe differs from knorm's; the
+    control arm stays exactly 0 and every gate passes."""
+    plain = PairEngine(tiny_llama, policy=parse_policy("knorm@0.5"), source="evicted")
+    merging = PairEngine(tiny_llama, policy=parse_policy("merging:inner=knorm@0.5"), source="evicted")
+    layout, caches = plain.prepare(pairs[0])
+    a, b = plain.score(pairs[0], layout, caches), merging.score(pairs[0], layout, caches)
+    assert a.arms["root"].selection == b.arms["root"].selection  # the same rows
+    assert a.arms["root"].probe_logp != b.arms["root"].probe_logp  # other values in them
+    assert b.arms["control"].shift == 0.0 and b.arms["txt"].probe_logp == a.arms["txt"].probe_logp
+    assert all(g.passed for g in run_gates(merging, pairs[0], layout, caches, b))

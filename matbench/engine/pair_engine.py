@@ -152,6 +152,29 @@ class PairEngine:
                                  source=setting.source, kept_from=setting.kept_from, memo=memo)
                 for arm in pair.arms if governed(pair, arm)}
 
+    def merged_caches(self, policy: ServingPolicy, chosen: dict, caches) -> dict[str, tuple[EventCache, EventCache]]:
+        """Per governed arm, both members' caches after a merging policy folded the rows each head
+        dropped into those it serves (`ServingPolicy.merge`); empty for a policy that only drops."""
+        import numpy as np
+
+        out: dict[str, tuple[EventCache, EventCache]] = {}
+        made: dict[tuple, EventCache] = {}  # the governed arms of a pair share one selection
+        layers, kv_heads = self.runner.head_shape
+        for name, (slots, heads, _) in chosen.items():
+            pair_of = []
+            for m in (0, 1):
+                key = (m, slots[m], heads[m].tobytes() if heads[m] is not None else None)
+                if key not in made:
+                    kept = np.zeros((layers, kv_heads, caches[m].positions.shape[0]), dtype=bool)
+                    kept[:, :, list(slots[m])] = True if heads[m] is None else heads[m]
+                    merged = policy.merge(caches[m], kept)
+                    if merged is None:
+                        return {}
+                    made[key] = merged
+                pair_of.append(made[key])
+            out[name] = (pair_of[0], pair_of[1])
+        return out
+
     def setting_of(self, combo: tuple) -> PolicySetting:
         """A combo's setting: `(readout, serving)` is the engine's own, `(readout, serving, policy,
         source, kept_from)` names one (several policies served from one prefill)."""
@@ -220,11 +243,14 @@ class PairEngine:
         derived = [self.derived_caches(pair, layout, caches) for pair, layout, caches in items]
         memos: list[dict] = [{} for _ in items]
         by_setting: dict[PolicySetting, list[dict]] = {}
+        merged: dict[PolicySetting, list[dict]] = {}  # a merging policy's caches, per governed arm
         for combo in combos:
             setting = self.setting_of(combo)
             if setting not in by_setting:
                 by_setting[setting] = [self.selections(pair, layout, caches, setting, memo)
                                        for (pair, layout, caches), memo in zip(items, memos)]
+                merged[setting] = [{**d, **self.merged_caches(setting.policy, c, caches)}
+                                   for (_, _, caches), d, c in zip(items, derived, by_setting[setting])]
         spans, offset = [], 0
         for pair, _, _ in items:
             spans.append((offset, offset + 2 * len(pair.arms)))
@@ -234,17 +260,17 @@ class PairEngine:
         for combo in combos:
             readout_name, serving = combo[:2]
             setting = self.setting_of(combo)
-            chosen = by_setting[setting]
+            chosen, arm_caches = by_setting[setting], merged[setting]
             serve = SERVING[serving]
             if (serving, setting) not in probes:
-                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout, derived, chosen))
+                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout, arm_caches, chosen))
                 probes[serving, setting] = [self._probe(pair, logits[lo:hi])
                                             for (pair, _, _), (lo, hi) in zip(items, spans)]
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
             firsts: list[list[str] | None] = [None] * len(items)
             if readout.first_token:
-                _, logits = serve(self.runner, self._batch_requests(items, readout, derived, chosen))
+                _, logits = serve(self.runner, self._batch_requests(items, readout, arm_caches, chosen))
                 firsts = [[a for j, arm in enumerate(pair.arms)
                            for a in first_token_answers(logits[lo + 2 * j:lo + 2 * j + 2], pair.arm_menu(arm),
                                                         self.first_ids(pair.arm_menu(arm)))]
@@ -255,7 +281,7 @@ class PairEngine:
                 # its budget is exactly stopping it there.
                 limits = [arm.budget or readout.max_new_tokens for pair, _, _ in items for arm in pair.arms
                           for _ in (0, 1)]
-                batch, first = serve(self.runner, self._batch_requests(items, readout, derived, chosen),
+                batch, first = serve(self.runner, self._batch_requests(items, readout, arm_caches, chosen),
                                      reserve=max(limits))
                 generated = greedy_decode(self.runner, batch, first, max(limits), self.stop_ids)
                 decoded = [self.renderer.decode(g[:n]) for g, n in zip(generated, limits)]

@@ -7,6 +7,7 @@ registers the built-in policies: `oracle` (the suite's declared events, the pape
 the default), `recent:N`, and the scoring policies (`scored.ScoredPolicy`, kvpress's ScorerPress:
 one `score` method each) `random`, `streaming_llm`, `knorm`, `keydiff`, `snapkv`, `tova`, `h2o`,
 `pyramidkv`, `expected_attention` and `adakv`, which keep a budget of rows per layer and KV head;
+`merging`, the positive control that folds dropped values into kept rows;
 and `kvpress:PRESS(...)`, any kvpress scorer press (`kvpress_adapter`).
 """
 
@@ -17,6 +18,7 @@ from matbench.engine.policies import (  # noqa: F401  (they register)
     keydiff,
     knorm,
     kvpress_adapter,
+    merging,
     oracle,
     pyramidkv,
     random_rows,

@@ -96,6 +96,12 @@ class ServingPolicy:
     def with_budget(self, budget: Budget) -> ServingPolicy:
         raise MatbenchError(f"policy {self.name!r} takes no budget")
 
+    def merge(self, cache: EventCache, kept: Any) -> EventCache | None:
+        """A copy of `cache` whose kept rows absorbed the dropped ones (a merging policy), given
+        `kept` `[L, H_kv, T]` bool, the rows each head serves; None (the default): rows are only
+        dropped."""
+        return None
+
     def keep(self, arm: Arm, member: MemberLayout, cache: EventCache,
              context: SelectionContext) -> tuple[int, ...] | KeptRows:
         raise NotImplementedError
