@@ -115,3 +115,25 @@ def test_patch_cost_serves_a_sliding_window_model_as_the_protocol_does(tiny_gemm
     assert record["serving"] == expected and sorted(record["scales"]) == ["N24", "N30"]
     # per scale: reuse and patch, each a warm-up and one timed run
     assert served == [expected] * 8
+
+
+def test_policies_bench_times_every_scoring_policy_against_prefill_and_oracle(tmp_path):
+    from matbench.bench.policies import POLICIES
+    from matbench.data_gen import SUITES
+    from matbench.engine.layout import layout_pair
+    from matbench.engine.render import Renderer
+    from matbench.models.shapes import random_model
+
+    out = tmp_path / "policies.json"
+    assert main(["bench", "policies", "--random-weights", "qwen3-tiny", "--device", "cpu", "--n", "2",
+                 "--batch-pairs", "1", "--output", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert sorted(record["policies"]) == sorted(POLICIES) and len(POLICIES) == 11
+    assert (record["pairs"], record["batch_pairs"], record["budget"], record["serving"]) == (2, 1, "0.5", "compact")
+    renderer = Renderer(random_model("qwen3-tiny", "cpu").tokenizer)
+    expected = sum(len(m.input_ids) for p in SUITES.get("discovery").generate(0, 2) for m in layout_pair(p, renderer).members)
+    assert record["prefill_tokens"] == expected
+    for name, entry in record["policies"].items():
+        assert min(entry["select_ms_per_pair"], entry["serve_ms_per_pair"]) > 0, name
+        assert entry["select_over_prefill"] == pytest.approx(entry["select_ms_per_pair"] / record["prefill_ms_per_pair"], rel=0.02, abs=2e-3)
+        assert entry["serve_over_oracle"] == pytest.approx(entry["serve_ms_per_pair"] / record["oracle_serve_ms_per_pair"], rel=0.02, abs=2e-3)
