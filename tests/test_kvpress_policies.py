@@ -11,6 +11,7 @@ installs kvpress with `--no-deps` (its metadata pins transformers<5.3); a missin
 from __future__ import annotations
 
 import copy
+import functools
 import sys
 
 import pytest
@@ -77,7 +78,7 @@ def kvpress_kept(model, ids: torch.Tensor, press, ratio: float) -> torch.Tensor:
     for m in modules:  # what kvpress's context manager sets (Expected Attention reads it)
         rotary = decoder.rotary_emb
         if layer_types:  # Gemma 3's rotary takes the layer type, which kvpress does not pass
-            rotary = (lambda kind: lambda x, ids: decoder.rotary_emb(x, ids, kind))(layer_types[m.layer_idx])
+            rotary = functools.partial(_typed_rotary, decoder.rotary_emb, layer_types[m.layer_idx])
         object.__setattr__(m, "rotary_emb", rotary)
     try:
         from transformers import DynamicCache
@@ -90,6 +91,10 @@ def kvpress_kept(model, ids: torch.Tensor, press, ratio: float) -> torch.Tensor:
         for m in modules:
             object.__delattr__(m, "rotary_emb")
     return torch.stack([kept[i] for i in range(len(modules))])
+
+
+def _typed_rotary(rotary, kind, x, ids):
+    return rotary(x, ids, kind)
 
 
 def matbench_kept(loaded, ids: torch.Tensor, spec: str) -> tuple[torch.Tensor, object]:

@@ -108,7 +108,7 @@ def test_a_budget_of_nothing_removed_serves_the_whole_prefill(tiny_llama, pairs)
     assert slots == tuple(range(len(layout.members[0].input_ids))) and heads == (None, None)
     assert selection.donor_visible and selection.source_kept == (True, True)
     request = engine.requests(pair, caches, engine.probe_readout, chosen=chosen)
-    root = [i for i, arm in enumerate(pair.arms) if arm.name == "root"][0]
+    root = next(i for i, arm in enumerate(pair.arms) if arm.name == "root")
     full = ServeRequest(caches[0], tuple(range(len(pair.events))), request[2 * root].query_ids)
     served = SERVING[engine.serving](engine.runner, [request[2 * root], full])[1]
     assert torch.allclose(served[0], served[1], atol=1e-5)
@@ -296,7 +296,7 @@ def test_merging_folds_each_dropped_value_into_its_most_similar_kept_row(tiny_ll
     keys and dropped rows are untouched; nothing dropped (0.0) is the cache itself."""
     policy = parse_policy("merging@0.5")
     engine = PairEngine(tiny_llama, policy=policy)
-    layout, caches = engine.prepare(pairs[0])
+    _, caches = engine.prepare(pairs[0])
     cache = caches[0]
     layers, heads = engine.runner.head_shape
     total = cache.positions.shape[0]

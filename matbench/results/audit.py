@@ -9,10 +9,12 @@ writes it as CSV and markdown.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
+from matbench.errors import MatbenchError
 from matbench.results.schema import read_results
 
 COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "overlap", "source_kept_a",
@@ -25,7 +27,7 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
     for path in sorted(p for folder in folders for p in Path(folder).rglob("*.json") if p.name != "scorecard.json"):
         try:
             results = read_results(path)
-        except Exception:  # noqa: BLE001  (a folder may hold other JSON: summaries, scorecards)
+        except MatbenchError:  # a folder may hold other JSON (summaries, scorecards): not a run
             continue
         config = results.config
         if not config.policy or "selection" not in results.metrics:
@@ -62,7 +64,7 @@ def markdown(table: pd.DataFrame) -> str:
     """A markdown table (no tabulate dependency): numbers to three decimals."""
     def text(v) -> str:
         if isinstance(v, float):
-            return "—" if v != v else f"{v:.3f}"
+            return "—" if math.isnan(v) else f"{v:.3f}"
         return "—" if v is None else str(v)
 
     head = [str(table.index.name or ""), *map(str, table.columns)]

@@ -38,7 +38,7 @@ class AdaKV(ScoredPolicy):
         chosen = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
         for layer, n in enumerate(budgets):
             layer_scores = scores[layer].clone()
-            heads, total = layer_scores.shape
+            heads = layer_scores.shape[0]
             safe = max(1, int(n * self.alpha)) if self.alpha > 0 and n > 0 else 0
             top = layer_scores.topk(safe, dim=-1).indices
             layer_scores.scatter_(-1, top, torch.finfo(layer_scores.dtype).max)

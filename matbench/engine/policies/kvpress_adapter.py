@@ -29,7 +29,7 @@ from matbench.engine.policies.budget import Budget
 from matbench.engine.policies.scored import ScoredPolicy
 from matbench.errors import MatbenchError
 
-CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
+CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
 def find_press(name: str) -> type:

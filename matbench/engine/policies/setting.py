@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from matbench.engine.policies.base import POLICIES, ServingPolicy, parse_policy
 from matbench.engine.policies.oracle import OracleEvents
@@ -39,7 +39,7 @@ class PolicySetting:
         return self.policy.spec, self.source, self.kept_from
 
 
-@lru_cache(maxsize=None)
+@cache
 def setting_for(policy: str, source: str = "natural", kept_from: str = "a") -> PolicySetting:
     """The setting a run spec names (policy specs parse once)."""
     return PolicySetting(parse_policy(policy), source, kept_from)
