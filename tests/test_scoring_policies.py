@@ -135,7 +135,7 @@ def test_kept_rows_are_logged_compactly_and_read_back(tiny_llama, pairs):
     ("knorm@1.5", "a budget ratio is the fraction removed, in [0, 1) (got 1.5)"),
     ("knorm@lots", "budget 'lots' is neither a removed fraction such as 0.5 nor a token count such as 256"),
     ("recent:64@0.5", "policy 'recent' keeps what it declares and takes no budget (got 0.5)"),
-    ("adakv:inner=recent@0.5", "adakv's inner policy must be a scoring policy other than adakv (got 'recent')"),
+    ("adakv:inner=recent@0.5", "adakv's inner policy must be a scoring policy other than adakv or merging (got 'recent')"),
 ])
 def test_bad_policy_specs_are_one_line(tiny_llama, pairs, spec, message):
     with pytest.raises(MatbenchError) as err:

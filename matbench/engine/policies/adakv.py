@@ -11,21 +11,18 @@ from matbench.engine.policies.scored import ScoredPolicy
 from matbench.errors import MatbenchError
 
 
-@POLICIES.register("adakv")
 @dataclass(frozen=True)
-class AdaKV(ScoredPolicy):
-    """Each layer keeps `H_kv x n` rows over all its KV heads together, each head at least
-    `alpha x n` of its own best (the safeguard), scored by the policy named `inner` (with its
-    default arguments)."""
+class WrapsScorer(ScoredPolicy):
+    """A policy that scores rows with the scoring policy named `inner` (its default arguments)
+    and changes only what is done with the scores."""
 
     inner: str = "snapkv"
-    alpha: float = 0.2
-    name = "adakv"
 
     def _inner(self) -> ScoredPolicy:
         policy = POLICIES.get(self.inner)
-        if not issubclass(policy, ScoredPolicy) or policy is AdaKV:
-            raise MatbenchError(f"adakv's inner policy must be a scoring policy other than adakv (got {self.inner!r})")
+        if not issubclass(policy, ScoredPolicy) or issubclass(policy, WrapsScorer):
+            raise MatbenchError(f"{self.name}'s inner policy must be a scoring policy other than adakv or merging "
+                                f"(got {self.inner!r})")
         return policy(budget=self.budget)
 
     def observed_tokens(self) -> int:
@@ -33,6 +30,17 @@ class AdaKV(ScoredPolicy):
 
     def score(self, view):
         return self._inner().score(view)
+
+
+@POLICIES.register("adakv")
+@dataclass(frozen=True)
+class AdaKV(WrapsScorer):
+    """Each layer keeps `H_kv x n` rows over all its KV heads together, each head at least
+    `alpha x n` of its own best (the safeguard), scored by the policy named `inner` (with its
+    default arguments)."""
+
+    alpha: float = 0.2
+    name = "adakv"
 
     def allocate(self, scores: torch.Tensor, budgets: list[int]) -> torch.Tensor:
         chosen = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)

@@ -9,13 +9,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from matbench.engine.policies.adakv import AdaKV
+from matbench.engine.policies.adakv import WrapsScorer
 from matbench.engine.policies.base import POLICIES
 
 
 @POLICIES.register("merging")
 @dataclass(frozen=True)
-class Merging(AdaKV):
+class Merging(WrapsScorer):
     """Keeps what `inner` keeps (its own per-head top rows); then, per layer and KV head, folds
     every dropped row's value into the kept row whose key is most cosine-similar, weighted by the
     similarity and the two values' norms: v_k <- (v_k + sum w_e v_e) / (1 + sum w_e), as kvpress's
@@ -23,8 +23,8 @@ class Merging(AdaKV):
 
     inner: str = "knorm"
     similarity_threshold: float = 0.0
-    alpha: float = 0.0  # unused: the inner policy's own per-head allocation applies
     name = "merging"
+    merges = True
 
     def allocate(self, scores, budgets):
         return self._inner().allocate(scores, budgets)
