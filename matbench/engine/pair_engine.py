@@ -157,6 +157,8 @@ class PairEngine:
         dropped into those it serves (`ServingPolicy.merge`); empty for a policy that only drops."""
         import numpy as np
 
+        if not policy.merges:  # no [L, H_kv, T] masks built for the policies that only drop rows
+            return {}
         out: dict[str, tuple[EventCache, EventCache]] = {}
         made: dict[tuple, EventCache] = {}  # the governed arms of a pair share one selection
         layers, kv_heads = self.runner.head_shape
@@ -167,10 +169,7 @@ class PairEngine:
                 if key not in made:
                     kept = np.zeros((layers, kv_heads, caches[m].positions.shape[0]), dtype=bool)
                     kept[:, :, list(slots[m])] = True if heads[m] is None else heads[m]
-                    merged = policy.merge(caches[m], kept)
-                    if merged is None:
-                        return {}
-                    made[key] = merged
+                    made[key] = policy.merge(caches[m], kept)
                 pair_of.append(made[key])
             out[name] = (pair_of[0], pair_of[1])
         return out

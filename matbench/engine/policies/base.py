@@ -56,7 +56,8 @@ class ServingPolicy:
     """
 
     name: ClassVar[str] = ""
-    usage: ClassVar[str] = ""  # how `--policy` spells it, when not NAME:field=default,... (`matbench policies`)
+    usage: ClassVar[str] = ""
+    merges: ClassVar[bool] = False  # True where `merge` returns a cache (the engine skips the others)  # how `--policy` spells it, when not NAME:field=default,... (`matbench policies`)
 
     @classmethod
     def from_args(cls, args: str | None) -> ServingPolicy:
@@ -97,9 +98,9 @@ class ServingPolicy:
         raise MatbenchError(f"policy {self.name!r} takes no budget")
 
     def merge(self, cache: EventCache, kept: Any) -> EventCache | None:
-        """A copy of `cache` whose kept rows absorbed the dropped ones (a merging policy), given
-        `kept` `[L, H_kv, T]` bool, the rows each head serves; None (the default): rows are only
-        dropped."""
+        """A copy of `cache` whose kept rows absorbed the dropped ones (a merging policy, which sets
+        `merges`), given `kept` `[L, H_kv, T]` bool, the rows each head serves; None (the
+        default): rows are only dropped."""
         return None
 
     def keep(self, arm: Arm, member: MemberLayout, cache: EventCache,
