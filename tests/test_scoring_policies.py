@@ -126,6 +126,37 @@ def test_kept_rows_are_logged_compactly_and_read_back(tiny_llama, pairs):
     layers, kv_heads = engine.runner.head_shape
     assert np.array_equal(unpack_heads(selection.heads, (layers, kv_heads, len(slots))), heads[0])
     assert selection.held_rows == int(heads[0].sum()) < layers * kv_heads * len(slots)
+    # Bytes: the served cache holds every served row in every head (dropped ones masked) plus the
+    # [L, H_kv, n] bool mask; a per-head cache would hold only the rows each head keeps.
+    key = caches[0].keys[0]
+    row = 2 * key.shape[-1] * key.element_size()
+    assert selection.served_bytes == len(slots) * layers * kv_heads * row + layers * kv_heads * len(slots)
+    assert selection.needed_bytes == selection.held_rows * row < selection.served_bytes
+
+
+@pytest.mark.parametrize("name", ["random", "streaming_llm", "knorm", "snapkv"])
+def test_the_count_matched_leak_removes_what_the_ratio_budgets_row_count_explains(tiny_llama, pairs, name):
+    """A ratio budget keeps int(T x (1 - r)) rows of each member's T, and the donor values give the
+    members different T: a position-only policy's picks then differ through the count alone (the
+    second pair: 685 and 686 tokens, 342 and 343 rows kept). Picked again with member A's count,
+    with the source's rows banned, they are equal; a content-scored policy's are not."""
+    engine = PairEngine(tiny_llama, policy=parse_policy(f"{name}@0.5"), source="evicted")
+    rows = []
+    for pair in pairs[:3]:
+        layout, caches = engine.prepare(pair)
+        selection = select(engine.policy, pair, layout, caches, pair.arm("root"), engine.runner.head_shape,
+                           runner=engine.runner, source="evicted")[2]
+        counts = tuple(Budget(0.5).n_kept(len(m.input_ids)) for m in layout.members)
+        rows.append((selection.picked, counts, selection.members_differ, selection.members_differ_matched))
+    for picked, counts, differ, matched in rows:
+        assert (picked == counts) == (name == "streaming_llm") and (not matched or differ)  # per-head: the union
+        if counts[0] == counts[1] or name in POSITIONAL:
+            assert matched == (differ and counts[0] == counts[1])
+    if name in POSITIONAL:
+        assert [r[2:] for r in rows] == [(r[1][0] != r[1][1], False) for r in rows]
+        assert any(r[1][0] != r[1][1] for r in rows)  # the pairs hold the case the measure is for
+    else:
+        assert all(r[2:] == (True, True) for r in rows)
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -228,7 +259,9 @@ def test_the_selection_block_counts_and_splits_exactly():
     def record(i, shift, outcome, visible, differ, kept):
         arm = ArmRecord(answers=("A", "B"), outcome=outcome, probe_answers=("A", "B"), probe_logp=((0.0,), (0.0,)),
                         shift=shift, selection=Selection(10 + i, differ, visible, overlap=(1.0, 0.5 if differ else 1.0),
-                                                         source_kept=kept, held_rows=40 + i))
+                                                         source_kept=kept, held_rows=40 + i, picked=(10 + i, 10 + i % 2),
+                                                         members_differ_matched=differ and i == 0,
+                                                         served_bytes=1000 + i, needed_bytes=500 + i))
         control = ArmRecord(answers=("A", "A"), outcome="const", probe_answers=("A", "A"),
                             probe_logp=((0.0,), (0.0,)), shift=0.0)
         return PairRecord(item_id=f"p{i}", variant="v", values=("A", "B"), menu=("A", "B"), budget=0, length=0,
@@ -243,6 +276,9 @@ def test_the_selection_block_counts_and_splits_exactly():
     assert (root["n_pairs"], root["members_differ"]["rate"], root["donor_visible"]["rate"]) == (4, 0.5, 0.25)
     assert root["overlap_by_layer"] == [1.0, 0.75] and root["kept_tokens_mean"] == 11.5 and root["held_rows_mean"] == 41.5
     assert (root["source_kept"]["a"]["rate"], root["source_kept"]["b"]["rate"]) == (0.25, 0.25)
+    assert root["members_differ_matched"]["rate"] == 0.25 and root["picked_mean"]["a"] == 11.5
+    assert root["picked_mean"]["b"] == 10.5 and root["picked_mean"]["count_differs"]["rate"] == 0.5
+    assert (root["served_bytes_mean"], root["needed_bytes_mean"]) == (1001.5, 501.5)
     hidden = root["materialization"]["donor_hidden"]
     assert hidden["n"] == 3 and hidden["classes"] == {"follow": 0, "anti": 1, "const": 2, "other": 0}
     assert hidden["shift"]["mean"] == pytest.approx(0.4 / 3) and (hidden["shift"]["positive"], hidden["shift"]["negative"]) == (2, 1)

@@ -7,7 +7,10 @@ picks outside the donor-dependent events. Materialization is then measured on on
 served to both members: member A's picks (`kept_from="a"`) or member B's, by original position:
 the same positions in both, except inside donor-dependent events, whose tokens differ in number.
 Where the served rows hold a donor-dependent token the arm sees the donor directly: recorded as
-`donor_visible`, and its outcome is no evidence of materialization. Otherwise the served token
+`donor_visible`, and its outcome is no evidence of materialization. Under a ratio budget the
+members keep int(T x (1 - r)) rows of their own T, which the donor values' token lengths change:
+`members_differ_matched` repeats the leak test with member B held to member A's count, so what
+remains is the content's, not the count's. Otherwise the served token
 ids and positions must be identical in both members (the identity gate, on the selection
 actually served). A per-layer, per-KV-head choice (`KeptRows`) is replayed the same way, head by
 head.
@@ -26,6 +29,7 @@ import numpy as np
 
 from matbench.engine.layout import MemberLayout, PairLayout
 from matbench.engine.policies.base import KeptRows, SelectionContext, ServingPolicy
+from matbench.engine.policies.budget import Budget
 from matbench.engine.policies.setting import KEPT_FROM, SOURCE_MODES
 from matbench.errors import GateFailure, MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
@@ -83,6 +87,7 @@ def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, a
         outside[[members[m].positions[s] for s in donor[m]]] = False
     leaked = bool((marks[0][:, :, outside] != marks[1][:, :, outside]).any())
     overlap = _jaccard(marks[0][:, :, outside], marks[1][:, :, outside])
+    matched = _count_matched_leak(policy, arm, members, caches, contexts, shape, span, marks, outside) if leaked else False
     r = KEPT_FROM.index(kept_from)
     chosen = {members[r].positions[s] for s in picks[r][0]}
     served = tuple(tuple(s for s, p in enumerate(members[m].positions) if p in chosen) for m in (0, 1))
@@ -97,13 +102,37 @@ def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, a
         if ids[0] != ids[1]:
             raise GateFailure(f"identity gate: item {pair.item_id}, arm {arm.name}: policy {policy.spec!r} serves "
                               "different token ids at the same positions in the two donor members")
+    row_bytes = [2 * k.shape[-1] * k.element_size() for k in caches[0].keys]  # K and V of one (layer, head, row)
+    per_layer = heads[0].sum(axis=(1, 2)) if heads[0] is not None else [len(served[0]) * shape[1]] * shape[0]
     selection = Selection(
         len(served[0]), leaked, donor_visible, share, overlap=overlap,
         source_kept=tuple(any(s in donor[m] for s in picks[m][0]) for m in (0, 1)),  # type: ignore[arg-type]
         kept=ranges([members[0].positions[s] for s in served[0]]),
-        held_rows=int(heads[0].sum()) if heads[0] is not None else len(served[0]) * shape[0] * shape[1],
-        heads=_pack(heads[0]) if heads[0] is not None else None)
+        held_rows=int(sum(per_layer)),
+        heads=_pack(heads[0]) if heads[0] is not None else None,
+        picked=(len(picks[0][0]), len(picks[1][0])), members_differ_matched=matched,
+        # The served cache holds every row any head keeps, in every head (a head's dropped rows are
+        # masked, not freed), plus the per-head mask; a ragged per-head cache would need only its own.
+        served_bytes=len(served[0]) * shape[1] * sum(row_bytes) + (heads[0].size if heads[0] is not None else 0),
+        needed_bytes=int(sum(int(n) * b for n, b in zip(per_layer, row_bytes))))
     return served, heads, selection
+
+
+def _count_matched_leak(policy: ServingPolicy, arm: Arm, members, caches, contexts, shape, span: int,
+                        marks: list[np.ndarray], outside: np.ndarray) -> bool:
+    """Whether the members' picks still differ outside the donor events when member B keeps as
+    many rows as member A. A ratio budget keeps int(T x (1 - r)) rows of a member's T, and donor
+    values of different token lengths change that count: the picks of even a position-only policy
+    then differ through the count alone. Here B is picked again with A's count as a token budget."""
+    budget = getattr(policy, "budget", None)
+    if not policy.budgeted or budget is None or budget.ratio is None:
+        return True
+    count = budget.n_kept(len(members[0].input_ids))
+    if count == budget.n_kept(len(members[1].input_ids)):
+        return True
+    twin = policy.with_budget(Budget(tokens=count))
+    again = _checked(twin, twin.keep(arm, members[1], caches[1], contexts[1]), members[1], shape)
+    return bool((marks[0][:, :, outside] != _marks(again, members[1], shape, span)[:, :, outside]).any())
 
 
 def _marks(pick: tuple[tuple[int, ...], np.ndarray | None], member: MemberLayout, shape, span: int) -> np.ndarray:

@@ -70,7 +70,13 @@ class Selection:
     whether its own pick kept any source row; `kept`, the served positions as ranges
     (`0-14,20,22-30`); `held_rows`, the rows a per-head cache would hold (sum over layers and KV
     heads); `heads`, the served member A's per-head choice, zlib-compressed bits in base64
-    (`[layers, KV heads, kept_tokens]`, C order), absent when every head keeps every row."""
+    (`[layers, KV heads, kept_tokens]`, C order), absent when every head keeps every row.
+    Schema 1.10 adds `picked`, the token rows of each member's own pick (A, B: they differ under a
+    ratio budget when the donor values tokenize to different lengths); `members_differ_matched`,
+    whether the picks still differ when B keeps as many rows as A (the leak a count difference
+    cannot explain); `served_bytes`, the K/V bytes (and per-head mask) one member's served cache
+    actually holds: every row any head keeps, in every head; and `needed_bytes`, what a cache
+    holding only each head's own rows would need."""
 
     kept_tokens: int
     members_differ: bool
@@ -81,11 +87,16 @@ class Selection:
     kept: str | None = None
     held_rows: int | None = None
     heads: str | None = None
+    picked: tuple[int, int] | None = None
+    members_differ_matched: bool | None = None
+    served_bytes: int | None = None
+    needed_bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kept_tokens": self.kept_tokens, "members_differ": self.members_differ,
                                "donor_visible": self.donor_visible}
-        for name in ("head_kept_share", "overlap", "source_kept", "kept", "held_rows", "heads"):
+        for name in ("head_kept_share", "overlap", "source_kept", "kept", "held_rows", "heads", "picked",
+                     "members_differ_matched", "served_bytes", "needed_bytes"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
@@ -95,12 +106,16 @@ class Selection:
     def from_json(cls, data: Any, where: str) -> Selection:
         overlap = _optional(data, "overlap", list, where)
         source_kept = _optional(data, "source_kept", list, where)
+        picked = _optional(data, "picked", list, where)
         return cls(_require(data, "kept_tokens", int, where), _require(data, "members_differ", bool, where),
                    _require(data, "donor_visible", bool, where), _optional(data, "head_kept_share", (int, float), where),
                    tuple(float(x) for x in overlap) if overlap is not None else None,
                    tuple(bool(x) for x in source_kept) if source_kept is not None else None,  # type: ignore[arg-type]
                    _optional(data, "kept", str, where), _optional(data, "held_rows", int, where),
-                   _optional(data, "heads", str, where))
+                   _optional(data, "heads", str, where),
+                   tuple(int(x) for x in _pair_of(picked, where, "picked")) if picked is not None else None,  # type: ignore[arg-type]
+                   _optional(data, "members_differ_matched", bool, where), _optional(data, "served_bytes", int, where),
+                   _optional(data, "needed_bytes", int, where))
 
 
 @dataclass(frozen=True)

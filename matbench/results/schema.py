@@ -18,13 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.9"
+SCHEMA_VERSION = "1.10"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
 # config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
-# optional `source_mode` and `kept_from` (and `metrics.selection` under a policy); older files
-# are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9")
+# optional `source_mode` and `kept_from` (and `metrics.selection` under a policy), 1.10 the item
+# log's selection fields `picked`, `members_differ_matched`, `served_bytes`, `needed_bytes` (and
+# their `metrics.selection` summaries); older files are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10")
 
 
 class _Strict(BaseModel):

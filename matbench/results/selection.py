@@ -1,8 +1,10 @@
 """What a serving policy's selections did over a run: the results file's `selection` block.
 
 Per arm the policy governed: how often the two donor members' picks differed (the selection
-leak) and their per-layer overlap, how often each member's pick kept a source row, the rows
-served and held, and the materialization measured on the served rows: outcome classes and the
+leak) and their per-layer overlap, how often they still differed when both kept as many rows
+(`members_differ_matched`: the leak a ratio budget's row count cannot explain), how often each
+member's pick kept a source row, the rows served and held and the bytes the served cache holds
+against those a per-head cache would need, and the materialization measured on the served rows: outcome classes and the
 donor margin shift over all pairs, and split by whether the served rows held a donor-dependent
 token (`donor_visible`: then the arm saw the donor and its outcome is no evidence of
 materialization; in natural mode that is the source the policy kept).
@@ -65,6 +67,17 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
         held = [s.held_rows for s in chosen if s.held_rows is not None]
         if held:
             entry["held_rows_mean"] = float(np.mean(held))
+        matched = [s.members_differ_matched for s in chosen if s.members_differ_matched is not None]
+        if matched:  # schema 1.10 on
+            entry["members_differ_matched"] = _rate(sum(matched), len(matched))
+        picked = [s.picked for s in chosen if s.picked is not None]
+        if picked:
+            entry["picked_mean"] = {"a": float(np.mean([p[0] for p in picked])), "b": float(np.mean([p[1] for p in picked])),
+                                    "count_differs": _rate(sum(p[0] != p[1] for p in picked), len(picked))}
+        for field in ("served_bytes", "needed_bytes"):
+            sizes = [getattr(s, field) for s in chosen if getattr(s, field) is not None]
+            if sizes:
+                entry[f"{field}_mean"] = float(np.mean(sizes))
         entry["materialization"] = {
             "all": _materialization(arms),
             "donor_hidden": _materialization([a for a in arms if not a.selection.donor_visible]),
