@@ -161,7 +161,9 @@ def test_the_count_matched_leak_removes_what_the_ratio_budgets_row_count_explain
 
 @pytest.mark.parametrize("spec, message", [
     ("snapkv", "policy 'snapkv' needs a budget: --budget 0.5 (fraction removed) or 256 (tokens kept), or snapkv@0.5"),
-    ("snapkv:windw=3@0.5", "policy 'snapkv' takes window=, kernel= (got 'windw=3')"),
+    ("snapkv:windw=3@0.5", "policy 'snapkv' takes window=, kernel=, question= (got 'windw=3')"),
+    ("knorm:question=true@0.5", "policy 'knorm' scores keys and values only: a question cannot change its picks; "
+                                "drop question=true (it applies to snapkv, tova, h2o, ...)"),
     ("snapkv:window=x@0.5", "policy 'snapkv': window must be int (got 'x')"),
     ("knorm@1.5", "a budget ratio is the fraction removed, in [0, 1) (got 1.5)"),
     ("knorm@lots", "budget 'lots' is neither a removed fraction such as 0.5 nor a token count such as 256"),
@@ -177,7 +179,8 @@ def test_bad_policy_specs_are_one_line(tiny_llama, pairs, spec, message):
 
 
 @pytest.mark.parametrize("spec", ["snapkv@0.5", "snapkv:window=32,kernel=7@256", "adakv:inner=knorm,alpha=0.5@0.875",
-                                  "random:seed=3@0.0", "expected_attention:use_covariance=False@0.25"])
+                                  "random:seed=3@0.0", "expected_attention:use_covariance=False@0.25",
+                                  "snapkv:question=True@0.5", "adakv:alpha=0.5,question=True@0.875"])
 def test_specs_round_trip(spec):
     assert parse_policy(spec).spec == spec and parse_policy(parse_policy(spec).spec) == parse_policy(spec)
 
@@ -190,12 +193,13 @@ def test_the_policies_command_lists_every_policy_with_its_usage(capsys):
     assert main(["policies", "--json"]) == 0
     entries = {e["name"]: e for e in json.loads(capsys.readouterr().out)["policies"]}
     assert sorted(entries) == sorted([*SCORING, "kvpress", "oracle", "recent"])
-    assert entries["snapkv"]["usage"] == "snapkv:window=64,kernel=5@BUDGET" and entries["snapkv"]["budget"]
+    assert entries["snapkv"]["usage"] == "snapkv:window=64,kernel=5,question=False@BUDGET" and entries["snapkv"]["budget"]
+    assert entries["knorm"]["usage"] == "knorm@BUDGET"  # key-only: no question-aware mode
     assert entries["recent"]["usage"] == "recent:N" and not entries["recent"]["budget"]
     assert entries["kvpress"]["usage"] == "kvpress:PRESS(key=value,...)@BUDGET"
     assert main(["policies"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert len(table) == 2 * len(entries) + 1 and table[0].split() == ["adakv", "adakv:inner=snapkv,alpha=0.2@BUDGET"]
+    assert len(table) == 2 * len(entries) + 1 and table[0].split() == ["adakv", "adakv:inner=snapkv,alpha=0.2,question=False@BUDGET"]
 
 
 def test_one_eval_serves_every_policy_budget_and_mode_from_one_prefill(tiny_dir, tmp_path):
@@ -378,3 +382,54 @@ def test_a_merging_run_serves_the_merged_rows_and_keeps_the_gates(tiny_llama, pa
     assert a.arms["root"].probe_logp != b.arms["root"].probe_logp  # other values in them
     assert b.arms["control"].shift == 0.0 and b.arms["txt"].probe_logp == a.arms["txt"].probe_logp
     assert all(g.passed for g in run_gates(merging, pairs[0], layout, caches, b))
+
+
+def test_the_question_aware_mode_scores_over_the_questions_own_prefilled_rows(tiny_llama, pairs):
+    """`with_question` appends the question's rows as a prefill of context + question would make
+    them (positions L, L+1, ...), the member's own rows untouched."""
+    from matbench.engine.policies.observe import with_question
+    from matbench.engine.runtime import new_cache
+
+    engine = PairEngine(tiny_llama, policy=parse_policy("snapkv:question=true@0.5"))
+    pair = pairs[0]
+    layout, caches = engine.prepare(pair)
+    question = engine.query_ids(pair, pair.arm("root"), engine.probe_readout)
+    member, cache = layout.members[0], caches[0]
+    extended = with_question(engine.runner, cache, question)
+    total, extra = len(member.input_ids), len(question)
+    assert extended.positions.tolist() == [*cache.positions.tolist(), *range(cache.length, cache.length + extra)]
+    fresh = new_cache()
+    where = extended.positions[None]
+    engine.runner.forward(torch.tensor([[*member.input_ids, *question]]), where, fresh, query_coords=where,
+                          key_coords=where, key_valid=torch.ones(1, total + extra, dtype=torch.bool))
+    for layer, (k, v) in enumerate(zip(extended.keys, extended.values)):
+        assert torch.equal(k[:, :, :total], cache.keys[layer]) and k.shape[2] == total + extra
+        assert torch.allclose(k[:, :, total:], fresh.layers[layer].keys[:, :, total:], atol=1e-4)
+        assert torch.allclose(v[:, :, total:], fresh.layers[layer].values[:, :, total:], atol=1e-4)
+
+
+def test_question_aware_picks_follow_the_question_and_are_recorded(tiny_dir, tiny_llama, pairs, tmp_path):
+    """SnapKV's window ends with the question in the question-aware mode: its picks change on
+    some pair; the arm's probe question is what it scored with; a run records the mode in its
+    policy spec and passes every gate."""
+    import json
+
+    from matbench.cli import main
+
+    aware = PairEngine(tiny_llama, policy=parse_policy("snapkv:question=true@0.5"), source="evicted")
+    agnostic = PairEngine(tiny_llama, policy=parse_policy("snapkv@0.5"), source="evicted")
+    changed = []
+    for pair in pairs:
+        layout, caches = aware.prepare(pair)
+        memo: dict = {}
+        picks = [e.selections(pair, layout, caches, memo={} if e is agnostic else memo)["root"][0] for e in (aware, agnostic)]
+        changed.append(picks[0] != picks[1])
+        asked = {k[2] for k in memo if k[0] == "with_question"}
+        assert asked == {aware.query_ids(pair, pair.arm(a), aware.probe_readout) for a in ("root", "chain")}
+    assert any(changed)
+    out = tmp_path / "aware"
+    assert main(["eval", "--model", str(tiny_dir), "--limit", "2", "--device", "cpu", "--no-progress", "--check",
+                 "--policy", "snapkv:question=true", "--budget", "0.5", "--output", str(out)]) == 0
+    results = json.loads((out / "discovery_probe_compact_snapkv-question-True-0.5.json").read_text())
+    assert results["config"]["policy"] == "snapkv:question=True@0.5"
+    assert all(g["passed"] == 2 for g in results["gates"].values() if g["checked"])

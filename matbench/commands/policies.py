@@ -19,11 +19,13 @@ def add(sub: argparse._SubParsersAction) -> None:
 def describe() -> list[dict]:
     """One entry per registered policy, in name order."""
     from matbench.engine.policies import POLICIES
+    from matbench.engine.policies.base import argument_fields
 
     out = []
     for name in POLICIES.names():
         cls = POLICIES.get(name)
-        fields = [f for f in dataclasses.fields(cls) if f.init and f.name != "budget"]
+        # `question` (the question-aware mode) only where the policy observes queries.
+        fields = [f for f in argument_fields(cls) if f.name != "question" or _observes(cls)]
         args = {f.name: (None if f.default is dataclasses.MISSING else f.default) for f in fields}
         doc = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
         budget = any(f.name == "budget" for f in dataclasses.fields(cls))
@@ -32,6 +34,15 @@ def describe() -> list[dict]:
         out.append({"name": name, "usage": usage + ("@BUDGET" if budget else ""), "budget": budget,
                     "arguments": args, "description": doc})
     return out
+
+
+def _observes(cls) -> bool:
+    from matbench.errors import MatbenchError
+
+    try:
+        return bool(cls().observed_tokens())
+    except (MatbenchError, TypeError):  # a policy that cannot be built without arguments lists its own usage
+        return False
 
 
 def run(args: argparse.Namespace) -> int:

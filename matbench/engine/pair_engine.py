@@ -148,8 +148,11 @@ class PairEngine:
         if setting.policy.is_oracle:
             return {}
         memo = {} if memo is None else memo
+        # A question-aware policy scores with the arm's question as the probe readout asks it.
         return {arm.name: select(setting.policy, pair, layout, caches, arm, self.runner.head_shape, runner=self.runner,
-                                 source=setting.source, kept_from=setting.kept_from, memo=memo)
+                                 source=setting.source, kept_from=setting.kept_from, memo=memo,
+                                 question=self.query_ids(pair, arm, self.probe_readout)
+                                 if getattr(setting.policy, "question", False) else ())
                 for arm in pair.arms if governed(pair, arm)}
 
     def merged_caches(self, policy: ServingPolicy, chosen: dict, caches) -> dict[str, tuple[EventCache, EventCache]]:

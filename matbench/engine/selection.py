@@ -67,18 +67,19 @@ def donor_slots(pair: DonorPair, member: MemberLayout) -> frozenset[int]:
 
 
 def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, arm: Arm, shape: tuple[int, int],
-           *, runner=None, source: str = "natural", kept_from: str = "a", memo: dict | None = None
-           ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[np.ndarray | None, np.ndarray | None], Selection]:
+           *, runner=None, source: str = "natural", kept_from: str = "a", memo: dict | None = None,
+           question: tuple[int, ...] = ()) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[np.ndarray | None, np.ndarray | None], Selection]:
     """Both members' served slots for `arm` under `policy`, their per-head choice when the policy
     makes one (`shape` = (layers, KV heads)), and what the selection did. `memo` is shared by the
-    arms of one pair (a question-agnostic policy scores each member once)."""
+    arms of one pair (a question-agnostic policy scores each member once); `question`, the arm's
+    question ids, which only a question-aware policy reads."""
     if source not in SOURCE_MODES or kept_from not in KEPT_FROM:
         raise MatbenchError(f"source mode {source!r} / kept-from {kept_from!r}: use {' or '.join(SOURCE_MODES)} / "
                             f"{' or '.join(KEPT_FROM)}")
     members = layout.members
     donor = [donor_slots(pair, m) for m in members]
     memo = {} if memo is None else memo
-    contexts = [SelectionContext(runner, donor[m] if source == "evicted" else frozenset(), memo) for m in (0, 1)]
+    contexts = [SelectionContext(runner, donor[m] if source == "evicted" else frozenset(), memo, question) for m in (0, 1)]
     picks = [_checked(policy, policy.keep(arm, members[m], caches[m], contexts[m]), members[m], shape) for m in (0, 1)]
     span = max(max(m.positions) for m in members) + 1
     marks = [_marks(picks[m], members[m], shape, span) for m in (0, 1)]

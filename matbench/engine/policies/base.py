@@ -31,12 +31,14 @@ class KeptRows:
 class SelectionContext:
     """What a policy may use beside one member's rows: the model (`runner`, for policies that
     observe queries), the slots it must not keep (`banned`: the source's rows in source-evicted
-    mode, where the policy spends its budget on the rest) and a memo the arms of one pair share
-    (a question-agnostic policy scores a member once, however many arms it governs)."""
+    mode, where the policy spends its budget on the rest), the arm's question (token ids, read
+    only by a question-aware policy) and a memo the arms of one pair share (a question-agnostic
+    policy scores a member once, however many arms it governs)."""
 
     runner: ModelRunner | None = None
     banned: frozenset[int] = frozenset()
     memo: dict = field(default_factory=dict)
+    question: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class ServingPolicy:
         by commas, one per dataclass field (`snapkv:window=32,kernel=7`)."""
         if not args:
             return cls()
-        names = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "budget"}
+        names = {f.name: f for f in argument_fields(cls)}
         if not names:
             raise MatbenchError(f"policy {cls.name!r} takes no arguments (got {args!r})")
         values: dict[str, Any] = {}
@@ -78,7 +80,7 @@ class ServingPolicy:
 
     def arguments(self) -> dict[str, Any]:
         """The policy's arguments as `from_args` reads them (every field but the budget)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init and f.name != "budget"}
+        return {f.name: getattr(self, f.name) for f in argument_fields(type(self))}
 
     @property
     def spec(self) -> str:
@@ -106,6 +108,13 @@ class ServingPolicy:
     def keep(self, arm: Arm, member: MemberLayout, cache: EventCache,
              context: SelectionContext) -> tuple[int, ...] | KeptRows:
         raise NotImplementedError
+
+
+def argument_fields(cls: type) -> list[dataclasses.Field]:
+    """The fields `NAME:key=value` sets: every init field but the budget, the policy's own first and
+    the question-aware switch every scoring policy inherits last."""
+    fields = [f for f in dataclasses.fields(cls) if f.init and f.name != "budget"]
+    return sorted(fields, key=lambda f: f.name == "question")
 
 
 def _convert(policy: str, spec: dataclasses.Field, text: str) -> Any:

@@ -83,6 +83,25 @@ class LayerView:
         return logits.masked_fill(future, float("-inf")).softmax(-1)
 
 
+def with_question(runner: ModelRunner, cache: Any, question: tuple[int, ...]) -> Any:
+    """A copy of the member's `EventCache` with the question's own rows appended: the question
+    prefilled at positions L, L+1, ... over every row of the member (where a serving system asks
+    it, and where kvpress's query-aware use puts it: after the context). Only scoring reads it; the
+    served cache never holds these rows (the question is asked again at serving)."""
+    from dataclasses import replace
+
+    total, extra = int(cache.positions.shape[0]), len(question)
+    keys, values = gather_rows([cache], torch.arange(total)[None], spare=extra)
+    past = cache_from_rows(keys, values, length=total)
+    where = torch.arange(cache.length, cache.length + extra)
+    coords = torch.cat([cache.positions.cpu(), where])
+    runner.forward(torch.tensor([question]), where[None], past, query_coords=where[None], key_coords=coords[None],
+                   key_valid=torch.ones(1, total + extra, dtype=torch.bool), logits_to_keep=1)
+    return replace(cache, keys=tuple(layer.keys for layer in past.layers),
+                   values=tuple(layer.values for layer in past.layers), positions=coords.to(cache.positions.device),
+                   length=cache.length + extra)
+
+
 def views(cache: Any) -> list[LayerView]:
     """Every layer's rows of an `EventCache`, without observed queries."""
     return [LayerView(layer, k[0], v[0], cache.positions) for layer, (k, v) in enumerate(zip(cache.keys, cache.values))]

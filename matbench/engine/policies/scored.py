@@ -16,7 +16,7 @@ import torch
 
 from matbench.engine.policies.base import KeptRows, SelectionContext, ServingPolicy
 from matbench.engine.policies.budget import Budget
-from matbench.engine.policies.observe import LayerView, observe, views
+from matbench.engine.policies.observe import LayerView, observe, views, with_question
 from matbench.errors import MatbenchError
 
 
@@ -29,10 +29,22 @@ class ScoredPolicy(ServingPolicy):
 
     `observe` is how many of the prefill's last tokens' queries `score` reads (0: none, keys and
     values only; a large number: every token), recomputed by `matbench.engine.policies.observe`.
+
+    `question=true` (a policy that observes queries only) is the question-aware mode: the arm's
+    question is appended after the member's rows for scoring only (`observe.with_question`), so
+    the observed tokens end with it, as when kvpress compresses a context that holds the question;
+    the served rows are the member's, the question is asked again at serving. It is part of the
+    spec (`snapkv:question=True@0.5`), so results files and leaderboard rows record it.
     """
 
     budget: Budget | None = None
+    question: bool = False
     observe: ClassVar[int] = 0
+
+    def __post_init__(self) -> None:
+        if self.question and not self.observed_tokens():
+            raise MatbenchError(f"policy {self.name!r} scores keys and values only: a question cannot change its "
+                                "picks; drop question=true (it applies to snapkv, tova, h2o, ...)")
 
     @property
     def budgeted(self) -> bool:
@@ -73,18 +85,26 @@ class ScoredPolicy(ServingPolicy):
     def layer_scores(self, member, cache, context: SelectionContext) -> torch.Tensor:
         """`[L, H_kv, T]` scores of every layer, in at least float32."""
         n = self.observed_tokens()
+        total, ids = int(cache.positions.shape[0]), tuple(member.input_ids)
+        if n and context.runner is None:
+            raise MatbenchError(f"policy {self.name!r} observes queries and needs the model (a SelectionContext runner)")
+        if self.question:
+            if not context.question:
+                raise MatbenchError(f"policy {self.spec!r} is question-aware but was given no question to score with")
+            key = ("with_question", id(cache), context.question)  # shared by the question-aware policies of a pair
+            if key not in context.memo:
+                context.memo[key] = with_question(context.runner, cache, context.question)
+            cache, ids = context.memo[key], (*ids, *context.question)
         if n:
-            if context.runner is None:
-                raise MatbenchError(f"policy {self.name!r} observes queries and needs the model (a SelectionContext runner)")
-            per_layer = observe(context.runner, cache, member.input_ids, n, self.score)
+            per_layer = observe(context.runner, cache, ids, n, self.score)
         else:
             per_layer = [self.score(view) for view in views(cache)]
-        stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])
+        stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])[..., :total]  # the question's rows score nothing
         return stacked.to(torch.promote_types(stacked.dtype, torch.float32))
 
     def keep(self, arm, member, cache, context: SelectionContext | None = None) -> tuple[int, ...] | KeptRows:
         context = context if context is not None else SelectionContext()
-        key = ("kept", self, id(cache), context.banned)
+        key = ("kept", self, id(cache), context.banned, context.question if self.question else ())
         if key not in context.memo:
             context.memo[key] = self._choose(member, cache, context)
         return context.memo[key]
@@ -92,7 +112,7 @@ class ScoredPolicy(ServingPolicy):
     def _choose(self, member, cache, context: SelectionContext) -> tuple[int, ...] | KeptRows:
         # Scores do not depend on the budget or the banned rows: one scoring per member serves
         # every budget and source mode of a run.
-        key = ("scores", dataclasses.replace(self, budget=None), id(cache))
+        key = ("scores", dataclasses.replace(self, budget=None), id(cache), context.question if self.question else ())
         if key not in context.memo:
             context.memo[key] = self.layer_scores(member, cache, context)
         scores = context.memo[key].clone()
