@@ -266,8 +266,21 @@ def test_the_head_mask_gate_runs_with_check_and_catches_an_unmasked_head(tiny_ll
     layout, caches = engine.prepare(pairs[0])
     gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches, engine.score(pairs[0], layout, caches))}
     assert gates["head_mask"].passed and gates["head_mask"].max_abs_diff == 0.0
-    assert "head_mask" not in {g.name for g in run_gates(PairEngine(tiny_llama, policy=RecentTokens(30)), pairs[0],
-                                                          layout, caches)}  # no per-head choice, no gate
+    assert gates["head_layout"].passed and gates["head_layout"].max_abs_diff <= 1e-5
+    assert not {"head_mask", "head_layout"} & {g.name for g in run_gates(PairEngine(tiny_llama, policy=RecentTokens(30)),
+                                                                        pairs[0], layout, caches)}  # no per-head choice
+    import matbench.engine.serving as serving
+
+    original, fired = serving._head_valid, []
+
+    def off_by_one(runner, heads, slot_index):  # planted: each head's choice moved one row on
+        fired.append(1)
+        return original(runner, [h.roll(1, dims=-1) if h is not None else None for h in heads], slot_index)
+
+    monkeypatch.setattr(serving, "_head_valid", off_by_one)
+    gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches)}
+    assert fired and not gates["head_layout"].passed and gates["head_layout"].max_abs_diff > 1e-3
+    monkeypatch.setattr(serving, "_head_valid", original)
     monkeypatch.setattr(runtime, "narrow_mask", lambda module, args, kwargs: None)  # planted: every head sees all
     engine = PairEngine(tiny_llama, policy=RecentByHead(30, layer=1, head=0, drop=-3, shape=shape))
     gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches)}

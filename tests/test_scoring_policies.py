@@ -433,3 +433,16 @@ def test_question_aware_picks_follow_the_question_and_are_recorded(tiny_dir, tin
     results = json.loads((out / "discovery_probe_compact_snapkv-question-True-0.5.json").read_text())
     assert results["config"]["policy"] == "snapkv:question=True@0.5"
     assert all(g["passed"] == 2 for g in results["gates"].values() if g["checked"])
+
+
+@pytest.mark.parametrize("model", ["tiny_llama", "tiny_gemma"])
+def test_per_head_selections_pass_both_per_head_gates_with_sliding_windows_too(model, pairs, request):
+    """SnapKV keeps different rows per head: the head-mask gate is exact and native serving of the
+    gathered rows equals the literal layout, on a sliding-window model as on full attention."""
+    loaded = request.getfixturevalue(model)
+    engine = PairEngine(loaded, policy=parse_policy("snapkv@0.5"), serving="native")
+    for pair in pairs[:2]:
+        layout, caches = engine.prepare(pair)
+        gates = {g.name: g for g in run_gates(engine, pair, layout, caches, engine.score(pair, layout, caches))}
+        assert gates["head_mask"].max_abs_diff == 0.0 and gates["head_layout"].max_abs_diff <= 1e-4
+        assert all(g.passed for g in gates.values()), gates

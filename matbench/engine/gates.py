@@ -139,52 +139,68 @@ def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout,
     return [mask_gate(engine, pair, layout, caches, literal), layout_gate(engine, pair, layout, caches, literal)]
 
 
-def head_mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-                   settings=None) -> GateResult | None:
-    """A per-head selection hides from each KV head the rows it dropped: member A's probe logits
-    are unchanged when every (layer, head, row) a head dropped holds loud values (exactly: a
-    masked key has weight zero in any dtype), under every policy setting of the run (default:
-    the engine's own). None when no setting makes a per-head choice."""
-    worst = 0.0
-    checked = False
+def per_head_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
+                   settings=None) -> list[GateResult]:
+    """The gates of a per-layer, per-KV-head selection, under every policy setting of the run
+    (default: the engine's own); empty when no setting makes a per-head choice.
+
+    - `head_mask`: each KV head sees none of the rows it dropped: member A's probe logits are
+      unchanged when every (layer, head, row) a head dropped holds loud values (exactly: a masked
+      key has weight zero in any dtype).
+    - `head_layout`: native serving of the kept rows gathered (what runs) equals the literal
+      layout, all L positions with every row a head dropped masked for that head, on both members
+      (within the logit tolerance: the two layouts reduce in different orders)."""
+    worst_mask, layouts, seen = 0.0, [], set()
     memo: dict = {}
     chosen = [(name, c) for setting in (settings or [engine.setting])
               for name, c in engine.selections(pair, layout, caches, setting, memo).items()]
     for name, (slots, heads, _) in chosen:
         if heads[0] is None or heads[0].all():
             continue
-        checked = True
-        cache = caches[0]
-        dropped = torch.from_numpy(~heads[0])  # [L, H_kv, len(slots)]
-        index = torch.tensor(slots[0])
-        values = []
-        for layer, tensor in enumerate(cache.values):
-            noisy = tensor.clone()
-            rows = noisy[0][:, index]  # [H_kv, n, D]
-            rows[dropped[layer].to(rows.device)] = 1e6
-            noisy[0][:, index] = rows
-            values.append(noisy)
-        loud = replace(cache, values=tuple(values))
         arm = pair.arm(name)
         ids = engine.query_ids(pair, arm, engine.probe_readout)
-        clean, dirty = (SERVING[engine.serving](engine.runner, [ServeRequest(
-            c, arm.served, ids, c.length if arm.query_at_end else None, slots[0], torch.from_numpy(heads[0]))])[1]
-            for c in (cache, loud))
-        worst = max(worst, float((clean - dirty).abs().max()))
-    if not checked:
-        return None
-    return GateResult("head_mask", worst == 0.0, worst, f"max |dlogit| {worst:.2e} with loud rows each head dropped")
+        worst_mask = max(worst_mask, _loud_dropped_rows(engine, caches[0], arm, ids, slots[0], heads[0]))
+        key = (slots, heads[0].tobytes(), heads[1].tobytes(), ids)
+        if key in seen:  # the governed arms of a pair mostly share one choice
+            continue
+        seen.add(key)
+        requests = [ServeRequest(caches[m], arm.served, ids, None, slots[m], torch.from_numpy(heads[m])) for m in (0, 1)]
+        gathered = SERVING["native"](engine.runner, requests)[1]
+        literal = SERVING["native"](engine.runner, requests, full_layout=True)[1]
+        layouts.append(compare_logits("head_layout", gathered.cpu(), literal.cpu(), _exact(engine)))
+    if not seen:
+        return []
+    worst = max(layouts, key=lambda r: r.max_abs_diff or 0.0)
+    return [GateResult("head_mask", worst_mask == 0.0, worst_mask, f"max |dlogit| {worst_mask:.2e} with loud rows "
+                       "each head dropped"),
+            GateResult("head_layout", all(r.passed for r in layouts), worst.max_abs_diff, worst.detail)]
+
+
+def _loud_dropped_rows(engine: PairEngine, cache, arm: Arm, ids, slots, heads) -> float:
+    """Max |dlogit| of member A's probe when the rows each head dropped hold 1e6."""
+    dropped = torch.from_numpy(~heads)  # [L, H_kv, len(slots)]
+    index = torch.tensor(slots)
+    values = []
+    for layer, tensor in enumerate(cache.values):
+        noisy = tensor.clone()
+        rows = noisy[0][:, index]  # [H_kv, n, D]
+        rows[dropped[layer].to(rows.device)] = 1e6
+        noisy[0][:, index] = rows
+        values.append(noisy)
+    loud = replace(cache, values=tuple(values))
+    clean, dirty = (SERVING[engine.serving](engine.runner, [ServeRequest(
+        c, arm.served, ids, c.length if arm.query_at_end else None, slots, torch.from_numpy(heads))])[1]
+        for c in (cache, loud))
+    return float((clean - dirty).abs().max())
 
 
 def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
               record: PairRecord | None = None, settings=None) -> list[GateResult]:
-    """Every gate on one pair; `settings`: the run's policy settings (the head-mask gate checks
+    """Every gate on one pair; `settings`: the run's policy settings (the per-head gates check
     each per-head choice; default: the engine's own setting)."""
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
                *native_layout_gates(engine, pair, layout, caches)]
-    heads = head_mask_gate(engine, pair, layout, caches, settings)
-    if heads is not None:
-        results.append(heads)
+    results += per_head_gates(engine, pair, layout, caches, settings)
     if record is not None and "control" in record.arms:
         results.append(control_gate(record))
     return results

@@ -11,7 +11,8 @@ holding the header's and the served events' rows gathered on the device:
   positions. A dropped row would be a masked-out key that gets exactly zero attention weight, so
   by default only the kept rows are gathered (their coordinates carry the geometry) and the cache
   is as small as the compact one; `full_layout=True` lays out all L positions with dropped rows
-  masked, the literal picture, which the mask gate uses to prove the two agree.
+  masked (under a per-head policy, each head's dropped rows masked for that head), the literal
+  picture, which the mask and head-layout gates use to prove the two agree.
 
 Requests of different lengths share a batch: cache rows are right-padded with masked rows and
 queries left-padded with masked tokens, so every row's last query token is the last column.
@@ -94,10 +95,12 @@ def _pad(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
 
 def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.Tensor], coords: list[torch.Tensor],
            next_position: torch.Tensor, next_coord: torch.Tensor, valid: list[torch.Tensor] | None = None,
-           reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
+           reserve: int = 0, heads: list[torch.Tensor | None] | None = None) -> tuple[ServedBatch, torch.Tensor]:
     """Serve `slots[b]` of each request's cache at mask coordinates `coords[b]`; every real slot
-    is a valid key unless `valid` says otherwise (the literal native layout). The cache keeps
-    room for the query and `reserve` more tokens (greedy decoding) after the rows."""
+    is a valid key unless `valid` says otherwise (the literal native layout), and every head sees
+    it unless `heads[b]` (`[L, H_kv, len(slots[b])]`, default the request's `head_valid`) says
+    otherwise. The cache keeps room for the query and `reserve` more tokens (greedy decoding)
+    after the rows."""
     device = runner.device
     slot_index = _pad(slots, -1)
     width = max(len(r.query_ids) for r in requests)
@@ -105,7 +108,8 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     key_valid = slot_index >= 0 if valid is None else _pad([v.long() for v in valid], 0).bool()
     # Padding slots are invalid keys; their coordinates (0) never matter.
     batch = ServedBatch(cache_from_rows(keys, values, length=slot_index.shape[1]), *(to_device(t, device) for t in (
-        _pad(coords, 0), key_valid, next_position, next_coord)), head_valid=_head_valid(runner, requests, slot_index))
+        _pad(coords, 0), key_valid, next_position, next_coord)),
+        head_valid=_head_valid(runner, [r.head_valid for r in requests] if heads is None else heads, slot_index))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
     ids = torch.full((len(requests), width), PAD_ID, dtype=torch.long)
     for b, r in enumerate(requests):
@@ -113,18 +117,18 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     return batch, batch.append(runner, ids, lengths)
 
 
-def _head_valid(runner: ModelRunner, requests: list[ServeRequest], slot_index: torch.Tensor) -> torch.Tensor | None:
+def _head_valid(runner: ModelRunner, heads: list[torch.Tensor | None], slot_index: torch.Tensor) -> torch.Tensor | None:
     """`[L, B, H_kv, W]`: each request's per-head selection over its padded slots (every head keeps
     every row of a request without one), or None when no request has one."""
-    if all(r.head_valid is None for r in requests):
+    if all(h is None for h in heads):
         return None
     shape = runner.head_shape
-    out = torch.ones(*shape, len(requests), slot_index.shape[1], dtype=torch.bool)
-    for b, r in enumerate(requests):
-        if r.head_valid is not None:
-            if tuple(r.head_valid.shape) != (*shape, len(r.slots or ())):
-                raise ValueError(f"head_valid {tuple(r.head_valid.shape)} must be {(*shape, len(r.slots or ()))}")
-            out[:, :, b, :r.head_valid.shape[2]] = r.head_valid
+    out = torch.ones(*shape, len(heads), slot_index.shape[1], dtype=torch.bool)
+    for b, h in enumerate(heads):
+        if h is not None:
+            if tuple(h.shape[:2]) != tuple(shape) or h.shape[2] > slot_index.shape[1]:
+                raise ValueError(f"head_valid {tuple(h.shape)} must be {(*shape, 'served rows')}")
+            out[:, :, b, :h.shape[2]] = h
     return to_device(out.transpose(1, 2).contiguous(), runner.device)  # [L, B, H_kv, W]
 
 
@@ -159,18 +163,22 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
         kept = [r.kept_slots() for r in requests]
         return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
                       position, coord, reserve=reserve)
-    if any(r.head_valid is not None for r in requests):
-        raise ValueError("the literal native layout serves oracle rows only (the mask gate); not a per-head selection")
-    slots, valid = [], []
+    slots, valid, heads = [], [], []
     for r in requests:
         at_position = torch.full((r.cache.length,), -1, dtype=torch.long)
         at_position[r.cache.positions] = torch.arange(r.cache.positions.shape[0])
         shown = torch.zeros(r.cache.length, dtype=torch.bool)
-        shown[r.cache.positions[r.kept_slots()]] = True
+        kept_at = r.cache.positions[r.kept_slots()]
+        shown[kept_at] = True
         slots.append(at_position)
         valid.append(shown)
+        full = None
+        if r.head_valid is not None:  # each head's choice at its rows' positions; the rest hidden
+            full = torch.zeros(*r.head_valid.shape[:2], r.cache.length, dtype=torch.bool)
+            full[:, :, kept_at] = r.head_valid.cpu()
+        heads.append(full)
     return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests],
-                  position, coord, valid, reserve=reserve)
+                  position, coord, valid, reserve=reserve, heads=heads)
 
 
 SERVING = dict(zip(SERVING_MODES, (serve_compact, serve_native)))  # protocol.pairs.SERVING_MODES names them
