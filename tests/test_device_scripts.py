@@ -98,6 +98,12 @@ def test_cells_passes_an_audits_readout_and_eval_arguments_to_every_cell(tmp_pat
         assert _arg(call, "--readout") == "probe" and f" {extra} --output " in call
     calls, _ = _cells(tmp_path / "plain", "gemma3-270m: update\n", "gemma3-270m", [0])
     assert _arg(calls[0], "--readout") == "all" and "--policy" not in calls[0]
+    # EVAL_ARGS_<suite>: options for that suite's cells alone, after the common ones
+    calls, _ = _cells(tmp_path / "per-suite", plan, "gemma3-270m", [0, 0],
+                      env={"EVAL_ARGS": "--budget 0.5", "EVAL_ARGS_access": "--policy merging"})
+    by_suite = {_arg(c, "--suite"): c for c in calls}
+    assert " --budget 0.5 --policy merging --output " in by_suite["access"]
+    assert " --budget 0.5 --output " in by_suite["discovery"] and "merging" not in by_suite["discovery"]
 
 
 def test_cells_resumes_once_at_one_pair_a_batch_and_gives_up_when_alone(tmp_path):

@@ -7,7 +7,9 @@
 # sized its batch from the whole GPU, backed off to one pair, and the 16 CPUs were the bottleneck.
 # W: the machine's scratch root (/tmp there; a test points it at a temporary folder). READOUT
 # (default all) and EVAL_ARGS (extra eval options for every cell, e.g. an eviction audit's
-# "--policy snapkv --budget 0.5,0.75 --source-mode natural,evicted") come from the call's environment.
+# "--policy snapkv --budget 0.5,0.75 --source-mode natural,evicted") come from the call's environment;
+# EVAL_ARGS_<suite> adds options to that suite's cells only (the seventh session's harvest audit ran
+# other policies than its discovery and access cells, in the same call).
 W=${CELLS_ROOT:-/tmp}; A=$1; G=$2; K=$3; T=$W/stage; N=${N:-32}
 # The suites: with a plan.txt beside this script (the cells a session still owes), those of its line
 # "ALIAS: suite ..." (none without a line: the model is only converted, e.g. for a diagnostic run);
@@ -69,6 +71,7 @@ chain() {
       extra="$extra --chunk-size 4096 --locomo $T/data/locomo/locomo10.json --realtalk $T/data/realtalk";; esac
     # the free answers are judged by the answering model itself, as kv_harvest3 judged them
     [ "$S" = harvest_freeform ] && extra="$extra --judge $A"
+    suite_var=EVAL_ARGS_$S; suite_args=${!suite_var:-}
     t0=$(date +%s); tries=0; bp=""
     # rc 3 is matbench's out-of-memory exit (finished items kept). Resume once at one pair per batch
     # (--batch-pairs is not in the per-item log's key; --chunk-size is, so it stays); out of memory
@@ -76,7 +79,7 @@ chain() {
     # long as there is a neighbour to wait for (and no fixed MB_FRACTION).
     while :; do
       python -m matbench eval --model $A --suite $S --limit $NS --readout ${READOUT:-all} --check --dtype $DT --device cuda \
-        --memory-fraction $FC --no-progress $extra ${EVAL_ARGS:-} $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
+        --memory-fraction $FC --no-progress $extra ${EVAL_ARGS:-} $suite_args $bp --output $W/res/$A >> $W/res/$A.$S.log 2>&1
       rc=$?; tries=$((tries + 1))
       [ $rc -eq 3 ] || break
       if [ $tries -gt 1 ]; then
