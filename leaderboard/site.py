@@ -1,7 +1,8 @@
 """`matbench leaderboard build`: validated results -> a static site (jinja2, inline SVG, no server).
 
 Pages: index.html (overview: one row per model and revision with tie-group ranks, the paper's
-reported rows, one row per results file, the four plots), suite-<name>.html, model-<slug>.html.
+reported rows, the models with an eviction audit, one row per results file, the four plots),
+suite-<name>.html, model-<slug>.html, policies-<slug>.html (a model's eviction audit as heat maps).
 Every number links to its evidence, copied under evidence/ with content-addressed names, so the
 site works from file:// and no submitted name ever becomes a path.
 """
@@ -18,6 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run, find_runs, group_models
 from matbench.leaderboard.figures import build_figures
+from matbench.leaderboard.policies import AUDIT_METRICS, audit_sections
 from matbench.leaderboard.reported import Reported, load_reported
 from matbench.leaderboard.tables import (
     RUNS_HEADER,
@@ -77,12 +79,19 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None) ->
 
     suites = suites_in_order()
     figures = {f.suite: f for f in build_figures(entries, reported)}
+    audits = {e.slug: sections for e in entries if (sections := audit_sections(e, links))}
     common = {"suites": suites, "source": reported.source, "overview_header": overview_header(),
               "runs_header": RUNS_HEADER}
     _write(out / "index.html", env.get_template("index.html").render(
         **common, overview=overview_rows(entries, tie_ranks(entries), links, out) + reported_rows(reported),
-        runs=runs_rows(entries, links), figures=list(figures.values()), n_runs=len(runs), n_models=len(entries)))
+        runs=runs_rows(entries, links), figures=list(figures.values()), n_runs=len(runs), n_models=len(entries),
+        audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits]))
     pages = 1
+    for entry in entries:
+        if entry.slug in audits:
+            _write(out / f"policies-{entry.slug}.html", env.get_template("policies.html").render(
+                **common, entry=entry, sections=audits[entry.slug], metrics=AUDIT_METRICS))
+            pages += 1
     for suite in suites:
         header, rows = suite_rows(suite, entries, reported, links, out)
         _write(out / f"suite-{suite}.html", env.get_template("suite.html").render(
@@ -91,7 +100,8 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None) ->
         pages += 1
     for entry in entries:
         _write(out / f"model-{entry.slug}.html", env.get_template("model.html").render(
-            **common, entry=entry, runs=runs_rows([entry], links), contract=_contract_cells(entry, links, out)))
+            **common, entry=entry, runs=runs_rows([entry], links), contract=_contract_cells(entry, links, out),
+            audited=entry.slug in audits))
         pages += 1
     return SiteSummary(out, len(runs), len(entries), pages)
 

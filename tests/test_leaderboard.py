@@ -76,7 +76,11 @@ def test_site_from_the_committed_submissions(tmp_path):
     models = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs}
     suites = {json.loads(p.read_text())["config"]["suite"] for p in runs}
     assert (summary.n_runs, summary.n_models) == (len(runs), len(models))
-    assert summary.pages == 1 + len(suites_in_order()) + summary.n_models  # index, a page per suite, a page per model
+    audited = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs
+               if json.loads(p.read_text())["config"].get("policy")}
+    # index, a page per suite, a page per model, a policies page per audited model
+    assert summary.pages == 1 + len(suites_in_order()) + summary.n_models + len(audited) and len(audited) == 3
+    assert sum(h.startswith("policies-") for h in _parse(site / "index.html").hrefs) == len(audited)
     index = _parse(site / "index.html")
     reported = load_reported()
     named_rows = [(model, readout) for model, readout in reported.rows() if model is not None]
@@ -374,3 +378,46 @@ def test_each_reported_figure_sits_in_a_column_computed_the_same_way(tmp_path):
         for (suite, metric), cell in zip(overview, row.cells[4:]):
             if cell is not EMPTY:
                 figure(model, suite, readout, metric)
+
+
+def test_the_policies_page_shows_each_audit_cell_and_the_oracle_row_from_their_files(tmp_path):
+    """Heat maps per (suite, readout, serving, governed arm): each policy cell is its results
+    file's `metrics.selection` value, the oracle row the mean shift of its log's arm, recomputed
+    here from the raw lines."""
+    from matbench.leaderboard.collect import group_models
+    from matbench.leaderboard.policies import AUDIT_METRICS, audit_sections
+
+    runs = find_runs([SUBMISSIONS])
+    entry = next(e for e in group_models(runs, home=tmp_path) if e.name == "smollm2-135m")
+    links = {r.path.resolve(): (f"r/{r.sha256}", "i") for r in entry.runs}
+    sections = audit_sections(entry, links)
+    audits = [r for r in entry.runs if r.results.config.policy]
+    arms = {(r.results.config.suite, arm) for r in audits for arm in r.results.metrics["selection"]}
+    assert sorted((s.suite, s.arm) for s in sections) == sorted(arms)
+    section = next(s for s in sections if (s.suite, s.arm) == ("discovery", "root"))
+    shift = next(m for m in section.maps if m.metric.key == "shift")
+    assert shift.columns == [(mode, b) for mode in ("natural", "evicted") for b in ("0.25", "0.5", "0.75", "0.875")]
+    rows = dict(shift.rows)
+    assert list(rows)[0] == "oracle (whole events)" and len(rows) == 1 + len({r.results.config.policy.split("@")[0]
+                                                                                 for r in audits})
+    run = next(r for r in audits if r.results.config.policy == "snapkv@0.75" and r.results.config.source_mode
+               and r.results.config.suite == "discovery")
+    hidden = run.results.metrics["selection"]["root"]["materialization"]["donor_hidden"]
+    cell = rows["snapkv"][shift.columns.index(("evicted", "0.75"))]
+    assert cell.text == f"{hidden['shift']['mean']:+.3f}" and cell.href == f"r/{run.sha256}"
+    assert cell.strong == (hidden["shift"]["ci"][0] > 0 or hidden["shift"]["ci"][1] < 0)
+    oracle = next(r for r in entry.runs if not r.results.config.variants and r.results.config.suite == "discovery"
+                  and (r.results.config.readout, r.results.config.serving) == (section.readout, section.serving)
+                  and r.results.config.n_items == max(x.results.config.n_items for x in entry.runs
+                                                      if x.results.config.suite == "discovery" and not x.results.config.variants
+                                                      and x.results.config.readout == section.readout
+                                                      and x.results.config.serving == section.serving))
+    lines = [json.loads(line) for line in oracle.log.read_text().splitlines() if line.strip()]
+    lines = sorted(lines, key=lambda d: d["item_id"])[:oracle.results.items.n_records]
+    mean = sum(d["arms"]["root"]["shift"] for d in lines) / len(lines)
+    assert {c.text for c in rows["oracle (whole events)"]} == {f"{mean:+.3f}"}
+    leak = dict(next(m for m in section.maps if m.metric.key == "leak").rows)
+    assert "oracle (whole events)" not in leak  # a leak needs a policy's choice
+    # schema 1.9 files hold no count-matched leak: no such heat map for them
+    assert [m.metric.key for m in section.maps] == [m.key for m in AUDIT_METRICS if any(
+        m.read(r.results.metrics["selection"]["root"]) is not None for r in audits if "root" in r.results.metrics["selection"])]

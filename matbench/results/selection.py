@@ -26,7 +26,7 @@ def _rate(hits: int, n: int) -> dict[str, Any]:
     return {"rate": hits / n, "ci": wilson(hits, n).as_list(), "n": n}
 
 
-def _materialization(arms: list[Any]) -> dict[str, Any] | None:
+def materialization(arms: list[Any]) -> dict[str, Any] | None:
     """Outcome classes, follow rate and donor shift of the given arm records (None when none)."""
     if not arms:
         return None
@@ -79,9 +79,9 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
             if sizes:
                 entry[f"{field}_mean"] = float(np.mean(sizes))
         entry["materialization"] = {
-            "all": _materialization(arms),
-            "donor_hidden": _materialization([a for a in arms if not a.selection.donor_visible]),
-            "donor_visible": _materialization([a for a in arms if a.selection.donor_visible]),
+            "all": materialization(arms),
+            "donor_hidden": materialization([a for a in arms if not a.selection.donor_visible]),
+            "donor_visible": materialization([a for a in arms if a.selection.donor_visible]),
         }
         out[name] = entry
     return out

@@ -1,0 +1,190 @@
+"""A model's policies page: the eviction audit as policy x budget heat maps (issue 16).
+
+Per suite, readout, serving and governed arm, one heat map per `AUDIT_METRICS` entry: a row per
+serving policy run (its spec without the budget, so `snapkv:question=True` is its own row), a
+column per source mode and budget, and the suite's oracle run (the paper's protocol: whole events
+kept) as the reference row where the metric is defined for it. Values are the runs'
+`metrics.selection` blocks (`matbench.results.selection`); the oracle row is computed from its
+item log by the same function, so both rows measure the same thing. Every cell links to its
+results file and carries n and the 95% CI in its title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from matbench.leaderboard.collect import ModelEntry, Run
+from matbench.results.rescore import read_records
+from matbench.results.selection import materialization
+
+SOURCE_MODES = ("natural", "evicted")
+
+
+@dataclass(frozen=True)
+class AuditMetric:
+    """One heat map: `read` takes a governed arm's selection block (or, for the oracle row, a
+    pseudo-block holding only its `materialization`) and returns (value, 95% CI or None, n), or
+    None where the block lacks it (older schema). `diverging`: centred on zero (colour by sign),
+    else a rate in [0, 1]."""
+
+    key: str
+    label: str
+    description: str
+    read: Callable[[dict[str, Any]], tuple[float, list[float] | None, int] | None]
+    diverging: bool = False
+    oracle: bool = False  # defined for the oracle's row
+
+
+def _hidden(block: dict[str, Any]) -> dict[str, Any] | None:
+    return block["materialization"].get("donor_hidden")
+
+
+def _shift(block: dict[str, Any]):
+    hidden = _hidden(block)
+    return (hidden["shift"]["mean"], hidden["shift"]["ci"], hidden["n"]) if hidden else None
+
+
+def _follow(block: dict[str, Any]):
+    hidden = _hidden(block)
+    return (hidden["follow_rate"]["rate"], hidden["follow_rate"]["ci"], hidden["n"]) if hidden else None
+
+
+def _rate(*path: str):
+    def read(block: dict[str, Any]):
+        for key in path:
+            block = block.get(key) if isinstance(block, dict) else None
+        return (block["rate"], block["ci"], block["n"]) if block else None
+    return read
+
+
+AUDIT_METRICS = (
+    AuditMetric("shift", "donor margin shift", "mean donor margin shift over the pairs whose served rows hid every "
+                "donor-dependent token (in source-evicted mode, all pairs): the state the kept rows carry", _shift,
+                diverging=True, oracle=True),
+    AuditMetric("follow", "follow rate", "share of those pairs whose argmax followed the donor", _follow, oracle=True),
+    AuditMetric("leak", "selection leak", "share of pairs whose two donor members' picks differ outside the donor "
+                "events: the evicted event steering the choice itself", _rate("members_differ")),
+    AuditMetric("leak_matched", "leak at matched counts", "the same with member B keeping as many rows as A (what a "
+                "ratio budget's row count cannot explain; results schema 1.10 on)", _rate("members_differ_matched")),
+    AuditMetric("source_kept", "source retention", "share of pairs whose member A pick kept a row of the source "
+                "(natural mode; 0 by construction when evicted)", _rate("source_kept", "a")),
+)
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    text: str
+    color: str | None = None
+    href: str | None = None
+    title: str | None = None
+    strong: bool = False  # a shift whose CI excludes zero
+
+
+@dataclass(frozen=True)
+class HeatMap:
+    metric: AuditMetric
+    columns: list[tuple[str, str]]  # (source mode, budget)
+    rows: list[tuple[str, list[HeatCell]]]
+
+    @property
+    def modes(self) -> list[tuple[str, int]]:
+        """(source mode, its number of budget columns), in column order: the header's first row."""
+        modes = list(dict.fromkeys(m for m, _ in self.columns))
+        return [(m, sum(c[0] == m for c in self.columns)) for m in modes]
+
+
+@dataclass(frozen=True)
+class AuditSection:
+    suite: str
+    readout: str
+    serving: str
+    arm: str
+    maps: list[HeatMap]
+
+
+def _budget_order(budget: str) -> tuple[int, float]:
+    """Ratios (fraction removed) first, ascending, then token budgets."""
+    return (0, float(budget)) if "." in budget else (1, float(budget))
+
+
+def _color(metric: AuditMetric, value: float, scale: float) -> str:
+    """Diverging: blue below zero, red above, by |value| / scale; rates: white to purple."""
+    if metric.diverging:
+        weight = min(1.0, abs(value) / scale) if scale else 0.0
+        hue = 0 if value > 0 else 215
+    else:
+        weight, hue = min(1.0, max(0.0, value)), 270
+    return f"hsl({hue}, 70%, {round(100 - 45 * weight)}%)"
+
+
+def _cell(metric: AuditMetric, read, scale: float, href: str | None) -> HeatCell:
+    if read is None:
+        return HeatCell("—", href=href, title="not measured here: no pair hid the donor, or the file predates the metric")
+    value, ci, n = read
+    text = f"{value:+.3f}" if metric.diverging else f"{value:.2f}"
+    title = f"n={n}" + (f", 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+    strong = bool(metric.diverging and ci and (ci[0] > 0 or ci[1] < 0))
+    return HeatCell(text, _color(metric, value, scale), href, title, strong)
+
+
+def _oracle_block(run: Run, arm: str) -> dict[str, Any] | None:
+    records = read_records(run.log, run.results.items.n_records)
+    arms = [r.arms[arm] for r in records if arm in r.arms]
+    return {"materialization": {"donor_hidden": materialization(arms)}} if arms else None
+
+
+def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> list[AuditSection]:
+    """The heat maps of every audit the model has (runs under a serving policy other than the
+    oracle), grouped by suite, readout, serving and governed arm."""
+    policy_runs = [r for r in entry.runs if r.results.config.policy not in (None, "oracle")
+                   and "selection" in r.results.metrics]
+    groups: dict[tuple[str, str, str], list[Run]] = {}
+    for run in policy_runs:
+        c = run.results.config
+        groups.setdefault((c.suite, c.readout, c.serving), []).append(run)
+    sections = []
+    for (suite, readout, serving), runs in sorted(groups.items()):
+        oracle = _oracle_run(entry, suite, readout, serving)
+        arms = list(dict.fromkeys(a for r in runs for a in r.results.metrics["selection"]))
+        for arm in arms:
+            cells: dict[tuple[str, str, str], tuple[dict[str, Any], str | None]] = {}
+            for run in runs:
+                block = run.results.metrics["selection"].get(arm)
+                if block is None:
+                    continue
+                name, _, budget = run.results.config.policy.rpartition("@")
+                mode = run.results.config.source_mode or "natural"
+                if run.results.config.kept_from:  # member B's picks: a separate row
+                    name += " (kept from B)"
+                cells[(name, mode, budget)] = (block, links.get(run.path.resolve(), (None, None))[0])
+            columns = sorted({(m, b) for _, m, b in cells}, key=lambda c: (SOURCE_MODES.index(c[0]), _budget_order(c[1])))
+            policies = sorted({p for p, _, _ in cells})
+            oracle_block = _oracle_block(oracle, arm) if oracle else None
+            maps = []
+            for metric in AUDIT_METRICS:
+                reads = {k: metric.read(block) for k, (block, _) in cells.items()}
+                if all(v is None for v in reads.values()):
+                    continue
+                oracle_read = metric.read(oracle_block) if oracle_block and metric.oracle else None
+                values = [abs(v[0]) for v in [*reads.values(), oracle_read] if v is not None]
+                scale = max(values, default=0.0)
+                rows = []
+                if oracle is not None and metric.oracle:
+                    href = links.get(oracle.path.resolve(), (None, None))[0]
+                    rows.append(("oracle (whole events)", [_cell(metric, oracle_read, scale, href)] * len(columns)))
+                for policy in policies:
+                    rows.append((policy, [_cell(metric, reads.get((policy, m, b)), scale, cells.get((policy, m, b), ({}, None))[1])
+                                          if (policy, m, b) in cells else HeatCell("") for m, b in columns]))
+                maps.append(HeatMap(metric, columns, rows))
+            sections.append(AuditSection(suite, readout, serving, arm, maps))
+    return sections
+
+
+def _oracle_run(entry: ModelEntry, suite: str, readout: str, serving: str) -> Run | None:
+    """The model's largest protocol run of the suite, readout and serving (the reference row)."""
+    candidates = [r for r in entry.runs if (r.results.config.suite, r.results.config.readout, r.results.config.serving)
+                  == (suite, readout, serving) and not r.results.config.variants]
+    return max(candidates, key=lambda r: r.results.config.n_items, default=None)
