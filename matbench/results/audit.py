@@ -2,7 +2,7 @@
 
 Reads `metrics.selection` (`matbench.results.selection`) of every policy run under the given
 folders into a pandas table: the selection (leak rate, mean per-layer overlap, source retention,
-donor-visible share) beside materialization (follow rate, donor shift with its CI and sign test,
+donor-visible share; from schema 1.10 the leak at matched row counts) beside materialization (follow rate, donor shift with its CI and sign test,
 and the shift over the pairs whose served rows hid the donor). `matbench audit` prints it and
 writes it as CSV and markdown.
 """
@@ -17,7 +17,7 @@ import pandas as pd
 from matbench.errors import MatbenchError
 from matbench.results.schema import read_results
 
-COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "overlap", "source_kept_a",
+COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "leak_matched", "overlap", "source_kept_a",
            "donor_visible", "follow_rate", "shift", "shift_lo", "shift_hi", "sign_p", "hidden_n", "hidden_shift")
 
 
@@ -39,7 +39,9 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
             rows.append({
                 "model": config.model.model, "suite": config.suite, "arm": arm, "policy": name or config.policy,
                 "budget": budget, "source": config.source_mode or "natural", "n": block["n_pairs"],
-                "leak": block["members_differ"]["rate"], "overlap": sum(overlap) / len(overlap),
+                "leak": block["members_differ"]["rate"],
+                "leak_matched": block.get("members_differ_matched", {}).get("rate"),  # schema 1.10 on
+                "overlap": sum(overlap) / len(overlap),
                 "source_kept_a": block.get("source_kept", {}).get("a", {}).get("rate"),
                 "donor_visible": block["donor_visible"]["rate"], "follow_rate": every["follow_rate"]["rate"],
                 "shift": every["shift"]["mean"], "shift_lo": every["shift"]["ci"][0], "shift_hi": every["shift"]["ci"][1],
