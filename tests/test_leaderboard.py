@@ -113,11 +113,11 @@ def test_the_runs_table_names_each_runs_departure_from_the_protocol(tmp_path):
     yarn = sum(r.path.stem.endswith("_yarn4") for r in runs)
     para = sum(r.path.stem.endswith("_para") for r in runs)
     assert yarn == 15 and para == 30  # the three models' YaRN harvests; six para cells
-    # The eviction audit: 8 policies x 4 budgets x 2 source modes, on 3 models x 2 suites each.
+    # The eviction audit: 10 policies x 4 budgets x 2 source modes, on 3 models x 2 suites each.
     audit = Counter(f"policy {c['policy']}" + (", source evicted" if c.get("source_mode") else "")
                     for c in (json.loads(r.path.read_text())["config"] for r in runs) if c.get("policy"))
-    assert len(audit) == 64 and set(audit.values()) == {6}
-    assert variants == Counter({"—": len(runs) - yarn - para - 384, "yarn ×4": yarn, "template para": para, **audit})
+    assert len(audit) == 80 and set(audit.values()) == {6}  # 10 policies x 4 budgets x 2 modes
+    assert variants == Counter({"—": len(runs) - yarn - para - 480, "yarn ×4": yarn, "template para": para, **audit})
 
 
 def test_tie_groups_share_a_rank_when_intervals_overlap(tmp_path):
@@ -261,7 +261,9 @@ def test_build_cli_and_its_errors(tmp_path, capsys):
     assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "s")]) == 0
     runs = committed_runs()
     models = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs}
-    pages = 1 + len(suites_in_order()) + len(models)
+    audited = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs
+               if json.loads(p.read_text())["config"].get("policy")}
+    pages = 1 + len(suites_in_order()) + len(models) + len(audited)  # a policies page per audited model
     assert f"{len(models)} models, {len(runs)} results files, {pages} pages" in capsys.readouterr().out
     assert main(["leaderboard", "build", "--results", str(tmp_path / "none"), "--out", str(tmp_path / "t")]) == 2
     assert "is not a directory of results files" in capsys.readouterr().err
