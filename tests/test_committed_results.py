@@ -160,13 +160,18 @@ def _int_seeds(obj: dict) -> dict:
 
 
 def test_the_eviction_audit_covers_its_grid_and_evicted_runs_never_show_the_donor():
-    """3 models x (discovery, access) x 8 policies x 4 budgets x 2 source modes, 32 pairs each,
-    --check on every pair; in source-evicted files no governed arm was served a donor row."""
+    """3 models x (discovery, access) x 10 policies (8, the merging positive control and SnapKV's
+    question-aware mode) x 4 budgets x 2 source modes, 32 pairs each, --check on every pair; in
+    source-evicted files no governed arm was served a donor row; where a file holds the
+    count-matched leak (schema 1.10), it never exceeds the leak."""
     configs = [read_results(p) for p in AUDIT]
     cells = {(r.config.model.model, r.config.suite, r.config.policy, r.config.source_mode) for r in configs}
-    assert len(AUDIT) == len(cells) == 384 and {c[0] for c in cells} == set(MODELS)
+    assert len(AUDIT) == len(cells) == 480 and {c[0] for c in cells} == set(MODELS)
     policies = {c[2].split("@")[0] for c in cells}
-    assert policies == {"random", "streaming_llm", "knorm", "snapkv", "tova", "h2o", "pyramidkv", "adakv"}
+    assert policies == {"random", "streaming_llm", "knorm", "snapkv", "tova", "h2o", "pyramidkv", "adakv", "merging",
+                        "snapkv:question=True"}
+    newer = [r for r in configs if r.schema_version == "1.10"]
+    assert {r.config.policy.split("@")[0] for r in newer} == {"merging", "snapkv:question=True"} and len(newer) == 96
     assert {c[2].split("@")[1] for c in cells} == {"0.25", "0.5", "0.75", "0.875"}
     for path, results in zip(AUDIT, configs):
         assert results.items.n_records == 32 and results.config.check and results.config.readout == "probe"
@@ -176,3 +181,5 @@ def test_the_eviction_audit_covers_its_grid_and_evicted_runs_never_show_the_dono
             if results.config.source_mode == "evicted":
                 assert block["donor_visible"]["rate"] == 0.0, (path.name, arm)
                 assert block["source_kept"]["a"]["rate"] == block["source_kept"]["b"]["rate"] == 0.0
+            if "members_differ_matched" in block:
+                assert block["members_differ_matched"]["rate"] <= block["members_differ"]["rate"]
