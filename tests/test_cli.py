@@ -330,3 +330,28 @@ def test_memory_fraction_on_the_cpu_is_one_line(capsys, tmp_path, tiny_dir):
                             "--limit", "1", "--output", str(tmp_path)], capsys)
     assert code == 2 and "--memory-fraction caps a GPU's memory; this run is on cpu" in one_line_error(err)
     assert not list(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_check_pairs_gates_the_first_n_pairs_and_resumes_a_fully_checked_log(capsys, tmp_path, tiny_dir):
+    """`--check-pairs 2` of 4 pairs: gates on exactly the suite's first two pairs (the log says
+    which), recorded in the config; the log's key ignores it, so a run with --check on every pair
+    resumes that log and gates only the two pairs it scores."""
+    out = tmp_path / "run"
+    common = ["eval", "--model", str(tiny_dir), "--readout", "short", "--no-progress", "--output", str(out)]
+    code, _, _ = run_cli([*common, "--limit", "4", "--check-pairs", "2"], capsys)
+    assert code == 0
+    results = json.loads((out / "discovery_short_compact.json").read_text())
+    assert results["config"]["check"] is True and results["config"]["check_pairs"] == 2
+    assert results["gates"]["A"]["checked"] == 2 and results["gates"]["A"]["passed"] == 2
+    log = [json.loads(line) for line in (out / "discovery_short_compact.items.jsonl").read_text().splitlines()]
+    from matbench.run.evaluate import EvalConfig, load_suite
+
+    pairs, _ = load_suite(EvalConfig(model=str(tiny_dir), suite="discovery", output=str(out), limit=4))
+    assert sorted(r["item_id"] for r in log if r.get("gates")) == sorted(p.item_id for p in pairs[:2])
+    code, _, _ = run_cli([*common, "--limit", "6", "--check"], capsys)
+    assert code == 0
+    results = json.loads((out / "discovery_short_compact.json").read_text())
+    assert results["items"]["n_from_log"] == 4 and "check_pairs" not in results["config"]
+    assert results["gates"]["A"]["checked"] == 4  # the two gated before and the two new pairs
+    code, _, err = run_cli([*common, "--limit", "2", "--check-pairs", "0"], capsys)
+    assert code == 2 and one_line_error(err) == "matbench: error: --check-pairs must be at least 1 (got 0)"

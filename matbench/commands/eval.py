@@ -80,6 +80,8 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)")
     p.add_argument("--memory-fraction", type=float, help="cap this process at this share of its GPU's memory (0-1], so several runs can share one GPU; the batch is sized within it")
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
+    p.add_argument("--check-pairs", type=int, metavar="N", help="run the gates on the suite's first N pairs only "
+                   "(implies --check; long-context audits whose every setting's gates cost more than the run)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -99,7 +101,8 @@ def eval_config(args: argparse.Namespace):
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
         dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         memory_fraction=args.memory_fraction,
-        trust_remote_code=args.trust_remote_code, check=args.check, fresh=args.fresh,
+        trust_remote_code=args.trust_remote_code, check=args.check or args.check_pairs is not None,
+        check_pairs=args.check_pairs, fresh=args.fresh,
         locomo=args.locomo, realtalk=args.realtalk,
         progress=not args.no_progress, policies=tuple(args.policy or ("oracle",)), budgets=args.budget,
         source_modes=_tuple(args.source_mode), kept_from=_tuple(args.kept_from),

@@ -24,7 +24,8 @@ SCHEMA_VERSION = "1.10"
 # config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
 # optional `source_mode` and `kept_from` (and `metrics.selection` under a policy), 1.10 the item
 # log's selection fields `picked`, `members_differ_matched`, `served_bytes`, `needed_bytes` (and
-# their `metrics.selection` summaries); older files are valid newer ones.
+# their `metrics.selection` summaries) and the config's optional `check_pairs`; older files are
+# valid newer ones.
 READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10")
 
 
@@ -66,7 +67,10 @@ class RunConfig(_Strict):
                          "registered readout (probe, short, trace, or a plugin's)")
     serving: Literal[SERVING_MODES] = Field(description="serving mode (SPEC 2.3)")
     chunk_size: int | None = Field(description="prefill chunk size in tokens, null = one chunk")
-    check: bool = Field(description="whether the faithfulness gates ran on every item")
+    check: bool = Field(description="whether the faithfulness gates ran on every item (on the first "
+                        "`check_pairs` with that key)")
+    check_pairs: int | None = Field(default=None, ge=1, description="the gates ran on the suite's first this many "
+                                    "items only (`--check-pairs`; schema 1.10); absent = every item when `check`")
     policy: str | None = Field(default=None, description="serving policy that chose the kept rows (`--policy`, "
                                "e.g. recent:64; schema 1.4); absent = the oracle, the suite's own served events")
     source_mode: Literal["evicted"] | None = Field(default=None, description="under a policy (schema 1.9): "

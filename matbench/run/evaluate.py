@@ -48,6 +48,7 @@ class EvalConfig:
     realtalk: str | None = None  # the user's REALTALK folder (harvest suite)
     trust_remote_code: bool = False
     check: bool = False
+    check_pairs: int | None = None  # with check: gate only the suite's first N pairs (None: every pair)
     fresh: bool = False
     progress: bool = True
     policies: tuple[str, ...] = ("oracle",)  # serving policy specs (matbench.engine.policies): oracle, snapkv@0.5, ...
@@ -126,7 +127,8 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
     from matbench.data_gen import SUITES
     from matbench.protocol.readouts import READOUTS
 
-    for name, value in (("--limit", cfg.limit), ("--batch-pairs", cfg.batch_pairs), ("--chunk-size", cfg.chunk_size)):
+    for name, value in (("--limit", cfg.limit), ("--batch-pairs", cfg.batch_pairs), ("--chunk-size", cfg.chunk_size),
+                        ("--check-pairs", cfg.check_pairs)):
         if value is not None and value < 1:
             raise MatbenchError(f"{name} must be at least 1 (got {value})")
     if cfg.memory_fraction is not None:
@@ -219,13 +221,15 @@ class PlannedRun:
 
 
 def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str, Any], n_items: int,
-               check: bool, judge_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The results file's `config`; its hash (without n_items and check) keys the per-item log.
+               check: bool, judge_info: dict[str, Any] | None = None, check_pairs: int | None = None) -> dict[str, Any]:
+    """The results file's `config`; its hash (without n_items, check and check_pairs) keys the
+    per-item log.
     The policy is written only when it is not the oracle, its source mode and kept-from member
     only when not natural and a, so earlier runs keep their hashes (and the judge only when one
     graded the answers)."""
     return {"model": model_info, "suite": spec.suite, **source_info, "n_items": n_items, "readout": spec.readout,
             "serving": spec.serving, "chunk_size": spec.chunk_size, "check": check,
+            **({"check_pairs": check_pairs} if check and check_pairs else {}),
             **({"policy": spec.policy} if spec.policy != "oracle" else {}),
             **({"source_mode": spec.source} if spec.source != "natural" else {}),
             **({"kept_from": spec.kept_from} if spec.kept_from != "a" else {}),
@@ -239,7 +243,7 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
     """A per-item log per spec: rank 0 alone starts afresh or merges what an interrupted sharded
     run left, then every rank opens it (appending to its own shard log when sharded)."""
     out = Path(cfg.output)
-    keys = [config_hash({k: v for k, v in c.items() if k not in ("n_items", "check")}) for c in configs]
+    keys = [config_hash({k: v for k, v in c.items() if k not in ("n_items", "check", "check_pairs")}) for c in configs]
     paths = [out / f"{spec.stem}.items.jsonl" for spec in specs]
     if shard.is_main:
         for key, path in zip(keys, paths):
@@ -253,9 +257,10 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
 
 
 def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: dict[str, str], cfg: EvalConfig,
-                  group: int, progress: Any, judge: Any = None) -> None:
+                  group: int, progress: Any, judge: Any = None, gated: frozenset[str] | None = None) -> None:
     """Score every pair of `todo` for the specs whose logs lack it and append the records (with
-    the gates when --check, graded by `judge` when the run names one), a batch at a time."""
+    the gates when --check, on the pairs of `gated` when given; graded by `judge` when the run
+    names one), a batch at a time."""
     from matbench.engine.batches import score_in_batches
     from matbench.engine.gates import require, run_gates
 
@@ -273,7 +278,7 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
     for batch in score_in_batches(engine, todo, missing, group, on_backoff=backoff):
         for (pair, layout, caches), records in batch:
             gates = None
-            if cfg.check:
+            if cfg.check and (gated is None or pair.item_id in gated):
                 settings = list(dict.fromkeys(engine.setting_of(c) for c in records))
                 gates = run_gates(engine, pair, layout, caches, next(iter(records.values())), settings)
                 require(gates, pair.item_id, engine.loaded.attn_implementation, engine.loaded.dtype)
@@ -312,7 +317,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     specs = plan(cfg, engine)
     model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
     judge_info = {**judge.loaded.describe(), "device": shard.config_device(judge.loaded.device)} if judge else None
-    configs = [run_config(s, model_info, source_info, len(pairs), cfg.check, judge_info) for s in specs]
+    configs = [run_config(s, model_info, source_info, len(pairs), cfg.check, judge_info, cfg.check_pairs) for s in specs]
     runs = open_runs(specs, configs, cfg, shard, [p.item_id for p in pairs])
     hashes = {p.item_id: item_hash(p) for p in pairs}
     for run in runs:
@@ -330,7 +335,8 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     with tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
               desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
               disable=not cfg.progress or not shard.is_main) as progress:
-        score_missing(engine, mine, runs, hashes, cfg, group, progress, judge)
+        gated = frozenset(p.item_id for p in pairs[:cfg.check_pairs]) if cfg.check_pairs else None
+        score_missing(engine, mine, runs, hashes, cfg, group, progress, judge, gated)
     shard.barrier()
     if not shard.is_main:
         return []
