@@ -1,6 +1,7 @@
 """A model's policies page: the eviction audit as policy x budget heat maps (issue 16).
 
-Per suite, readout, serving and governed arm, one heat map per `AUDIT_METRICS` entry: a row per
+Per suite (in table order), readout, serving and governed arm (not the per-question breakdowns
+an arm's selection block may hold, which `audit.csv` keeps), one heat map per `AUDIT_METRICS` entry: a row per
 serving policy run (its spec without the budget, so `snapkv:question=True` is its own row), a
 column per source mode and budget, and the suite's oracle run (the paper's protocol: whole events
 kept) as the reference row where the metric is defined for it. Values are the runs'
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matbench.evaluators import EVALUATORS
+from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run
 from matbench.results.rescore import read_records
 from matbench.results.selection import materialization
@@ -146,9 +149,12 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
         c = run.results.config
         groups.setdefault((c.suite, c.readout, c.serving), []).append(run)
     sections = []
-    for (suite, readout, serving), runs in sorted(groups.items()):
+    order = {s: i for i, s in enumerate(suites_in_order())}
+    for (suite, readout, serving), runs in sorted(groups.items(), key=lambda g: (order.get(g[0][0], len(order)), g[0])):
         oracle = _oracle_run(entry, suite, readout, serving)
-        arms = list(dict.fromkeys(a for r in runs for a in r.results.metrics["selection"]))
+        # Per-question breakdowns of an arm (access's `harv_kv/exact`, ...) stay in audit.csv.
+        arms = sorted((a for a in dict.fromkeys(a for r in runs for a in r.results.metrics["selection"]) if "/" not in a),
+                      key=lambda a: _headline_rank(suite, a))
         for arm in arms:
             cells: dict[tuple[str, str, str], tuple[dict[str, Any], str | None]] = {}
             for run in runs:
@@ -181,6 +187,12 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
                 maps.append(HeatMap(metric, columns, rows))
             sections.append(AuditSection(suite, readout, serving, arm, maps))
     return sections
+
+
+def _headline_rank(suite: str, arm: str) -> tuple[int, str]:
+    """Arms the suite's contract metrics name first (discovery's root before its chain), then by name."""
+    keys = [m.key for m in EVALUATORS.get(suite).contract] if suite in EVALUATORS else []
+    return next((i for i, k in enumerate(keys) if k.startswith(arm + "_")), len(keys)), arm
 
 
 def _oracle_run(entry: ModelEntry, suite: str, readout: str, serving: str) -> Run | None:
