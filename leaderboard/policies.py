@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matbench.engine.policies.base import split_budget
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run
@@ -109,7 +110,9 @@ class AuditSection:
 
 
 def _budget_order(budget: str) -> tuple[int, float]:
-    """Ratios (fraction removed) first, ascending, then token budgets."""
+    """Ratios (fraction removed) first, ascending, then token budgets, then none."""
+    if not budget.replace(".", "", 1).isdigit():
+        return (2, 0.0)
     return (0, float(budget)) if "." in budget else (1, float(budget))
 
 
@@ -161,7 +164,8 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
                 block = run.results.metrics["selection"].get(arm)
                 if block is None:
                     continue
-                name, _, budget = run.results.config.policy.rpartition("@")
+                name, budget = split_budget(run.results.config.policy)
+                budget = budget or "—"  # a policy that keeps what it declares (recent:30) takes no budget
                 mode = run.results.config.source_mode or "natural"
                 if run.results.config.kept_from:  # member B's picks: a separate row
                     name += " (kept from B)"

@@ -42,7 +42,8 @@ def test_a_plugin_suite_readout_and_policy_run_end_to_end(tiny_dir, tmp_path):
     assert latest["config"]["policy"] == "latest"
     record = json.loads((out / "toggle_probe_compact_latest.items.jsonl").read_text().splitlines()[0])
     assert set(record["arms"]["carrier"]["selection"]) == {"kept_tokens", "members_differ", "donor_visible", "overlap",
-                                                           "source_kept", "kept", "held_rows"}
+                                                           "source_kept", "kept", "held_rows", "picked",
+                                                           "members_differ_matched", "served_bytes", "needed_bytes"}
     assert "selection" not in record["arms"]["control"]  # a before-source control keeps its declared rows
 
     assert _matbench("scorecard", str(out), "--readout", "brief").returncode == 0

@@ -118,10 +118,10 @@ def test_layout_gate_catches_gathered_native_rows_at_slot_coordinates(tiny_gemma
     engine, layout, caches, _ = _gates(tiny_gemma, pairs[0])
     original = serving._serve
 
-    def slot_coords(runner, requests, slots, coords, next_position, next_coord, valid=None, reserve=0):
+    def slot_coords(runner, requests, slots, coords, next_position, next_coord, valid=None, reserve=0, heads=None):
         if len(slots[0]) < requests[0].cache.length:  # the gathered layout, not the literal one
             coords = [torch.arange(len(c)) for c in coords]  # windows now measured in slots
-        return original(runner, requests, slots, coords, next_position, next_coord, valid, reserve)
+        return original(runner, requests, slots, coords, next_position, next_coord, valid, reserve, heads)
 
     assert layout_gate(engine, pairs[0], layout, caches).passed
     monkeypatch.setattr(serving, "_serve", slot_coords)

@@ -299,10 +299,10 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
 
     out = tmp_path / "audit"
     assert main(["audit", "--model", str(tiny_dir), "--suite", "discovery,access", "--limit", "2", "--device", "cpu",
-                 "--no-progress", "--policy", "knorm", "--policy", "streaming_llm", "--budget", "0.5,0.875",
-                 "--source-mode", "natural,evicted", "--output", str(out)]) == 0
+                 "--no-progress", "--policy", "knorm", "--policy", "streaming_llm", "--policy", "recent:30",
+                 "--budget", "0.5,0.875", "--source-mode", "natural,evicted", "--output", str(out)]) == 0
     files = sorted(out.glob("*.json"))
-    assert len(files) == 2 * 2 * 2 * 2  # suites x policies x budgets x modes
+    assert len(files) == 2 * 2 * 2 * 2 + 2 * 2  # suites x policies x budgets x modes; recent: no budget
     table = pd.read_csv(out / "audit.csv")
     arms = sum(len(json.loads(f.read_text())["metrics"]["selection"]) for f in files)
     assert len(table) == arms and set(table.suite) == {"discovery", "access"}
@@ -315,6 +315,11 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
     assert f"| knorm | {source['metrics']['selection']['root']['materialization']['all']['shift']['mean']:+.3f}" not in markdown
     assert f" / {row['shift']:+.3f} |" in markdown  # the evicted 0.875 cell closes knorm's row
     assert main(["audit", "--summarize", str(out)]) == 0 and capsys.readouterr().out == markdown
+    recent = table[table.policy == "recent:30"]  # a policy without a budget: an empty budget, a "—" column last
+    recent_arms = sum(len(json.loads(f.read_text())["metrics"]["selection"]) for f in files if "_recent-30" in f.name)
+    assert len(recent) == recent_arms > 0 and recent.budget.isna().all()
+    assert markdown.splitlines()[4].endswith("| 0.5 | 0.875 | — |")
+    assert any(line.startswith("| recent:30 | — / — | — / — | ") for line in markdown.splitlines())
 
 
 @pytest.mark.parametrize("args, message", [

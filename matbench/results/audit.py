@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from matbench.engine.policies.base import split_budget
 from matbench.errors import MatbenchError
 from matbench.results.schema import read_results
 
@@ -32,13 +33,13 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
         config = results.config
         if not config.policy or "selection" not in results.metrics:
             continue
-        name, _, budget = config.policy.rpartition("@")
+        name, budget = split_budget(config.policy)
         for arm, block in results.metrics["selection"].items():
             every, hidden = block["materialization"]["all"], block["materialization"]["donor_hidden"]
             overlap = block.get("overlap_by_layer") or [float("nan")]
             rows.append({
-                "model": config.model.model, "suite": config.suite, "arm": arm, "policy": name or config.policy,
-                "budget": budget, "source": config.source_mode or "natural", "n": block["n_pairs"],
+                "model": config.model.model, "suite": config.suite, "arm": arm, "policy": name,
+                "budget": budget or "", "source": config.source_mode or "natural", "n": block["n_pairs"],
                 "leak": block["members_differ"]["rate"],
                 "leak_matched": block.get("members_differ_matched", {}).get("rate"),  # schema 1.10 on
                 "overlap": sum(overlap) / len(overlap),
@@ -57,8 +58,12 @@ def shift_grid(table: pd.DataFrame, model: str, suite: str, arm: str) -> pd.Data
     cell = part.assign(text=part["shift"].map(lambda v: f"{v:+.3f}"))
     grid = cell.pivot_table(index="policy", columns=["budget", "source"], values="text", aggfunc="first")
     out = pd.DataFrame(index=grid.index)
-    for budget in sorted({b for b, _ in grid.columns}, key=float):
-        out[budget] = grid[(budget, "natural")].fillna("—") + " / " + grid[(budget, "evicted")].fillna("—")
+    missing = pd.Series("—", index=grid.index)
+    # A policy that keeps what it declares (recent:30) has no budget: its column is "—", last.
+    for budget in sorted({b for b, _ in grid.columns}, key=lambda b: (b == "", float(b) if b else 0.0)):
+        halves = [grid[(budget, mode)].fillna("—") if (budget, mode) in grid.columns else missing
+                  for mode in ("natural", "evicted")]
+        out[budget or "—"] = halves[0] + " / " + halves[1]
     return out
 
 

@@ -137,14 +137,21 @@ def _convert(policy: str, spec: dataclasses.Field, text: str) -> Any:
 POLICIES: Registry[type[ServingPolicy]] = Registry("serving policy")
 
 
+def split_budget(spec: str) -> tuple[str, str | None]:
+    """A policy spec as (its text before `@`, its budget text or None): `snapkv:window=32@0.5` ->
+    (`snapkv:window=32`, `0.5`); `recent:30` -> (`recent:30`, None)."""
+    head, at, budget = spec.partition("@")
+    return head, (budget if at else None)
+
+
 def parse_policy(spec: str, budget: Budget | None = None) -> ServingPolicy:
     """`NAME`, `NAME:ARGS`, `NAME@BUDGET` or `NAME:ARGS@BUDGET` -> a policy; `budget` applies when
     the spec names none. An unknown name, bad arguments, a budget for a policy that takes none or
     none for one that needs it: one line each."""
-    head, at, budget_text = spec.partition("@")
+    head, budget_text = split_budget(spec)
     name, _, args = head.partition(":")
     policy = POLICIES.get(name).from_args(args or None)
-    if at:
+    if budget_text is not None:
         budget = Budget.parse(budget_text)
     if budget is None:
         if policy.budgeted and getattr(policy, "budget", None) is None:
