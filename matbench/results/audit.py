@@ -2,7 +2,8 @@
 
 Reads `metrics.selection` (`matbench.results.selection`) of every policy run under the given
 folders into a pandas table: the selection (leak rate, mean per-layer overlap, source retention,
-donor-visible share; from schema 1.10 the leak at matched row counts) beside materialization (follow rate, donor shift with its CI and sign test,
+donor-visible share; from schema 1.10 the leak at matched row counts and the bytes a served cache
+holds against those a per-head cache would need) beside materialization (follow rate, donor shift with its CI and sign test,
 and the shift over the pairs whose served rows hid the donor). `matbench audit` prints it and
 writes it as CSV and markdown.
 """
@@ -19,7 +20,8 @@ from matbench.errors import MatbenchError
 from matbench.results.schema import read_results
 
 COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "leak_matched", "overlap", "source_kept_a",
-           "donor_visible", "follow_rate", "shift", "shift_lo", "shift_hi", "sign_p", "hidden_n", "hidden_shift")
+           "donor_visible", "follow_rate", "shift", "shift_lo", "shift_hi", "sign_p", "hidden_n", "hidden_shift",
+           "served_bytes", "needed_bytes")
 
 
 def audit_table(folders: list[Path]) -> pd.DataFrame:
@@ -47,7 +49,9 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
                 "donor_visible": block["donor_visible"]["rate"], "follow_rate": every["follow_rate"]["rate"],
                 "shift": every["shift"]["mean"], "shift_lo": every["shift"]["ci"][0], "shift_hi": every["shift"]["ci"][1],
                 "sign_p": every["shift"]["sign_p"], "hidden_n": hidden["n"] if hidden else 0,
-                "hidden_shift": hidden["shift"]["mean"] if hidden else None})
+                "hidden_shift": hidden["shift"]["mean"] if hidden else None,
+                # schema 1.10 on: the K/V bytes one served member cache holds, and a per-head cache's
+                "served_bytes": block.get("served_bytes_mean"), "needed_bytes": block.get("needed_bytes_mean")})
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     return table.sort_values(["model", "suite", "arm", "policy", "source", "budget"], ignore_index=True)
 
