@@ -451,3 +451,30 @@ def test_per_head_selections_pass_both_per_head_gates_with_sliding_windows_too(m
         gates = {g.name: g for g in run_gates(engine, pair, layout, caches, engine.score(pair, layout, caches))}
         assert gates["head_mask"].max_abs_diff == 0.0 and gates["head_layout"].max_abs_diff <= 1e-4
         assert all(g.passed for g in gates.values()), gates
+
+
+def test_the_keep_all_gate_runs_with_each_budgeted_policy_and_catches_a_lost_row(tiny_llama, pairs, monkeypatch):
+    """With --check, every budgeted policy of the run, at ratio 0.0, must serve exactly what full
+    serving serves; a request builder that drops a policy's last row (planted) fails it."""
+    import matbench.engine.pair_engine as pair_engine
+    from matbench.engine.policies.setting import PolicySetting
+
+    engine = PairEngine(tiny_llama, policy=parse_policy("snapkv@0.5"))
+    layout, caches = engine.prepare(pairs[0])
+    settings = [PolicySetting(parse_policy(s)) for s in ("snapkv@0.5", "snapkv@0.875", "knorm@0.5", "recent:30")]
+    gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches, settings=settings)}
+    assert gates["keep_all"].passed and gates["keep_all"].max_abs_diff == 0.0
+    oracle = PairEngine(tiny_llama)
+    assert "keep_all" not in {g.name for g in run_gates(oracle, pairs[0], layout, caches)}
+    original, fired = pair_engine.ServeRequest, []
+
+    def losing(cache, served, ids, position=None, slots=None, heads=None):
+        if slots is not None:  # planted: the policy's last row never reaches the request
+            fired.append(1)
+            slots = slots[:-1]
+            heads = heads[:, :, :-1] if heads is not None else None
+        return original(cache, served, ids, position, slots, heads)
+
+    monkeypatch.setattr(pair_engine, "ServeRequest", losing)
+    gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches, settings=settings)}
+    assert fired and not gates["keep_all"].passed and gates["keep_all"].max_abs_diff > 0

@@ -194,6 +194,35 @@ def _loud_dropped_rows(engine: PairEngine, cache, arm: Arm, ids, slots, heads) -
     return float((clean - dirty).abs().max())
 
 
+def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
+                  settings=None) -> GateResult | None:
+    """Each budgeted policy of the run, at a budget that removes nothing (ratio 0.0, natural
+    mode), serves every row: member A's probe logits for the first governed arm equal full
+    serving (the header and every event) exactly, since the same rows are gathered the same way.
+    This checks the policy path itself (selection, donor discipline, per-head replay, request
+    building) against the protocol's. None when no setting has a budget."""
+    from matbench.engine.policies.budget import Budget
+    from matbench.engine.policies.setting import PolicySetting
+    from matbench.engine.selection import governed
+
+    policies = list(dict.fromkeys(s.policy.with_budget(Budget(ratio=0.0))
+                                  for s in (settings or [engine.setting]) if s.policy.budgeted))
+    arm = next((a for a in pair.arms if governed(pair, a)), None)
+    if not policies or arm is None:
+        return None
+    index = 2 * [a.name for a in pair.arms].index(arm.name)  # member A's request of the arm
+    memo: dict = {}
+    worst = 0.0
+    for policy in policies:
+        chosen = engine.selections(pair, layout, caches, PolicySetting(policy), memo)
+        request = engine.requests(pair, caches, engine.probe_readout, chosen=chosen)[index]
+        full = replace(request, served=tuple(range(len(pair.events))), slots=None, head_valid=None)
+        got, want = SERVING[engine.serving](engine.runner, [request, full])[1]
+        worst = max(worst, float((got - want).abs().max()))
+    return GateResult("keep_all", worst == 0.0, worst, f"max |dlogit| {worst:.2e}: every policy keeping every row "
+                      "vs full serving")
+
+
 def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
               record: PairRecord | None = None, settings=None) -> list[GateResult]:
     """Every gate on one pair; `settings`: the run's policy settings (the per-head gates check
@@ -201,6 +230,9 @@ def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
     results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
                *native_layout_gates(engine, pair, layout, caches)]
     results += per_head_gates(engine, pair, layout, caches, settings)
+    keep_all = keep_all_gate(engine, pair, layout, caches, settings)
+    if keep_all is not None:
+        results.append(keep_all)
     if record is not None and "control" in record.arms:
         results.append(control_gate(record))
     return results
