@@ -8,9 +8,12 @@ set -euo pipefail
 PY=${PY:-.venv/bin/python}; P=.gpu/pay; S=.gpu/stream; C=${MATBENCH_CACHE:-$HOME/.cache/matbench}
 mkdir -p $P .gpu/bin; rm -rf $S; mkdir -p $S
 cp results/device/stage.py results/device/cells.sh results/device/call.sh .gpu/bin/
-# The cells still owed: .gpu/bin/plan.txt if this checkout has one, else the committed
-# results/partial/plan.txt (a new checkout has no .gpu).
-[ -f .gpu/bin/plan.txt ] || [ ! -f results/partial/plan.txt ] || cp results/partial/plan.txt .gpu/bin/plan.txt
+# The cells to run: PLAN=FILE when given (a session's own grid), else the committed
+# results/partial/plan.txt (the cells still owed), else none: every suite. Never a plan.txt left in
+# .gpu/bin by an earlier session (stop 31 found a stale one overriding the committed plan).
+rm -f .gpu/bin/plan.txt
+if [ -n "${PLAN:-}" ]; then cp "$PLAN" .gpu/bin/plan.txt
+elif [ -f results/partial/plan.txt ]; then cp results/partial/plan.txt .gpu/bin/plan.txt; fi
 # The wheels the image lacks (gguf, pydantic and those of their needs it has too old or not at all),
 # at the versions this install runs, for its Python 3.12; downloaded once into .gpu/wheels.
 if ! ls .gpu/wheels/*.whl > /dev/null 2>&1; then
