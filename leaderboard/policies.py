@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matbench.engine.policies.base import split_budget
+from matbench.protocol.runspec import split_budget
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run

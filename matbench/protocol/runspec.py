@@ -53,3 +53,10 @@ class RunSpec:
             return base
         base += f"_{re.sub(r'[^A-Za-z0-9.-]+', '-', self.policy).strip('-')}"
         return base + ("_evicted" if self.source == "evicted" else "") + ("_from-b" if self.kept_from == "b" else "")
+
+
+def split_budget(spec: str) -> tuple[str, str | None]:
+    """A policy spec as (its text before `@`, its budget text or None): `snapkv:window=32@0.5` ->
+    (`snapkv:window=32`, `0.5`); `recent:30` -> (`recent:30`, None)."""
+    head, at, budget = spec.partition("@")
+    return head, (budget if at else None)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from matbench.engine.policies.base import split_budget
+from matbench.protocol.runspec import split_budget
 from matbench.errors import MatbenchError
 from matbench.results.schema import read_results
 

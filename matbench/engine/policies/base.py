@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from matbench.engine.policies.budget import Budget
 from matbench.errors import MatbenchError
+from matbench.protocol.runspec import split_budget
 from matbench.registry import Registry
 
 if TYPE_CHECKING:
@@ -135,13 +136,6 @@ def _convert(policy: str, spec: dataclasses.Field, text: str) -> Any:
 
 
 POLICIES: Registry[type[ServingPolicy]] = Registry("serving policy")
-
-
-def split_budget(spec: str) -> tuple[str, str | None]:
-    """A policy spec as (its text before `@`, its budget text or None): `snapkv:window=32@0.5` ->
-    (`snapkv:window=32`, `0.5`); `recent:30` -> (`recent:30`, None)."""
-    head, at, budget = spec.partition("@")
-    return head, (budget if at else None)
 
 
 def parse_policy(spec: str, budget: Budget | None = None) -> ServingPolicy:
