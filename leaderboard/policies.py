@@ -64,6 +64,11 @@ def _rate(*path: str):
     return read
 
 
+def _memory(block: dict[str, Any]):
+    served, needed = block.get("served_bytes_mean"), block.get("needed_bytes_mean")
+    return (needed / served, None, block["n_pairs"]) if served and needed is not None else None
+
+
 AUDIT_METRICS = (
     AuditMetric("shift", "donor margin shift", "mean donor margin shift over the pairs whose served rows hid every "
                 "donor-dependent token (in source-evicted mode, all pairs): the state the kept rows carry", _shift,
@@ -73,6 +78,9 @@ AUDIT_METRICS = (
                 "events: the evicted event steering the choice itself", _rate("members_differ")),
     AuditMetric("leak_matched", "leak at matched counts", "the same with member B keeping as many rows as A (what a "
                 "ratio budget's row count cannot explain; results schema 1.10 on)", _rate("members_differ_matched")),
+    AuditMetric("memory", "memory needed / held", "bytes a cache holding only each head's own rows would need, "
+                "over the bytes the served cache holds (every row any head keeps, in every head): 1.00 = no waste "
+                "(results schema 1.10 on)", _memory),
     AuditMetric("source_kept", "source retention", "share of pairs whose member A pick kept a row of the source "
                 "(natural mode; 0 by construction when evicted)", _rate("source_kept", "a")),
 )

@@ -420,6 +420,12 @@ def test_the_policies_page_shows_each_audit_cell_and_the_oracle_row_from_their_f
     assert {c.text for c in rows["oracle (whole events)"]} == {f"{mean:+.3f}"}
     leak = dict(next(m for m in section.maps if m.metric.key == "leak").rows)
     assert "oracle (whole events)" not in leak  # a leak needs a policy's choice
+    memory = dict(next(m for m in section.maps if m.metric.key == "memory").rows)
+    merged = next(r for r in audits if r.results.config.policy == "merging@0.75" and r.results.config.source_mode
+                  and r.results.config.suite == "discovery").results.metrics["selection"]["root"]
+    assert memory["merging"][shift.columns.index(("evicted", "0.75"))].text == \
+        f"{merged['needed_bytes_mean'] / merged['served_bytes_mean']:.2f}"
+    assert memory["snapkv"][0].text == "—"  # a schema 1.9 file: no bytes recorded
     # schema 1.9 files hold no count-matched leak: no such heat map for them
     assert [m.metric.key for m in section.maps] == [m.key for m in AUDIT_METRICS if any(
         m.read(r.results.metrics["selection"]["root"]) is not None for r in audits if "root" in r.results.metrics["selection"])]
