@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matbench.protocol.runspec import split_budget
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run
+from matbench.protocol.runspec import budget_order, split_budget
 from matbench.results.rescore import read_records
 from matbench.results.selection import materialization
 
@@ -117,13 +117,6 @@ class AuditSection:
     maps: list[HeatMap]
 
 
-def _budget_order(budget: str) -> tuple[int, float]:
-    """Ratios (fraction removed) first, ascending, then token budgets, then none."""
-    if not budget.replace(".", "", 1).isdigit():
-        return (2, 0.0)
-    return (0, float(budget)) if "." in budget else (1, float(budget))
-
-
 def _color(metric: AuditMetric, value: float, scale: float) -> str:
     """Diverging: blue below zero, red above, by |value| / scale; rates: white to purple."""
     if metric.diverging:
@@ -178,7 +171,7 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
                 if run.results.config.kept_from:  # member B's picks: a separate row
                     name += " (kept from B)"
                 cells[(name, mode, budget)] = (block, links.get(run.path.resolve(), (None, None))[0])
-            columns = sorted({(m, b) for _, m, b in cells}, key=lambda c: (SOURCE_MODES.index(c[0]), _budget_order(c[1])))
+            columns = sorted({(m, b) for _, m, b in cells}, key=lambda c: (SOURCE_MODES.index(c[0]), budget_order(c[1])))
             policies = sorted({p for p, _, _ in cells})
             oracle_block = _oracle_block(oracle, arm) if oracle else None
             maps = []

@@ -273,9 +273,9 @@ def test_the_head_mask_gate_runs_with_check_and_catches_an_unmasked_head(tiny_ll
 
     original, fired = serving._head_valid, []
 
-    def off_by_one(runner, heads, slot_index):  # planted: each head's choice moved one row on
+    def off_by_one(runner, heads, slots, slot_index):  # planted: each head's choice moved one row on
         fired.append(1)
-        return original(runner, [h.roll(1, dims=-1) if h is not None else None for h in heads], slot_index)
+        return original(runner, [h.roll(1, dims=-1) if h is not None else None for h in heads], slots, slot_index)
 
     monkeypatch.setattr(serving, "_head_valid", off_by_one)
     gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches)}

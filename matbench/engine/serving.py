@@ -109,7 +109,7 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     # Padding slots are invalid keys; their coordinates (0) never matter.
     batch = ServedBatch(cache_from_rows(keys, values, length=slot_index.shape[1]), *(to_device(t, device) for t in (
         _pad(coords, 0), key_valid, next_position, next_coord)),
-        head_valid=_head_valid(runner, [r.head_valid for r in requests] if heads is None else heads, slot_index))
+        head_valid=_head_valid(runner, [r.head_valid for r in requests] if heads is None else heads, slots, slot_index))
     lengths = torch.tensor([len(r.query_ids) for r in requests])
     ids = torch.full((len(requests), width), PAD_ID, dtype=torch.long)
     for b, r in enumerate(requests):
@@ -117,17 +117,18 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     return batch, batch.append(runner, ids, lengths)
 
 
-def _head_valid(runner: ModelRunner, heads: list[torch.Tensor | None], slot_index: torch.Tensor) -> torch.Tensor | None:
+def _head_valid(runner: ModelRunner, heads: list[torch.Tensor | None], slots: list[torch.Tensor],
+                slot_index: torch.Tensor) -> torch.Tensor | None:
     """`[L, B, H_kv, W]`: each request's per-head selection over its padded slots (every head keeps
-    every row of a request without one), or None when no request has one."""
+    every row of a request without one; one per slot of `slots[b]`), or None when no request has one."""
     if all(h is None for h in heads):
         return None
     shape = runner.head_shape
     out = torch.ones(*shape, len(heads), slot_index.shape[1], dtype=torch.bool)
     for b, h in enumerate(heads):
         if h is not None:
-            if tuple(h.shape[:2]) != tuple(shape) or h.shape[2] > slot_index.shape[1]:
-                raise ValueError(f"head_valid {tuple(h.shape)} must be {(*shape, 'served rows')}")
+            if tuple(h.shape) != (*shape, len(slots[b])):
+                raise ValueError(f"head_valid {tuple(h.shape)} must be {(*shape, len(slots[b]))}")
             out[:, :, b, :h.shape[2]] = h
     return to_device(out.transpose(1, 2).contiguous(), runner.device)  # [L, B, H_kv, W]
 

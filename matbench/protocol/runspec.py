@@ -60,3 +60,10 @@ def split_budget(spec: str) -> tuple[str, str | None]:
     (`snapkv:window=32`, `0.5`); `recent:30` -> (`recent:30`, None)."""
     head, at, budget = spec.partition("@")
     return head, (budget if at else None)
+
+
+def budget_order(budget: str | None) -> tuple[int, float]:
+    """Sort key of budget texts: ratios (fraction removed) ascending, then token counts, then none."""
+    if not budget or not budget.replace(".", "", 1).isdigit():
+        return (2, 0.0)
+    return (0, float(budget)) if "." in budget else (1, float(budget))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from matbench.protocol.runspec import split_budget
 from matbench.errors import MatbenchError
+from matbench.protocol.runspec import budget_order, split_budget
 from matbench.results.schema import read_results
 
 COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "leak_matched", "overlap", "source_kept_a",
@@ -64,7 +64,7 @@ def shift_grid(table: pd.DataFrame, model: str, suite: str, arm: str) -> pd.Data
     out = pd.DataFrame(index=grid.index)
     missing = pd.Series("—", index=grid.index)
     # A policy that keeps what it declares (recent:30) has no budget: its column is "—", last.
-    for budget in sorted({b for b, _ in grid.columns}, key=lambda b: (b == "", float(b) if b else 0.0)):
+    for budget in sorted({b for b, _ in grid.columns}, key=budget_order):
         halves = [grid[(budget, mode)].fillna("—") if (budget, mode) in grid.columns else missing
                   for mode in ("natural", "evicted")]
         out[budget or "—"] = halves[0] + " / " + halves[1]

@@ -59,8 +59,8 @@ class ServingPolicy:
     """
 
     name: ClassVar[str] = ""
-    usage: ClassVar[str] = ""
-    merges: ClassVar[bool] = False  # True where `merge` returns a cache (the engine skips the others)  # how `--policy` spells it, when not NAME:field=default,... (`matbench policies`)
+    usage: ClassVar[str] = ""  # how `--policy` spells it, when not NAME:field=default,... (`matbench policies`)
+    merges: ClassVar[bool] = False  # True where `merge` returns a cache (the engine skips the others)
 
     @classmethod
     def from_args(cls, args: str | None) -> ServingPolicy:
