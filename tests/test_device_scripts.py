@@ -33,11 +33,13 @@ exit ${{code:-0}}
 
 
 def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int], neighbours: tuple[str, ...] = (),
-           hooks: dict[int, str] | None = None, env: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
-    """Run cells.sh for `alias` with evals exiting `codes` in turn, beside live `neighbours` chains;
-    hooks[n] is a bash line run during the n-th eval; `env` adds to the environment."""
+           hooks: dict[int, str] | None = None, env: dict[str, str] | None = None,
+           waiting: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """Run cells.sh for `alias` with evals exiting `codes` in turn, beside live `neighbours` chains
+    (those also in `waiting` wait, out of memory, for a neighbour to finish); hooks[n] is a bash
+    line run during the n-th eval; `env` adds to the environment."""
     bin_dir, root, fake, hook_dir = tmp_path / "bin", tmp_path / "root", tmp_path / "fake", tmp_path / "hooks"
-    for d in (bin_dir, root / "stage" / "tok", root / "res" / "live", fake, hook_dir):
+    for d in (bin_dir, root / "stage" / "tok", root / "res" / "live", root / "res" / "waiting", fake, hook_dir):
         d.mkdir(parents=True, exist_ok=True)
     shutil.copy(DEVICE / "cells.sh", bin_dir / "cells.sh")
     (bin_dir / "plan.txt").write_text(plan)
@@ -47,6 +49,8 @@ def _cells(tmp_path: Path, plan: str, alias: str, codes: list[int], neighbours: 
     python = fake / "python"
     for name in neighbours:
         (root / "res" / "live" / name).touch()
+    for name in waiting:
+        (root / "res" / "waiting" / name).touch()
     for n, line in (hooks or {}).items():
         (hook_dir / str(n)).write_text(line + "\n")
     python.write_text(FAKE_PYTHON.format(real=sys.executable, calls=calls, codes=code_file, hooks=hook_dir))
@@ -131,6 +135,33 @@ def test_cells_out_of_memory_twice_waits_for_a_neighbour_and_resumes_at_the_larg
     calls, times = _cells(tmp_path / "fixed", plan, "smollm2-135m", [3, 3, 0], neighbours=("qwen2.5-coder-0.5b",),
                           env={"MB_FRACTION": "0.45"})
     assert len(calls) == 2 and times[0].startswith("smollm2-135m harvest float64 n=32 rc=3 tries=2 ")
+
+
+def test_chains_all_out_of_memory_do_not_wait_for_each_other(tmp_path):
+    # the eighth session: Gemma and Qwen, both out of memory twice at 0.2, each waited for the other
+    plan = "gemma3-270m: harvest%0.2\nqwen2.5-coder-0.5b: harvest%0.2\n"
+    waiting = tmp_path / "root" / "res" / "waiting"
+    calls, times = _cells(tmp_path, plan, "gemma3-270m", [3, 3, 0], neighbours=("qwen2.5-coder-0.5b",),
+                          waiting=("qwen2.5-coder-0.5b",))
+    # every live chain waits and gemma3-270m is the first by name: it resumes alone at the whole 0.9
+    assert [_arg(c, "--memory-fraction") for c in calls] == ["0.2", "0.2", "0.9"]
+    assert times[0].startswith("gemma3-270m harvest float32 n=32 rc=0 tries=3 ")
+    assert sorted(p.name for p in waiting.iterdir()) == ["qwen2.5-coder-0.5b"]  # its own mark is gone
+    # out of memory alone at 0.9 too: it gives up rather than wait again
+    calls, times = _cells(tmp_path / "alone", plan, "gemma3-270m", [3, 3, 3, 0], neighbours=("qwen2.5-coder-0.5b",),
+                          waiting=("qwen2.5-coder-0.5b",))
+    assert len(calls) == 3 and times[0].startswith("gemma3-270m harvest float32 n=32 rc=3 tries=3 ")
+
+
+def test_a_chain_not_first_by_name_waits_while_another_chain_still_runs(tmp_path):
+    plan = "gemma3-270m: update\nqwen2.5-coder-0.5b: update\nsmollm2-135m: harvest@float64\n"
+    live = tmp_path / "root" / "res" / "live" / "qwen2.5-coder-0.5b"
+    # gemma3-270m waits, qwen2.5-coder-0.5b runs and finishes a second into the wait: smollm2-135m
+    # resumes at the share of the two chains left, not alone
+    calls, times = _cells(tmp_path, plan, "smollm2-135m", [3, 3, 0], neighbours=("gemma3-270m", "qwen2.5-coder-0.5b"),
+                          waiting=("gemma3-270m",), hooks={2: f"(sleep 1; rm {live}) > /dev/null 2>&1 &"})
+    assert [_arg(c, "--memory-fraction") for c in calls] == ["0.3", "0.3", "0.45"]
+    assert times[0].startswith("smollm2-135m harvest float64 n=32 rc=0 tries=3 ")
 
 
 def test_a_plan_entry_may_name_a_template_and_a_yarn_factor(tmp_path):

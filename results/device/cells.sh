@@ -29,7 +29,7 @@ else SUITES="discovery trigger landing access programming update harvest"; fi
 if [ -f "$PLAN" ]; then CHAINS=$(sed -n 's/^[^:]*: *[a-z]/x&/p' "$PLAN" | awk -F'[|]' '{n += NF} END {print n + 0}')
 else CHAINS=3; fi
 F=${MB_FRACTION:-$(python -c "print(round(0.9 / max($CHAINS, 1), 2))")}
-mkdir -p $W/res/live
+mkdir -p $W/res/live $W/res/waiting
 live() { ls $W/res/live | wc -l; }
 export PYTHONPATH=$W/pkg:$W/site MATBENCH_CACHE=$W/mbcache PYTHONUNBUFFERED=1
 # Each chain's CPU threads: an equal share of the machine's cores. Left alone, every process starts
@@ -59,7 +59,8 @@ PY
 # share (the fifth session's SmolLM2 harvest died three times at 0.45 beside Qwen2.5-Coder's
 # update, then ran alone at 0.9 once restarted by hand).
 chain() {
-  touch $W/res/live/$1; trap "rm -f $W/res/live/$1" EXIT; shift  # runs in its own subshell (&)
+  local name=$1; shift  # runs in its own subshell (&)
+  touch $W/res/live/$name; trap "rm -f $W/res/live/$name $W/res/waiting/$name" EXIT
   for P in $1; do
     FC=$F; [ "${P%[%]*}" != "$P" ] && FC=${P##*[%]}; P=${P%[%]*}
     NS=$N; [ "${P%/*}" != "$P" ] && NS=${P##*/}; P=${P%/*}
@@ -72,7 +73,7 @@ chain() {
     # the free answers are judged by the answering model itself, as kv_harvest3 judged them
     [ "$S" = harvest_freeform ] && extra="$extra --judge $A"
     suite_var=EVAL_ARGS_$S; suite_args=${!suite_var:-}
-    t0=$(date +%s); tries=0; bp=""
+    t0=$(date +%s); tries=0; bp=""; solo=""
     # rc 3 is matbench's out-of-memory exit (finished items kept). Resume once at one pair per batch
     # (--batch-pairs is not in the per-item log's key; --chunk-size is, so it stays); out of memory
     # again, wait until a neighbour chain finishes and resume at the share of those still live, as
@@ -83,9 +84,20 @@ chain() {
       rc=$?; tries=$((tries + 1))
       [ $rc -eq 3 ] || break
       if [ $tries -gt 1 ]; then
-        n=$(live); [ $n -gt 1 ] && [ -z "${MB_FRACTION:-}" ] || break
-        while [ $(live) -ge $n ]; do sleep ${CELLS_POLL:-10}; done
-        F=$(python -c "print(round(0.9 / max($(live), 1), 2))"); FC=$F
+        n=$(live); [ $n -gt 1 ] && [ -z "${MB_FRACTION:-}" ] && [ -z "$solo" ] || break
+        # Waiting is marked in $W/res/waiting: when every live chain waits (all out of memory), none
+        # will finish (the eighth session's Gemma and Qwen harvests, both at 0.2, sat 9 minutes so),
+        # so the first by name resumes alone at the whole 0.9 (once: out of memory
+        # there too, it gives up) and the others wait for it to end.
+        touch $W/res/waiting/$name
+        while [ $(live) -ge $n ]; do
+          if [ $(ls $W/res/waiting | wc -l) -ge $(live) ] && [ "$(ls $W/res/waiting | head -1)" = "$name" ]; then
+            solo=1; break
+          fi
+          sleep ${CELLS_POLL:-10}
+        done
+        rm -f $W/res/waiting/$name
+        F=$(python -c "print(round(0.9 / max(${solo:-$(live)}, 1), 2))"); FC=$F
       fi
       bp="--batch-pairs 1"
     done
