@@ -478,3 +478,20 @@ def test_the_keep_all_gate_runs_with_each_budgeted_policy_and_catches_a_lost_row
     monkeypatch.setattr(pair_engine, "ServeRequest", losing)
     gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches, settings=settings)}
     assert fired and not gates["keep_all"].passed and gates["keep_all"].max_abs_diff > 0
+    assert "rows differ under snapkv@0.0, knorm@0.0" in gates["keep_all"].detail
+    assert "two copies of full serving in one batch differ by 0.00e+00" in gates["keep_all"].detail
+
+    monkeypatch.setattr(pair_engine, "ServeRequest", original)
+    import matbench.engine.gates as gates_module
+    serve = gates_module.SERVING[engine.serving]
+
+    def noisy(runner, requests, **kwargs):  # a GPU rounding the first row of each batch its own way
+        batch, logits = serve(runner, requests, **kwargs)
+        fired.append(2)
+        return batch, logits + torch.tensor([[3e-6]] + [[0.0]] * (len(requests) - 1), device=logits.device)
+
+    monkeypatch.setitem(gates_module.SERVING, engine.serving, noisy)
+    gate = next(g for g in run_gates(engine, pairs[0], layout, caches, settings=settings) if g.name == "keep_all")
+    # the same noise between the policy's request and full serving as between two copies of it
+    assert 2 in fired and gate.passed and gate.max_abs_diff == pytest.approx(3e-6, abs=2e-7)
+    assert f"; the same rows; two copies of full serving in one batch differ by {gate.max_abs_diff:.2e})" in gate.detail
