@@ -492,6 +492,13 @@ def test_the_keep_all_gate_runs_with_each_budgeted_policy_and_catches_a_lost_row
 
     monkeypatch.setitem(gates_module.SERVING, engine.serving, noisy)
     gate = next(g for g in run_gates(engine, pairs[0], layout, caches, settings=settings) if g.name == "keep_all")
-    # the same noise between the policy's request and full serving as between two copies of it
+    # the same rows: rounding noise within the logit tolerance passes, and the copies show its size
     assert 2 in fired and gate.passed and gate.max_abs_diff == pytest.approx(3e-6, abs=2e-7)
     assert f"; the same rows; two copies of full serving in one batch differ by {gate.max_abs_diff:.2e})" in gate.detail
+    def loud(runner, requests, **kwargs):  # rounding past the tolerance: a fault, whatever the copies show
+        batch, logits = serve(runner, requests, **kwargs)
+        return batch, logits + torch.tensor([[2e-3]] + [[0.0]] * (len(requests) - 1), device=logits.device)
+
+    monkeypatch.setitem(gates_module.SERVING, engine.serving, loud)
+    gate = next(g for g in run_gates(engine, pairs[0], layout, caches, settings=settings) if g.name == "keep_all")
+    assert not gate.passed and gate.max_abs_diff == pytest.approx(2e-3, abs=1e-6)  # past the 1e-3 tolerance
