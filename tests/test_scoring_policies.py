@@ -502,3 +502,34 @@ def test_the_keep_all_gate_runs_with_each_budgeted_policy_and_catches_a_lost_row
     monkeypatch.setitem(gates_module.SERVING, engine.serving, loud)
     gate = next(g for g in run_gates(engine, pairs[0], layout, caches, settings=settings) if g.name == "keep_all")
     assert not gate.passed and gate.max_abs_diff == pytest.approx(2e-3, abs=1e-6)  # past the 1e-3 tolerance
+
+
+def test_rows_no_policy_governs_are_served_once_for_every_setting(tiny_llama, pairs, monkeypatch):
+    """Several settings in one batch: an arm no policy governs is the same request under each, so
+    it is served once; every setting's records equal those of scoring it alone (the log-probs to
+    float32 rounding: a batch of other rows rounds a row differently)."""
+    import matbench.engine.pair_engine as pair_engine
+    from matbench.engine.selection import governed
+
+    engine = PairEngine(tiny_llama)
+    items = [(p, *engine.prepare(p)) for p in pairs[:2]]
+    specs = ["snapkv@0.5", "knorm@0.75", "streaming_llm@0.5"]
+    combos = [("probe", "compact")] + [("probe", "compact", s, "natural", "a") for s in specs]
+    serve, rows = pair_engine.SERVING["compact"], []
+
+    def counting(runner, requests, **kwargs):
+        rows.append(len(requests))
+        return serve(runner, requests, **kwargs)
+
+    monkeypatch.setitem(pair_engine.SERVING, "compact", counting)
+    together = engine.score_many(items, combos)
+    arms = sum(len(p.arms) for p, _, _ in items)
+    ruled = sum(governed(p, a) for p, _, _ in items for a in p.arms)
+    assert 0 < ruled < arms and rows == [2 * arms] + [2 * ruled] * len(specs)
+    monkeypatch.setitem(pair_engine.SERVING, "compact", serve)
+    for combo in combos:
+        for got, want in zip(together, engine.score_many(items, [combo])):
+            for name, arm in got[combo].arms.items():
+                other = want[combo].arms[name]
+                assert (arm.answers, arm.selection) == (other.answers, other.selection)
+                np.testing.assert_allclose(arm.probe_logp, other.probe_logp, atol=1e-4, rtol=0)

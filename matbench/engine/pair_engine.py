@@ -258,6 +258,7 @@ class PairEngine:
             spans.append((offset, offset + 2 * len(pair.arms)))
             offset += 2 * len(pair.arms)
         probes: dict[tuple, list[tuple[list[torch.Tensor], list[str]]]] = {}
+        shared: dict[tuple, torch.Tensor] = {}  # logits rows of arms no policy governs (`_logits`)
         out: list[dict[tuple, PairRecord]] = [{} for _ in items]
         for combo in combos:
             readout_name, serving = combo[:2]
@@ -265,14 +266,14 @@ class PairEngine:
             chosen, arm_caches = by_setting[setting], merged[setting]
             serve = SERVING[serving]
             if (serving, setting) not in probes:
-                _, logits = serve(self.runner, self._batch_requests(items, self.probe_readout, arm_caches, chosen))
+                logits = self._logits(serving, items, self.probe_readout, arm_caches, chosen, shared)
                 probes[serving, setting] = [self._probe(pair, logits[lo:hi])
                                             for (pair, _, _), (lo, hi) in zip(items, spans)]
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
             firsts: list[list[str] | None] = [None] * len(items)
             if readout.first_token:
-                _, logits = serve(self.runner, self._batch_requests(items, readout, arm_caches, chosen))
+                logits = self._logits(serving, items, readout, arm_caches, chosen, shared)
                 firsts = [[a for j, arm in enumerate(pair.arms)
                            for a in first_token_answers(logits[lo + 2 * j:lo + 2 * j + 2], pair.arm_menu(arm),
                                                         self.first_ids(pair.arm_menu(arm)))]
@@ -304,6 +305,23 @@ class PairEngine:
     def _batch_requests(self, items, readout: Readout, derived, chosen) -> list[ServeRequest]:
         return [r for (pair, _, caches), d, c in zip(items, derived, chosen)
                 for r in self.requests(pair, caches, readout, d, c)]
+
+    def _logits(self, serving: str, items, readout: Readout, derived, chosen, shared: dict) -> torch.Tensor:
+        """`[rows, vocab]`: the last-token logits of every request row of `items` (per item arm-major,
+        member-minor) served `serving`. A row of an arm the setting's policy does not govern is the
+        same request under every setting of the batch (the suite's own rows, the same caches), so
+        it is served once per serving mode and readout and kept in `shared`: an eviction audit's
+        32 settings of harvest, one governed arm of five, served 320 rows a pair where 72 do."""
+        requests = self._batch_requests(items, readout, derived, chosen)
+        keys = [None if arm.name in c else (serving, readout.name, k, arm.name, m)
+                for k, ((pair, _, _), c) in enumerate(zip(items, chosen)) for arm in pair.arms for m in (0, 1)]
+        todo = [i for i, key in enumerate(keys) if key is None or key not in shared]
+        fresh: dict[int, torch.Tensor] = {}
+        if todo:
+            _, logits = SERVING[serving](self.runner, [requests[i] for i in todo])
+            fresh = dict(zip(todo, logits))
+            shared.update((keys[i], fresh[i]) for i in todo if keys[i] is not None)
+        return torch.stack([fresh[i] if i in fresh else shared[keys[i]] for i in range(len(requests))])
 
     def _probe(self, pair: DonorPair, logits: torch.Tensor) -> tuple[list[torch.Tensor], list[str]]:
         """Per request row of `pair` (arm-major, member-minor): candidate log-probs over the arm's
