@@ -43,7 +43,21 @@ class AuditMetric:
 
 
 def _hidden(block: dict[str, Any]) -> dict[str, Any] | None:
-    return block["materialization"].get("donor_hidden")
+    """The pairs whose served rows hid the donor; None for an arm of unpaired items (no donor)."""
+    return None if _unpaired(block) else block["materialization"].get("donor_hidden")
+
+
+def _unpaired(block: dict[str, Any]) -> bool:
+    """Every pair of the arm has one value for both members (harvest's natural QAs): nothing to
+    follow, shift or leak. Blocks summarized before `paired` was counted read as paired."""
+    every = block["materialization"].get("all") or block["materialization"].get("donor_hidden") or {}
+    return every.get("paired") == 0
+
+
+def _accuracy(block: dict[str, Any]):
+    every = block["materialization"].get("all") or {}
+    accuracy = every.get("accuracy")
+    return (accuracy["mean"], accuracy["ci"], accuracy["n"]) if accuracy else None
 
 
 def _shift(block: dict[str, Any]):
@@ -56,8 +70,10 @@ def _follow(block: dict[str, Any]):
     return (hidden["follow_rate"]["rate"], hidden["follow_rate"]["ci"], hidden["n"]) if hidden else None
 
 
-def _rate(*path: str):
+def _rate(*path: str, paired_only: bool = False):
     def read(block: dict[str, Any]):
+        if paired_only and _unpaired(block):
+            return None
         for key in path:
             block = block.get(key) if isinstance(block, dict) else None
         return (block["rate"], block["ci"], block["n"]) if block else None
@@ -74,10 +90,14 @@ AUDIT_METRICS = (
                 "donor-dependent token (in source-evicted mode, all pairs): the state the kept rows carry", _shift,
                 diverging=True, oracle=True),
     AuditMetric("follow", "follow rate", "share of those pairs whose argmax followed the donor", _follow, oracle=True),
+    AuditMetric("accuracy", "accuracy", "share of the members answering their own value: for unpaired items "
+                "(harvest's natural QAs, one input per pair, no donor to follow) what the kept rows still answer; "
+                "in source-evicted mode, without the evidence", _accuracy, oracle=True),
     AuditMetric("leak", "selection leak", "share of pairs whose two donor members' picks differ outside the donor "
-                "events: the evicted event steering the choice itself", _rate("members_differ")),
+                "events: the evicted event steering the choice itself", _rate("members_differ", paired_only=True)),
     AuditMetric("leak_matched", "leak at matched counts", "the same with member B keeping as many rows as A (what a "
-                "ratio budget's row count cannot explain; results schema 1.10 on)", _rate("members_differ_matched")),
+                "ratio budget's row count cannot explain; results schema 1.10 on)",
+                _rate("members_differ_matched", paired_only=True)),
     AuditMetric("memory", "memory needed / held", "bytes a cache holding only each head's own rows would need, "
                 "over the bytes the served cache holds (every row any head keeps, in every head): 1.00 = no waste "
                 "(results schema 1.10 on)", _memory),
@@ -139,8 +159,10 @@ def _cell(metric: AuditMetric, read, scale: float, href: str | None) -> HeatCell
 
 def _oracle_block(run: Run, arm: str) -> dict[str, Any] | None:
     records = read_records(run.log, run.results.items.n_records)
-    arms = [r.arms[arm] for r in records if arm in r.arms]
-    return {"materialization": {"donor_hidden": materialization(arms)}} if arms else None
+    asked = [r for r in records if arm in r.arms]
+    arms, values = [r.arms[arm] for r in asked], [r.arm_values(arm) for r in asked]
+    every = materialization(arms, values)
+    return {"materialization": {"all": every, "donor_hidden": every}} if arms else None
 
 
 def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> list[AuditSection]:
@@ -155,7 +177,7 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
     sections = []
     order = {s: i for i, s in enumerate(suites_in_order())}
     for (suite, readout, serving), runs in sorted(groups.items(), key=lambda g: (order.get(g[0][0], len(order)), g[0])):
-        oracle = _oracle_run(entry, suite, readout, serving)
+        oracle = _oracle_run(entry, suite, readout, serving, runs[0].results.config)
         # Per-question breakdowns of an arm (access's `harv_kv/exact`, ...) stay in audit.csv.
         arms = sorted((a for a in dict.fromkeys(a for r in runs for a in r.results.metrics["selection"]) if "/" not in a),
                       key=lambda a: _headline_rank(suite, a))
@@ -200,8 +222,12 @@ def _headline_rank(suite: str, arm: str) -> tuple[int, str]:
     return next((i for i, k in enumerate(keys) if k.startswith(arm + "_")), len(keys)), arm
 
 
-def _oracle_run(entry: ModelEntry, suite: str, readout: str, serving: str) -> Run | None:
-    """The model's largest protocol run of the suite, readout and serving (the reference row)."""
+def _oracle_run(entry: ModelEntry, suite: str, readout: str, serving: str, audit: Any) -> Run | None:
+    """The model's largest protocol run of the suite, readout and serving with the audit run's
+    model settings (its template and RoPE scaling, `audit`'s variants other than the policy's):
+    the reference row; none where no protocol run matches (the eighth session's harvest audit ran
+    without the YaRN factor 4 of the contract's harvest runs: its reference is the run without)."""
+    same = [v for v in audit.variants if v.startswith(("template ", "yarn "))]
     candidates = [r for r in entry.runs if (r.results.config.suite, r.results.config.readout, r.results.config.serving)
-                  == (suite, readout, serving) and not r.results.config.variants]
+                  == (suite, readout, serving) and r.results.config.variants == same]
     return max(candidates, key=lambda r: r.results.config.n_items, default=None)

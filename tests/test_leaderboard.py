@@ -429,3 +429,34 @@ def test_the_policies_page_shows_each_audit_cell_and_the_oracle_row_from_their_f
     # schema 1.9 files hold no count-matched leak: no such heat map for them
     assert [m.metric.key for m in section.maps] == [m.key for m in AUDIT_METRICS if any(
         m.read(r.results.metrics["selection"]["root"]) is not None for r in audits if "root" in r.results.metrics["selection"])]
+
+
+def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(tmp_path):
+    """An arm of unpaired items only (harvest's natural QAs) has no donor to shift, follow or leak:
+    those maps read nothing and accuracy is shown; an arm of donor pairs reads as before. The
+    oracle row is a protocol run with the audit's RoPE scaling, or none."""
+    from matbench.leaderboard.collect import group_models
+    from matbench.leaderboard.policies import AUDIT_METRICS, _oracle_run
+
+    every = {"n": 4, "classes": {}, "follow_rate": {"rate": 0.5, "ci": [0.1, 0.9], "n": 4},
+             "shift": {"mean": 0.0, "ci": [0.0, 0.0]}, "accuracy": {"mean": 0.625, "ci": [0.25, 1.0], "n": 4}, "paired": 0}
+    block = {"n_pairs": 4, "members_differ": {"rate": 0.0, "ci": [0.0, 0.5], "n": 4},
+             "members_differ_matched": {"rate": 0.0, "ci": [0.0, 0.5], "n": 4},
+             "source_kept": {"a": {"rate": 0.25, "ci": [0.0, 0.7], "n": 4}},
+             "materialization": {"all": every, "donor_hidden": every}}
+    reads = {m.key: m.read(block) for m in AUDIT_METRICS}
+    assert reads == {"shift": None, "follow": None, "accuracy": (0.625, [0.25, 1.0], 4), "leak": None,
+                     "leak_matched": None, "memory": None, "source_kept": (0.25, [0.0, 0.7], 4)}
+    paired = {**block, "materialization": {"all": {**every, "paired": 4}, "donor_hidden": {**every, "paired": 4}}}
+    assert next(m for m in AUDIT_METRICS if m.key == "shift").read(paired) == (0.0, [0.0, 0.0], 4)
+    assert next(m for m in AUDIT_METRICS if m.key == "leak").read(paired) == (0.0, [0.0, 0.5], 4)
+    entry = next(e for e in group_models(find_runs([SUBMISSIONS]), home=tmp_path) if e.name == "smollm2-135m")
+    contract = next(r for r in entry.runs if r.results.config.suite == "harvest" and r.results.config.serving == "compact"
+                    and r.results.config.readout == "probe" and not r.results.config.policy)
+    audit = contract.results.config.model_copy(update={"policy": "knorm@0.5", "source_mode": "evicted"})
+    assert contract.results.config.rope_yarn == 4.0 and _oracle_run(entry, "harvest", "probe", "compact", audit) is contract
+    plain = audit.model_copy(update={"rope_yarn": None})  # an audit without YaRN: the protocol run without it
+    reference = _oracle_run(entry, "harvest", "probe", "compact", plain)
+    assert reference is not None and reference.results.config.variants == [] and reference.results.config.rope_yarn is None
+    templated = audit.model_copy(update={"template": "para"})  # no protocol run of harvest with that template
+    assert _oracle_run(entry, "harvest", "probe", "compact", templated) is None

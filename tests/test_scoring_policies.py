@@ -288,6 +288,27 @@ def test_the_selection_block_counts_and_splits_exactly():
     assert hidden["shift"]["mean"] == pytest.approx(0.4 / 3) and (hidden["shift"]["positive"], hidden["shift"]["negative"]) == (2, 1)
     assert root["materialization"]["donor_visible"]["follow_rate"]["rate"] == 1.0
     assert summarize_selection([record(0, 0.5, "follow", True, True, (True, False))][:0]) is None
+    assert "accuracy" not in root["materialization"]["all"] and "paired" not in root["materialization"]["all"]
+
+
+def test_an_arm_of_unpaired_items_reports_its_accuracy():
+    """Harvest's natural QAs have one input for both members: the block adds the answers' accuracy
+    (mean share of members answering their own value) and how many pairs had two values."""
+    from matbench.protocol.records import ArmRecord, PairRecord, Selection
+    from matbench.results.selection import summarize_selection
+
+    def record(i, answers, values):
+        arm = ArmRecord(answers=answers, outcome="const", probe_answers=answers, probe_logp=((0.0,), (0.0,)), shift=0.0,
+                        selection=Selection(10, False, False, source_kept=(False, False)))
+        return PairRecord(item_id=f"p{i}", variant="", values=values, menu=("A", "B"), budget=0, length=0,
+                          n_tokens=(1, 1), arms={"harv": arm})
+
+    block = summarize_selection([record(0, ("B", "B"), ("B", "B")), record(1, ("A", "A"), ("B", "B")),
+                                 record(2, ("A", "A"), ("A", "A")), record(3, ("A", "B"), ("A", "B"))])
+    every = block["harv"]["materialization"]["all"]
+    assert every["accuracy"]["mean"] == 0.75 and every["accuracy"]["n"] == 4 and every["paired"] == 1
+    assert every["accuracy"]["ci"][0] <= 0.75 <= every["accuracy"]["ci"][1]
+    assert block["harv"]["materialization"]["donor_hidden"]["accuracy"]["mean"] == 0.75
 
 
 def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir, tmp_path, capsys):
@@ -320,6 +341,24 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
     assert len(recent) == recent_arms > 0 and recent.budget.isna().all()
     assert markdown.splitlines()[4].endswith("| 0.5 | 0.875 | — |")
     assert any(line.startswith("| recent:30 | — / — | — / — | ") for line in markdown.splitlines())
+
+
+def test_the_audit_grid_shows_accuracy_for_an_arm_of_unpaired_items():
+    import pandas as pd
+
+    from matbench.results.audit import COLUMNS, audit_grid, grid_column
+
+    def row(suite, arm, budget, source, shift, accuracy, paired):
+        return {**dict.fromkeys(COLUMNS), "model": "m", "suite": suite, "arm": arm, "policy": "knorm", "budget": budget,
+                "source": source, "shift": shift, "accuracy": accuracy, "paired": paired}
+
+    table = pd.DataFrame([row("harvest", "harv", "0.5", "natural", 0.0, 0.625, 0),
+                          row("harvest", "harv", "0.5", "evicted", 0.0, 0.5, 0),
+                          row("discovery", "root", "0.5", "natural", 0.125, None, None),
+                          row("discovery", "root", "0.5", "evicted", -0.25, None, None)], columns=list(COLUMNS))
+    assert grid_column(table, "m", "harvest", "harv") == "accuracy" and grid_column(table, "m", "discovery", "root") == "shift"
+    assert audit_grid(table, "m", "harvest", "harv", "accuracy").loc["knorm", "0.5"] == "0.625 / 0.500"
+    assert audit_grid(table, "m", "discovery", "root").loc["knorm", "0.5"] == "+0.125 / -0.250"
 
 
 @pytest.mark.parametrize("args, message", [

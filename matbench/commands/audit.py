@@ -37,20 +37,24 @@ def add(sub: argparse._SubParsersAction) -> None:
 def summarize(folders: list[Path], target: Path) -> str:
     """Write TARGET/audit.csv and TARGET/audit.md from the policy runs under `folders`; the markdown."""
     from matbench.errors import MatbenchError
-    from matbench.results.audit import audit_table, markdown, shift_grid
+    from matbench.results.audit import audit_grid, audit_table, grid_column, markdown
 
     table = audit_table(folders)
     if table.empty:
         raise MatbenchError(f"no policy runs under {', '.join(map(str, folders))}: run matbench audit --model ... first")
     target.mkdir(parents=True, exist_ok=True)
     table.to_csv(target / "audit.csv", index=False)
-    parts = ["# Eviction audit: donor margin shift, natural / evicted source, by policy and budget (fraction removed)"]
+    title = ("# Eviction audit: donor margin shift (accuracy for unpaired items), natural / evicted source, by "
+             "policy and budget (fraction removed)")
+    parts = [title]
     for (model, suite, arm), _ in table.groupby(["model", "suite", "arm"], sort=True):
         if "/" in arm:  # per-question breakdowns of an arm stay in the CSV
             continue
-        grid = shift_grid(table, model, suite, arm)
+        column = grid_column(table, model, suite, arm)
+        grid = audit_grid(table, model, suite, arm, column)
         grid.index.name = "policy"
-        parts += [f"\n## {model}, {suite}, arm {arm}\n", markdown(grid)]
+        label = "" if column == "shift" else " (accuracy: unpaired items)"
+        parts += [f"\n## {model}, {suite}, arm {arm}{label}\n", markdown(grid)]
     text = "\n".join(parts) + "\n"
     (target / "audit.md").write_text(text)
     return text

@@ -5,7 +5,7 @@ leak) and their per-layer overlap, how often they still differed when both kept 
 (`members_differ_matched`: the leak a ratio budget's row count cannot explain), how often each
 member's pick kept a source row, the rows served and held and the bytes the served cache holds
 against those a per-head cache would need, and the materialization measured on the served rows: outcome classes and the
-donor margin shift over all pairs, and split by whether the served rows held a donor-dependent
+donor margin shift (and the answers' accuracy) over all pairs, and split by whether the served rows held a donor-dependent
 token (`donor_visible`: then the arm saw the donor and its outcome is no evidence of
 materialization; in natural mode that is the source the policy kept).
 """
@@ -26,17 +26,27 @@ def _rate(hits: int, n: int) -> dict[str, Any]:
     return {"rate": hits / n, "ci": wilson(hits, n).as_list(), "n": n}
 
 
-def materialization(arms: list[Any]) -> dict[str, Any] | None:
-    """Outcome classes, follow rate and donor shift of the given arm records (None when none)."""
+def materialization(arms: list[Any], values: list[tuple[str, str]] | None = None) -> dict[str, Any] | None:
+    """Outcome classes, follow rate and donor shift of the given arm records (None when none).
+    Given each pair's donor `values` for the arm, where some pair is unpaired (harvest's natural
+    QAs: both members the same input, no donor to follow, shift or leak): `accuracy`, the mean
+    share of a pair's members answering their own value, which is what such an audit reads, and
+    `paired`, how many pairs have two different values (absent for arms of donor pairs only, as
+    in every file summarized before)."""
     if not arms:
         return None
     classes = Counter(a.outcome for a in arms)
     shifts = np.array([a.shift for a in arms], dtype=float)
     positive, negative = int((shifts > 0).sum()), int((shifts < 0).sum())
-    return {"n": len(arms), "classes": {c: classes.get(c, 0) for c in OUTCOMES},
-            "follow_rate": _rate(classes.get("follow", 0), len(arms)),
-            "shift": {"mean": float(shifts.mean()), "ci": bootstrap_mean_ci(shifts).as_list(), "positive": positive, "negative": negative,
-                      "sign_p": sign_test(positive, negative)}}
+    out = {"n": len(arms), "classes": {c: classes.get(c, 0) for c in OUTCOMES},
+           "follow_rate": _rate(classes.get("follow", 0), len(arms)),
+           "shift": {"mean": float(shifts.mean()), "ci": bootstrap_mean_ci(shifts).as_list(), "positive": positive,
+                     "negative": negative, "sign_p": sign_test(positive, negative)}}
+    if values is not None and any(v[0] == v[1] for v in values):
+        correct = np.array([sum(a == v for a, v in zip(arm.answers, vs)) / 2 for arm, vs in zip(arms, values)])
+        out["accuracy"] = {"mean": float(correct.mean()), "ci": bootstrap_mean_ci(correct).as_list(), "n": len(arms)}
+        out["paired"] = sum(v[0] != v[1] for v in values)
+    return out
 
 
 def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
@@ -48,7 +58,9 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for name in names:
-        arms = [r.arms[name] for r in records if name in r.arms and r.arms[name].selection is not None]
+        ruled = [r for r in records if name in r.arms and r.arms[name].selection is not None]
+        arms = [r.arms[name] for r in ruled]
+        values = [r.arm_values(name) for r in ruled]
         chosen = [a.selection for a in arms]
         n = len(chosen)
         entry: dict[str, Any] = {
@@ -78,10 +90,12 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
             sizes = [getattr(s, field) for s in chosen if getattr(s, field) is not None]
             if sizes:
                 entry[f"{field}_mean"] = float(np.mean(sizes))
+        hidden = [not a.selection.donor_visible for a in arms]
         entry["materialization"] = {
-            "all": materialization(arms),
-            "donor_hidden": materialization([a for a in arms if not a.selection.donor_visible]),
-            "donor_visible": materialization([a for a in arms if a.selection.donor_visible]),
+            "all": materialization(arms, values),
+            "donor_hidden": materialization([a for a, h in zip(arms, hidden) if h], [v for v, h in zip(values, hidden) if h]),
+            "donor_visible": materialization([a for a, h in zip(arms, hidden) if not h],
+                                             [v for v, h in zip(values, hidden) if not h]),
         }
         out[name] = entry
     return out
