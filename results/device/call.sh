@@ -13,6 +13,11 @@ fi
 mkdir -p /tmp/res; python $R/.gpu/bin/stage.py "$@" || exit 1
 end=$(( $(date +%s) + D ))
 while [ $(date +%s) -lt $end ] && [ $(cat /tmp/res/times.txt 2>/dev/null | wc -l) -lt ${CELLS:-21} ]; do sleep 5; done
-cat /tmp/res/times.txt 2>/dev/null; wc -l /tmp/res/*/*_probe_*.items.jsonl 2>/dev/null
+# per model: how many files, and the fewest and most pairs any of its per-item logs holds
+cat /tmp/res/times.txt 2>/dev/null
+for d in /tmp/res/*/; do
+  ls $d*.items.jsonl > /dev/null 2>&1 || continue
+  wc -l $d*.items.jsonl | grep -v ' total$' | awk -v d=$(basename $d) '{n++; if (!m || $1 < m) m = $1; if ($1 > x) x = $1} END {print d, n " logs", m "-" x " pairs"}'
+done
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
 tar -czf $OUT/res.tgz -C /tmp res
