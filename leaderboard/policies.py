@@ -50,8 +50,7 @@ def _hidden(block: dict[str, Any]) -> dict[str, Any] | None:
 def _unpaired(block: dict[str, Any]) -> bool:
     """Every pair of the arm has one value for both members (harvest's natural QAs): nothing to
     follow, shift or leak. Blocks summarized before `paired` was counted read as paired."""
-    every = block["materialization"].get("all") or block["materialization"].get("donor_hidden") or {}
-    return every.get("paired") == 0
+    return (block["materialization"].get("all") or {}).get("paired") == 0
 
 
 def _accuracy(block: dict[str, Any]):
@@ -159,10 +158,8 @@ def _cell(metric: AuditMetric, read, scale: float, href: str | None) -> HeatCell
 
 def _oracle_block(run: Run, arm: str) -> dict[str, Any] | None:
     records = read_records(run.log, run.results.items.n_records)
-    asked = [r for r in records if arm in r.arms]
-    arms, values = [r.arms[arm] for r in asked], [r.arm_values(arm) for r in asked]
-    every = materialization(arms, values)
-    return {"materialization": {"all": every, "donor_hidden": every}} if arms else None
+    every = materialization([r for r in records if arm in r.arms], arm)
+    return {"materialization": {"all": every, "donor_hidden": every}} if every else None
 
 
 def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> list[AuditSection]:

@@ -228,9 +228,8 @@ def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cache
             differ.append(policy.spec)
         got, want = serve(engine.runner, [request, full])[1]
         logits.append(compare_logits("keep_all", got[None].cpu(), want[None].cpu(), _exact(engine)))
-        diff = float((got - want).abs().max())
-        if diff > worst:
-            worst, worst_policy = diff, policy.spec
+        if logits[-1].max_abs_diff > worst:
+            worst, worst_policy = logits[-1].max_abs_diff, policy.spec
     twins = serve(engine.runner, [full, full])[1]
     floor = float((twins[0] - twins[1]).abs().max())
     rows = f"rows differ under {', '.join(differ)}" if differ else "the same rows"

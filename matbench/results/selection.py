@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from matbench.evaluators.base import member_accuracy
 from matbench.protocol.outcomes import OUTCOMES
 from matbench.protocol.records import PairRecord
 from matbench.stats import bootstrap_mean_ci, sign_test, wilson
@@ -26,15 +27,15 @@ def _rate(hits: int, n: int) -> dict[str, Any]:
     return {"rate": hits / n, "ci": wilson(hits, n).as_list(), "n": n}
 
 
-def materialization(arms: list[Any], values: list[tuple[str, str]] | None = None) -> dict[str, Any] | None:
-    """Outcome classes, follow rate and donor shift of the given arm records (None when none).
-    Given each pair's donor `values` for the arm, where some pair is unpaired (harvest's natural
-    QAs: both members the same input, no donor to follow, shift or leak): `accuracy`, the mean
-    share of a pair's members answering their own value, which is what such an audit reads, and
+def materialization(records: list[PairRecord], arm: str) -> dict[str, Any] | None:
+    """Outcome classes, follow rate and donor shift of `arm` in `records` (None when none). Where
+    some pair is unpaired (harvest's natural QAs: both members the same input, no donor to follow,
+    shift or leak), also `accuracy` (`member_accuracy`), which is what such an audit reads, and
     `paired`, how many pairs have two different values (absent for arms of donor pairs only, as
     in every file summarized before)."""
-    if not arms:
+    if not records:
         return None
+    arms = [r.arms[arm] for r in records]
     classes = Counter(a.outcome for a in arms)
     shifts = np.array([a.shift for a in arms], dtype=float)
     positive, negative = int((shifts > 0).sum()), int((shifts < 0).sum())
@@ -42,10 +43,11 @@ def materialization(arms: list[Any], values: list[tuple[str, str]] | None = None
            "follow_rate": _rate(classes.get("follow", 0), len(arms)),
            "shift": {"mean": float(shifts.mean()), "ci": bootstrap_mean_ci(shifts).as_list(), "positive": positive,
                      "negative": negative, "sign_p": sign_test(positive, negative)}}
-    if values is not None and any(v[0] == v[1] for v in values):
-        correct = np.array([sum(a == v for a, v in zip(arm.answers, vs)) / 2 for arm, vs in zip(arms, values)])
+    paired = sum(len(set(r.arm_values(arm))) == 2 for r in records)
+    if paired < len(records):
+        correct = np.array([member_accuracy(r, arm) for r in records])
         out["accuracy"] = {"mean": float(correct.mean()), "ci": bootstrap_mean_ci(correct).as_list(), "n": len(arms)}
-        out["paired"] = sum(v[0] != v[1] for v in values)
+        out["paired"] = paired
     return out
 
 
@@ -59,9 +61,7 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     for name in names:
         ruled = [r for r in records if name in r.arms and r.arms[name].selection is not None]
-        arms = [r.arms[name] for r in ruled]
-        values = [r.arm_values(name) for r in ruled]
-        chosen = [a.selection for a in arms]
+        chosen = [r.arms[name].selection for r in ruled]
         n = len(chosen)
         entry: dict[str, Any] = {
             "n_pairs": n,
@@ -90,12 +90,10 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
             sizes = [getattr(s, field) for s in chosen if getattr(s, field) is not None]
             if sizes:
                 entry[f"{field}_mean"] = float(np.mean(sizes))
-        hidden = [not a.selection.donor_visible for a in arms]
         entry["materialization"] = {
-            "all": materialization(arms, values),
-            "donor_hidden": materialization([a for a, h in zip(arms, hidden) if h], [v for v, h in zip(values, hidden) if h]),
-            "donor_visible": materialization([a for a, h in zip(arms, hidden) if not h],
-                                             [v for v, h in zip(values, hidden) if not h]),
+            "all": materialization(ruled, name),
+            "donor_hidden": materialization([r for r, s in zip(ruled, chosen) if not s.donor_visible], name),
+            "donor_visible": materialization([r for r, s in zip(ruled, chosen) if s.donor_visible], name),
         }
         out[name] = entry
     return out
