@@ -134,6 +134,7 @@ class AuditSection:
     serving: str
     arm: str
     maps: list[HeatMap]
+    settings: tuple[str, ...] = ()  # how the model ran, beyond the protocol (`_model_settings`)
 
 
 def _color(metric: AuditMetric, value: float, scale: float) -> str:
@@ -170,11 +171,12 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for run in policy_runs:
         c = run.results.config
-        groups.setdefault((c.suite, c.readout, c.serving), []).append(run)
+        groups.setdefault((c.suite, c.readout, c.serving, _model_settings(c)), []).append(run)
     sections = []
     order = {s: i for i, s in enumerate(suites_in_order())}
-    for (suite, readout, serving), runs in sorted(groups.items(), key=lambda g: (order.get(g[0][0], len(order)), g[0])):
-        oracle = _oracle_run(entry, suite, readout, serving, runs[0].results.config)
+    for (suite, readout, serving, settings), runs in sorted(groups.items(),
+                                                           key=lambda g: (order.get(g[0][0], len(order)), g[0])):
+        oracle = _oracle_run(entry, suite, readout, serving, settings)
         # Per-question breakdowns of an arm (access's `harv_kv/exact`, ...) stay in audit.csv.
         arms = sorted((a for a in dict.fromkeys(a for r in runs for a in r.results.metrics["selection"]) if "/" not in a),
                       key=lambda a: _headline_rank(suite, a))
@@ -209,7 +211,7 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
                     rows.append((policy, [_cell(metric, reads.get((policy, m, b)), scale, cells.get((policy, m, b), ({}, None))[1])
                                           if (policy, m, b) in cells else HeatCell("") for m, b in columns]))
                 maps.append(HeatMap(metric, columns, rows))
-            sections.append(AuditSection(suite, readout, serving, arm, maps))
+            sections.append(AuditSection(suite, readout, serving, arm, maps, settings))
     return sections
 
 
@@ -219,12 +221,17 @@ def _headline_rank(suite: str, arm: str) -> tuple[int, str]:
     return next((i for i, k in enumerate(keys) if k.startswith(arm + "_")), len(keys)), arm
 
 
-def _oracle_run(entry: ModelEntry, suite: str, readout: str, serving: str, audit: Any) -> Run | None:
-    """The model's largest protocol run of the suite, readout and serving with the audit run's
-    model settings (its template and RoPE scaling, `audit`'s variants other than the policy's):
-    the reference row; none where no protocol run matches (the eighth session's harvest audit ran
-    without the YaRN factor 4 of the contract's harvest runs: its reference is the run without)."""
-    same = [v for v in audit.variants if v.startswith(("template ", "yarn "))]
+def _model_settings(config: Any) -> tuple[str, ...]:
+    """A run's variants that change the model's input or RoPE (template, YaRN), not the serving
+    policy: audits and their oracle row must agree on them."""
+    return tuple(v for v in config.variants if v.startswith(("template ", "yarn ")))
+
+
+def _oracle_run(entry: ModelEntry, suite: str, readout: str, serving: str, settings: tuple[str, ...]) -> Run | None:
+    """The model's largest protocol run of the suite, readout and serving with the audit's model
+    `settings`: the reference row; none where no protocol run matches (the eighth session's
+    harvest audit ran without the YaRN factor 4 of the contract's harvest runs: its reference is
+    the run without)."""
     candidates = [r for r in entry.runs if (r.results.config.suite, r.results.config.readout, r.results.config.serving)
-                  == (suite, readout, serving) and r.results.config.variants == same]
+                  == (suite, readout, serving) and tuple(r.results.config.variants) == settings]
     return max(candidates, key=lambda r: r.results.config.n_items, default=None)

@@ -436,7 +436,7 @@ def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(t
     those maps read nothing and accuracy is shown; an arm of donor pairs reads as before. The
     oracle row is a protocol run with the audit's RoPE scaling, or none."""
     from matbench.leaderboard.collect import group_models
-    from matbench.leaderboard.policies import AUDIT_METRICS, _oracle_run
+    from matbench.leaderboard.policies import AUDIT_METRICS, _model_settings, _oracle_run
 
     every = {"n": 4, "classes": {}, "follow_rate": {"rate": 0.5, "ci": [0.1, 0.9], "n": 4},
              "shift": {"mean": 0.0, "ci": [0.0, 0.0]}, "accuracy": {"mean": 0.625, "ci": [0.25, 1.0], "n": 4}, "paired": 0}
@@ -454,9 +454,10 @@ def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(t
     contract = next(r for r in entry.runs if r.results.config.suite == "harvest" and r.results.config.serving == "compact"
                     and r.results.config.readout == "probe" and not r.results.config.policy)
     audit = contract.results.config.model_copy(update={"policy": "knorm@0.5", "source_mode": "evicted"})
-    assert contract.results.config.rope_yarn == 4.0 and _oracle_run(entry, "harvest", "probe", "compact", audit) is contract
+    assert _model_settings(audit) == ("yarn ×4",)
+    assert _oracle_run(entry, "harvest", "probe", "compact", _model_settings(audit)) is contract
     plain = audit.model_copy(update={"rope_yarn": None})  # an audit without YaRN: the protocol run without it
-    reference = _oracle_run(entry, "harvest", "probe", "compact", plain)
+    reference = _oracle_run(entry, "harvest", "probe", "compact", _model_settings(plain))
     assert reference is not None and reference.results.config.variants == [] and reference.results.config.rope_yarn is None
     templated = audit.model_copy(update={"template": "para"})  # no protocol run of harvest with that template
-    assert _oracle_run(entry, "harvest", "probe", "compact", templated) is None
+    assert _oracle_run(entry, "harvest", "probe", "compact", _model_settings(templated)) is None
