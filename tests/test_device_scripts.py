@@ -356,6 +356,37 @@ def test_integrate_takes_finished_cells_refuses_failed_gates_and_keeps_unfinishe
     assert readme.count("| gemma3-270m | probe | native | float32 | 32 |") == 1
 
 
+def test_integrate_drop_heads_strips_unfinished_logs_too(tmp_path, monkeypatch, capsys):
+    # an unfinished policy cell's log whose selections carry per-head bits: the next session resumes
+    # from it, and reads records, never bits (stop 33 stripped 53 MB of SmolLM2 logs by hand)
+    audit = Path(__file__).resolve().parent.parent / "results" / "audit" / "gemma3-270m"
+    records = [json.loads(line) for line in
+               (audit / "access_probe_native_adakv-0.25.items.jsonl").read_text().splitlines()[:3]]
+    planted = 0
+    for record in records:
+        for arm in record["arms"].values():
+            if arm.get("selection") is not None:
+                arm["selection"]["heads"] = "eJwLAQAAVABU"
+                planted += 1
+    assert planted >= 3
+    res = tmp_path / "res" / "gemma3-270m"
+    res.mkdir(parents=True)
+    (res / "access_probe_native_adakv-0.25.items.jsonl").write_text("\n".join(map(json.dumps, records)) + "\n")
+    with tarfile.open(tmp_path / "res.tgz", "w:gz") as tar:
+        tar.add(tmp_path / "res", "res")
+    monkeypatch.chdir(tmp_path)
+
+    code = _integrate_module().main(["res.tgz", "--drop-heads", "--submissions", str(tmp_path / "subs")])
+
+    assert code == 0 and "unfinished, 3 items" in capsys.readouterr().out
+    kept = (tmp_path / "results/partial/gemma3-270m/access_probe_native_adakv-0.25.items.jsonl").read_text()
+    assert "heads" not in kept
+    for record in records:  # everything else as it was
+        for arm in record["arms"].values():
+            (arm.get("selection") or {}).pop("heads", None)
+    assert [json.loads(line) for line in kept.splitlines()] == records
+
+
 def test_integrate_refuses_to_overwrite_a_committed_file_with_other_content(tmp_path, monkeypatch, capsys):
     contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
     res = tmp_path / "res" / "gemma3-270m"
