@@ -59,6 +59,11 @@ def _accuracy(block: dict[str, Any]):
     return (accuracy["mean"], accuracy["ci"], accuracy["n"]) if accuracy else None
 
 
+def _margin(block: dict[str, Any]):
+    margin = (block["materialization"].get("all") or {}).get("margin")
+    return (margin["mean"], margin["ci"], margin["n"]) if margin else None
+
+
 def _shift(block: dict[str, Any]):
     hidden = _hidden(block)
     return (hidden["shift"]["mean"], hidden["shift"]["ci"], hidden["n"]) if hidden else None
@@ -92,6 +97,9 @@ AUDIT_METRICS = (
     AuditMetric("accuracy", "accuracy", "share of the members answering their own value: for unpaired items "
                 "(harvest's natural QAs, one input per pair, no donor to follow) what the kept rows still answer; "
                 "in source-evicted mode, without the evidence", _accuracy, oracle=True),
+    AuditMetric("margin", "answer margin", "for unpaired items, the probe's log p(right answer) - log p(other), "
+                "mean over pairs: the lean toward the right answer that moves before the argmax does (what the "
+                "donor shift is to the follow rate)", _margin, diverging=True, oracle=True),
     AuditMetric("leak", "selection leak", "share of pairs whose two donor members' picks differ outside the donor "
                 "events: the evicted event steering the choice itself", _rate("members_differ", paired_only=True)),
     AuditMetric("leak_matched", "leak at matched counts", "the same with member B keeping as many rows as A (what a "

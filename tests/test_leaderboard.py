@@ -450,8 +450,11 @@ def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(t
              "source_kept": {"a": {"rate": 0.25, "ci": [0.0, 0.7], "n": 4}},
              "materialization": {"all": every, "donor_hidden": every}}
     reads = {m.key: m.read(block) for m in AUDIT_METRICS}
-    assert reads == {"shift": None, "follow": None, "accuracy": (0.625, [0.25, 1.0], 4), "leak": None,
+    assert reads == {"shift": None, "follow": None, "accuracy": (0.625, [0.25, 1.0], 4), "margin": None, "leak": None,
                      "leak_matched": None, "memory": None, "source_kept": (0.25, [0.0, 0.7], 4)}
+    margin = {"mean": -0.5, "ci": [-0.75, -0.25], "n": 4}
+    with_margin = {**block, "materialization": {"all": {**every, "margin": margin}, "donor_hidden": every}}
+    assert next(m for m in AUDIT_METRICS if m.key == "margin").read(with_margin) == (-0.5, [-0.75, -0.25], 4)
     paired = {**block, "materialization": {"all": {**every, "paired": 4}, "donor_hidden": {**every, "paired": 4}}}
     assert next(m for m in AUDIT_METRICS if m.key == "shift").read(paired) == (0.0, [0.0, 0.0], 4)
     assert next(m for m in AUDIT_METRICS if m.key == "leak").read(paired) == (0.0, [0.0, 0.5], 4)

@@ -3,6 +3,8 @@ selection leak, the gates, and equality with kvpress's own scorers."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -297,10 +299,10 @@ def test_an_arm_of_unpaired_items_reports_its_accuracy():
     from matbench.protocol.records import ArmRecord, PairRecord, Selection
     from matbench.results.selection import summarize_selection
 
-    def record(i, answers, values):
-        arm = ArmRecord(answers=answers, outcome="const", probe_answers=answers, probe_logp=((0.0,), (0.0,)), shift=0.0,
+    def record(i, answers, values, logp=((-1.0, -2.0), (-1.0, -2.0)), menu=("A", "B")):
+        arm = ArmRecord(answers=answers, outcome="const", probe_answers=answers, probe_logp=logp, shift=0.0,
                         selection=Selection(10, False, False, source_kept=(False, False)))
-        return PairRecord(item_id=f"p{i}", variant="", values=values, menu=("A", "B"), budget=0, length=0,
+        return PairRecord(item_id=f"p{i}", variant="", values=values, menu=menu, budget=0, length=0,
                           n_tokens=(1, 1), arms={"harv": arm})
 
     block = summarize_selection([record(0, ("B", "B"), ("B", "B")), record(1, ("A", "A"), ("B", "B")),
@@ -309,6 +311,17 @@ def test_an_arm_of_unpaired_items_reports_its_accuracy():
     assert every["accuracy"]["mean"] == 0.75 and every["accuracy"]["n"] == 4 and every["paired"] == 1
     assert every["accuracy"]["ci"][0] <= 0.75 <= every["accuracy"]["ci"][1]
     assert block["harv"]["materialization"]["donor_hidden"]["accuracy"]["mean"] == 0.75
+    # the answer margin, log p(own value) - log p(other) per member: +1 when the value is A, -1 when B;
+    # pairs: B,B -> -1; B,B -> -1; A,A -> +1; A,B -> 0
+    assert every["margin"]["mean"] == -0.25 and every["margin"]["n"] == 4
+    assert every["margin"]["ci"][0] <= -0.25 <= every["margin"]["ci"][1]
+    # three candidates: the right one against the logsumexp of the two others
+    three = summarize_selection([record(0, ("C", "C"), ("C", "C"), ((-2.0, -2.0, -1.0),) * 2, ("A", "B", "C"))])
+    assert three["harv"]["materialization"]["all"]["margin"]["mean"] == pytest.approx(-1.0 - (-2.0 + math.log(2)))
+    # a free answer's gold alone (one candidate): no margin to report, the accuracy stays
+    gold = summarize_selection([record(0, ("A", "A"), ("A", "A"), ((-0.5,), (-0.5,)), ("A",))])
+    assert "margin" not in gold["harv"]["materialization"]["all"]
+    assert gold["harv"]["materialization"]["all"]["accuracy"]["mean"] == 1.0
 
 
 def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir, tmp_path, capsys):
@@ -346,18 +359,21 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
 def test_the_audit_grid_shows_accuracy_for_an_arm_of_unpaired_items():
     import pandas as pd
 
-    from matbench.results.audit import COLUMNS, audit_grid, grid_column
+    from matbench.results.audit import COLUMNS, audit_grid, grid_columns
 
-    def row(suite, arm, budget, source, shift, accuracy, paired):
+    def row(suite, arm, budget, source, shift, accuracy, paired, margin=None):
         return {**dict.fromkeys(COLUMNS), "model": "m", "suite": suite, "arm": arm, "policy": "knorm", "budget": budget,
-                "source": source, "shift": shift, "accuracy": accuracy, "paired": paired}
+                "source": source, "shift": shift, "accuracy": accuracy, "paired": paired, "margin": margin}
 
-    table = pd.DataFrame([row("harvest", "harv", "0.5", "natural", 0.0, 0.625, 0),
-                          row("harvest", "harv", "0.5", "evicted", 0.0, 0.5, 0),
+    table = pd.DataFrame([row("harvest", "harv", "0.5", "natural", 0.0, 0.625, 0, 0.25),
+                          row("harvest", "harv", "0.5", "evicted", 0.0, 0.5, 0, -0.125),
                           row("discovery", "root", "0.5", "natural", 0.125, None, None),
                           row("discovery", "root", "0.5", "evicted", -0.25, None, None)], columns=list(COLUMNS))
-    assert grid_column(table, "m", "harvest", "harv") == "accuracy" and grid_column(table, "m", "discovery", "root") == "shift"
+    assert grid_columns(table, "m", "harvest", "harv") == ("accuracy", "margin")
+    assert grid_columns(table, "m", "discovery", "root") == ("shift",)
+    assert grid_columns(table.assign(margin=None), "m", "harvest", "harv") == ("accuracy",)  # summarized before margins
     assert audit_grid(table, "m", "harvest", "harv", "accuracy").loc["knorm", "0.5"] == "0.625 / 0.500"
+    assert audit_grid(table, "m", "harvest", "harv", "margin").loc["knorm", "0.5"] == "+0.250 / -0.125"
     assert audit_grid(table, "m", "discovery", "root").loc["knorm", "0.5"] == "+0.125 / -0.250"
 
 

@@ -34,27 +34,31 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# The grids of an arm of unpaired items (harvest's natural QAs), headed by what they show.
+UNPAIRED_LABELS = {"accuracy": "accuracy", "margin": "answer margin, log p(right) - log p(other)"}
+
+
 def summarize(folders: list[Path], target: Path) -> str:
     """Write TARGET/audit.csv and TARGET/audit.md from the policy runs under `folders`; the markdown."""
     from matbench.errors import MatbenchError
-    from matbench.results.audit import audit_grid, audit_table, grid_column, markdown
+    from matbench.results.audit import audit_grid, audit_table, grid_columns, markdown
 
     table = audit_table(folders)
     if table.empty:
         raise MatbenchError(f"no policy runs under {', '.join(map(str, folders))}: run matbench audit --model ... first")
     target.mkdir(parents=True, exist_ok=True)
     table.to_csv(target / "audit.csv", index=False)
-    title = ("# Eviction audit: donor margin shift (accuracy for unpaired items), natural / evicted source, by "
-             "policy and budget (fraction removed)")
+    title = ("# Eviction audit: donor margin shift (accuracy and answer margin for unpaired items), natural / "
+             "evicted source, by policy and budget (fraction removed)")
     parts = [title]
     for (model, suite, arm), _ in table.groupby(["model", "suite", "arm"], sort=True):
         if "/" in arm:  # per-question breakdowns of an arm stay in the CSV
             continue
-        column = grid_column(table, model, suite, arm)
-        grid = audit_grid(table, model, suite, arm, column)
-        grid.index.name = "policy"
-        label = "" if column == "shift" else " (accuracy: unpaired items)"
-        parts += [f"\n## {model}, {suite}, arm {arm}{label}\n", markdown(grid)]
+        for column in grid_columns(table, model, suite, arm):
+            grid = audit_grid(table, model, suite, arm, column)
+            grid.index.name = "policy"
+            label = "" if column == "shift" else f" ({UNPAIRED_LABELS[column]}: unpaired items)"
+            parts += [f"\n## {model}, {suite}, arm {arm}{label}\n", markdown(grid)]
     text = "\n".join(parts) + "\n"
     (target / "audit.md").write_text(text)
     return text

@@ -4,7 +4,7 @@ Reads `metrics.selection` (`matbench.results.selection`) of every policy run und
 folders into a pandas table: the selection (leak rate, mean per-layer overlap, source retention,
 donor-visible share; from schema 1.10 the leak at matched row counts and the bytes a served cache
 holds against those a per-head cache would need) beside materialization (follow rate, donor shift with its CI and sign test,
-the shift over the pairs whose served rows hid the donor, and the answers' accuracy). `matbench audit` prints it and
+the shift over the pairs whose served rows hid the donor, and the answers' accuracy and margin). `matbench audit` prints it and
 writes it as CSV and markdown.
 """
 
@@ -21,7 +21,7 @@ from matbench.results.schema import read_results
 
 COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "leak_matched", "overlap", "source_kept_a",
            "donor_visible", "follow_rate", "shift", "shift_lo", "shift_hi", "sign_p", "hidden_n", "hidden_shift",
-           "accuracy", "paired", "served_bytes", "needed_bytes")
+           "accuracy", "margin", "paired", "served_bytes", "needed_bytes")
 
 
 def audit_table(folders: list[Path]) -> pd.DataFrame:
@@ -53,24 +53,27 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
                 # the answers' accuracy and the pairs with two donor values (0: harvest's natural
                 # QAs, whose leak, follow rate and shift mean nothing); blank in files summarized
                 # before they were
-                "accuracy": every.get("accuracy", {}).get("mean"), "paired": every.get("paired"),
+                "accuracy": every.get("accuracy", {}).get("mean"), "margin": every.get("margin", {}).get("mean"),
+                "paired": every.get("paired"),
                 # schema 1.10 on: the K/V bytes one served member cache holds, and a per-head cache's
                 "served_bytes": block.get("served_bytes_mean"), "needed_bytes": block.get("needed_bytes_mean")})
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     return table.sort_values(["model", "suite", "arm", "policy", "source", "budget"], ignore_index=True)
 
 
-def grid_column(table: pd.DataFrame, model: str, suite: str, arm: str) -> str:
-    """What an arm's grid shows: the donor shift, or for an arm of unpaired items only (harvest's
-    natural QAs: no donor to shift) the answers' accuracy."""
+def grid_columns(table: pd.DataFrame, model: str, suite: str, arm: str) -> tuple[str, ...]:
+    """What an arm's grids show: the donor shift, or for an arm of unpaired items only (harvest's
+    natural QAs: no donor to shift) the answers' accuracy and, where recorded, their margin."""
     part = table[(table.model == model) & (table.suite == suite) & (table.arm == arm)]
-    return "accuracy" if (part["paired"] == 0).all() else "shift"
+    if not (part["paired"] == 0).all():
+        return ("shift",)
+    return ("accuracy", "margin") if part["margin"].notna().any() else ("accuracy",)
 
 
 def audit_grid(table: pd.DataFrame, model: str, suite: str, arm: str, column: str = "shift") -> pd.DataFrame:
-    """Policy x budget grid of `column` (the donor shift, or accuracy), `natural / evicted` in each cell."""
+    """Policy x budget grid of `column` (the donor shift, accuracy or margin), `natural / evicted` in each cell."""
     part = table[(table.model == model) & (table.suite == suite) & (table.arm == arm)]
-    form = "{:+.3f}" if column == "shift" else "{:.3f}"
+    form = "{:.3f}" if column == "accuracy" else "{:+.3f}"
     cell = part.assign(text=part[column].map(lambda v: "—" if pd.isna(v) else form.format(v)))
     grid = cell.pivot_table(index="policy", columns=["budget", "source"], values="text", aggfunc="first")
     out = pd.DataFrame(index=grid.index)

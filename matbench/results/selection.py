@@ -7,7 +7,9 @@ member's pick kept a source row, the rows served and held and the bytes the serv
 against those a per-head cache would need, and the materialization measured on the served rows: outcome classes and the
 donor margin shift (and the answers' accuracy) over all pairs, and split by whether the served rows held a donor-dependent
 token (`donor_visible`: then the arm saw the donor and its outcome is no evidence of
-materialization; in natural mode that is the source the policy kept).
+materialization; in natural mode that is the source the policy kept). For an arm of unpaired items
+(no donor), the answers' accuracy and their margin instead: the margin is to accuracy what the
+donor shift is to the follow rate, the signal that moves before any argmax does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from matbench.evaluators.base import member_accuracy
+from matbench.protocol.margins import donor_margin
 from matbench.protocol.outcomes import OUTCOMES
 from matbench.protocol.records import PairRecord
 from matbench.stats import bootstrap_mean_ci, sign_test, wilson
@@ -32,7 +35,9 @@ def materialization(records: list[PairRecord], arm: str) -> dict[str, Any] | Non
     some pair is unpaired (harvest's natural QAs: both members the same input, no donor to follow,
     shift or leak), also `accuracy` (`member_accuracy`), which is what such an audit reads, and
     `paired`, how many pairs have two different values (absent for arms of donor pairs only, as
-    in every file summarized before)."""
+    in every file summarized before), and where the arm's menus have two or more candidates,
+    `margin`: per pair the mean over its members of log p(own value) - logsumexp(log p(others))
+    from the probe (`answer_margin`), averaged with a bootstrap CI."""
     if not records:
         return None
     arms = [r.arms[arm] for r in records]
@@ -48,7 +53,17 @@ def materialization(records: list[PairRecord], arm: str) -> dict[str, Any] | Non
         correct = np.array([member_accuracy(r, arm) for r in records])
         out["accuracy"] = {"mean": float(correct.mean()), "ci": bootstrap_mean_ci(correct).as_list(), "n": len(arms)}
         out["paired"] = paired
+        if all(len(r.arm_menu(arm)) > 1 for r in records):
+            margins = np.array([answer_margin(r, arm) for r in records])
+            out["margin"] = {"mean": float(margins.mean()), "ci": bootstrap_mean_ci(margins).as_list(), "n": len(arms)}
     return out
+
+
+def answer_margin(record: PairRecord, arm: str) -> float:
+    """How far the arm's probe leans toward each member's own value, mean over the two members:
+    log p(value) - logsumexp(log p(other candidates)) (> 0: the right answer leads)."""
+    menu, values, logp = record.arm_menu(arm), record.arm_values(arm), record.arms[arm].probe_logp
+    return float(sum(donor_margin(np.asarray(row), menu, value) for row, value in zip(logp, values)) / 2)
 
 
 def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
