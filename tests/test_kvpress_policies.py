@@ -97,8 +97,9 @@ def _typed_rotary(rotary, kind, x, ids):
     return rotary(x, ids, kind)
 
 
-def matbench_kept(loaded, ids: torch.Tensor, spec: str) -> tuple[torch.Tensor, object]:
-    """`[L, H_kv, T]` bool: the rows matbench's policy keeps of the same context (no header)."""
+def matbench_kept(loaded, ids: torch.Tensor, spec: str, question: tuple[int, ...] = ()) -> tuple[torch.Tensor, object]:
+    """`[L, H_kv, T]` bool: the rows matbench's policy keeps of the same context (no header),
+    scored with `question` appended where the policy is question-aware."""
     engine = PairEngine(loaded)
     from transformers import DynamicCache
 
@@ -110,7 +111,7 @@ def matbench_kept(loaded, ids: torch.Tensor, spec: str) -> tuple[torch.Tensor, o
                       torch.arange(total), (0, 0), (), total)
     member = MemberLayout(tuple(ids[0].tolist()), tuple(range(total)), (0, 0), ())
     policy = parse_policy(spec)
-    scores = policy.layer_scores(member, rows, SelectionContext(engine.runner))
+    scores = policy.layer_scores(member, rows, SelectionContext(engine.runner, question=question))
     return policy.allocate(scores, policy.layer_budgets(total, scores.shape[0])).cpu(), policy
 
 
@@ -145,6 +146,27 @@ def test_the_kvpress_policy_keeps_its_press_rows_and_never_patches_attention(tin
     assert torch.equal(via_adapter, kvpress_kept(loaded.model, ids, press_class("SnapKVPress")(0.5, window_size=32), 0.5))
     assert {name: ALL_ATTENTION_FUNCTIONS[name] for name in ALL_ATTENTION_FUNCTIONS} == before
     assert "kvpress.attention_patch" not in sys.modules and not hasattr(sys.modules["kvpress"], "patch_attention_functions")
+
+
+def test_a_question_aware_kvpress_press_keeps_the_builtin_question_aware_rows(tiny_llama):
+    """`question=True` in the press call is matbench's question-aware mode: the press scores the
+    context with the arm's question appended, exactly as the built-in SnapKV's question mode does,
+    and the rows differ from the question-agnostic press's (the question moved them)."""
+    from matbench.errors import MatbenchError
+
+    loaded = _double(tiny_llama, "sdpa")
+    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(8))
+    question = tuple(torch.randint(0, 49152, (12,), generator=torch.Generator().manual_seed(9)).tolist())
+    aware, policy = matbench_kept(loaded, ids, "kvpress:SnapKVPress(question=True, window_size=8)@0.5", question)
+    assert policy.spec == "kvpress:SnapKVPress(window_size=8, question=True)@0.5" and policy.question
+    assert parse_policy(policy.spec) == policy  # the spec rebuilds it
+    assert torch.equal(aware, matbench_kept(loaded, ids, "snapkv:window=8,question=true@0.5", question)[0])
+    agnostic = matbench_kept(loaded, ids, "kvpress:SnapKVPress(window_size=8)@0.5")[0]
+    assert int((aware != agnostic).sum()) > 0
+    with pytest.raises(MatbenchError, match="question-aware but was given no question"):
+        matbench_kept(loaded, ids, "kvpress:SnapKVPress(question=True)@0.5")
+    with pytest.raises(MatbenchError, match=r"^kvpress question= takes True or False \(got 'yes'\)$"):
+        parse_policy("kvpress:SnapKVPress(question='yes')@0.5")
 
 
 def test_kvpress_missing_is_one_line(monkeypatch):

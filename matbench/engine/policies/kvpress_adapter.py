@@ -8,6 +8,11 @@ top rows itself. Importing the `kvpress` package patches every transformers atte
 (`kvpress/__init__.py`): only the press modules are imported here, under a bare package entry, so
 that patch never runs in matbench's process. Install kvpress with `pip install --no-deps kvpress`
 (its metadata pins transformers<5.3; its scorers run on 5.17-5.24 when driven this way).
+
+`question=True` in the call is matbench's, not the press's (kvpress makes a press question-aware
+by compressing a context that ends with the question, in its pipeline): the arm's question is
+appended for scoring only, as for the built-in policies (`ScoredPolicy`), and the spec records it:
+`kvpress:SnapKVPress(window_size=32, question=True)@0.5`.
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ def press_class(name: str) -> type:
 class KVPress(ScoredPolicy):
     """A kvpress scorer press, its `score` called on every layer with the attention input of every
     prefill token (kvpress scores a whole context). Its `compression_ratio` is the budget unless
-    `--budget` or `@BUDGET` gives one."""
+    `--budget` or `@BUDGET` gives one; `question=True` scores with the arm's question appended."""
 
     press: str = ""
     kwargs: tuple[tuple[str, Any], ...] = field(default=())
@@ -89,15 +94,18 @@ class KVPress(ScoredPolicy):
         press_class(match.group(1))  # a missing kvpress or an unknown press fails here, in one line
         given = dict(kwargs)
         ratio = given.pop("compression_ratio", None)
-        return cls(budget=Budget(ratio=float(ratio)) if ratio is not None else None, press=match.group(1),
-                   kwargs=tuple(sorted(given.items())))
+        question = given.pop("question", False)
+        if not isinstance(question, bool):
+            raise MatbenchError(f"kvpress question= takes True or False (got {question!r})")
+        return cls(budget=Budget(ratio=float(ratio)) if ratio is not None else None, question=question,
+                   press=match.group(1), kwargs=tuple(sorted(given.items())))
 
     def arguments(self) -> dict[str, Any]:
-        return {"press": self.press, **dict(self.kwargs)}
+        return {"press": self.press, **dict(self.kwargs), **({"question": True} if self.question else {})}
 
     @property
     def spec(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs)
+        args = ", ".join(f"{k}={v!r}" for k, v in (*self.kwargs, *((("question", True),) if self.question else ())))
         return f"kvpress:{self.press}({args})@{self.budget.spec if self.budget else '?'}"
 
     def build(self, total: int) -> Any:
