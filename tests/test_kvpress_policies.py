@@ -160,6 +160,8 @@ def test_a_question_aware_kvpress_press_keeps_the_builtin_question_aware_rows(ti
     aware, policy = matbench_kept(loaded, ids, "kvpress:SnapKVPress(question=True, window_size=8)@0.5", question)
     assert policy.spec == "kvpress:SnapKVPress(window_size=8, question=True)@0.5" and policy.question
     assert parse_policy(policy.spec) == policy  # the spec rebuilds it
+    assert policy.question_aware and not parse_policy("kvpress:SnapKVPress()@0.5").question_aware
+    assert not parse_policy("snapkv@0.5").question_aware and not parse_policy("recent:30").question_aware
     assert torch.equal(aware, matbench_kept(loaded, ids, "snapkv:window=8,question=true@0.5", question)[0])
     agnostic = matbench_kept(loaded, ids, "kvpress:SnapKVPress(window_size=8)@0.5")[0]
     assert int((aware != agnostic).sum()) > 0

@@ -152,7 +152,7 @@ class PairEngine:
         return {arm.name: select(setting.policy, pair, layout, caches, arm, self.runner.head_shape, runner=self.runner,
                                  source=setting.source, kept_from=setting.kept_from, memo=memo,
                                  question=self.query_ids(pair, arm, self.probe_readout)
-                                 if getattr(setting.policy, "question", False) else ())
+                                 if setting.policy.question_aware else ())
                 for arm in pair.arms if governed(pair, arm)}
 
     def merged_caches(self, policy: ServingPolicy, chosen: dict, caches) -> dict[str, tuple[EventCache, EventCache]]:

@@ -97,6 +97,12 @@ class ServingPolicy:
         """Whether the policy takes `--budget` (a scoring policy keeps a budget of rows)."""
         return False
 
+    @property
+    def question_aware(self) -> bool:
+        """Whether `keep` reads the arm's question (`SelectionContext.question`): the engine then
+        tokenizes it for each governed arm (a scoring policy's `question=true`)."""
+        return False
+
     def with_budget(self, budget: Budget) -> ServingPolicy:
         raise MatbenchError(f"policy {self.name!r} takes no budget")
 

@@ -50,6 +50,10 @@ class ScoredPolicy(ServingPolicy):
     def budgeted(self) -> bool:
         return True
 
+    @property
+    def question_aware(self) -> bool:
+        return self.question
+
     def with_budget(self, budget: Budget) -> ScoredPolicy:
         return dataclasses.replace(self, budget=budget)
 
