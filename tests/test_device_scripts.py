@@ -8,6 +8,7 @@ nowhere); stage.py cuts files out of a stream whose chunks split them, as the ca
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -385,6 +386,39 @@ def test_integrate_drop_heads_strips_unfinished_logs_too(tmp_path, monkeypatch, 
         for arm in record["arms"].values():
             (arm.get("selection") or {}).pop("heads", None)
     assert [json.loads(line) for line in kept.splitlines()] == records
+
+
+def test_integrate_joins_the_pieces_call_sh_cuts_wherever_they_landed(tmp_path, monkeypatch, capsys):
+    import lzma
+
+    contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
+    res = tmp_path / "res" / "gemma3-270m"
+    res.mkdir(parents=True)
+    for suffix in (".json", ".items.jsonl"):
+        shutil.copy(contract / ("discovery_probe_native" + suffix), res)
+    whole = io.BytesIO()
+    with tarfile.open(fileobj=whole, mode="w") as tar:
+        tar.add(tmp_path / "res", "res")
+    data = lzma.compress(whole.getvalue())
+    size = len(data) // 3 + 1  # three pieces, as `split -b` cuts them, handed back by two calls
+    pieces = [data[i:i + size] for i in range(0, len(data), size)]
+    assert len(pieces) == 3
+    paths = []
+    for i, piece in enumerate(pieces):
+        folder = tmp_path / ("call1" if i < 2 else "call2")
+        folder.mkdir(exist_ok=True)
+        paths.append(folder / f"res.txz.{i:02d}")
+        paths[-1].write_bytes(piece)
+    monkeypatch.chdir(tmp_path)
+    integrate = _integrate_module()
+
+    with pytest.raises(SystemExit, match=r"pieces \[0, 2\] of the results: pass every one, 00 to the last"):
+        integrate.main([str(paths[2]), str(paths[0]), "--submissions", str(tmp_path / "subs")])
+    code = integrate.main([str(paths[2]), str(paths[0]), str(paths[1]), "--submissions", str(tmp_path / "subs")])
+
+    assert code == 0 and "discovery_probe_native.json: 32 items" in capsys.readouterr().out
+    copied = tmp_path / "results" / "experiments" / "gemma3-270m" / "discovery_probe_native.json"
+    assert copied.read_bytes() == (contract / "discovery_probe_native.json").read_bytes()
 
 
 def test_integrate_refuses_to_overwrite_a_committed_file_with_other_content(tmp_path, monkeypatch, capsys):

@@ -1,5 +1,6 @@
-"""integrate.py RES.tgz [--target results/experiments] (here, in the repo root): take the results
-tarball a device call handed back (call.sh's `res/`) into the repository.
+"""integrate.py RES.txz.00 RES.txz.01 ... [--target results/experiments] (here, in the repo root):
+take the results a device call handed back (call.sh's `res/`, as xz pieces, or one res.tgz) into
+the repository.
 
 For every finished results file (`res/<model>/<name>.json` beside its log): print its wall time,
 item count and gates, refuse it if a gate failed, compare the items it shares with the contract's
@@ -12,7 +13,9 @@ after several sessions had done these steps by hand (and stop 28's partial logs 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import re
 import shutil
 import sys
 import tarfile
@@ -24,6 +27,7 @@ from matbench.leaderboard.submit import SUBMISSIONS, store_submission, verify_su
 from matbench.results.report import report_rows
 
 CONTRACT, PARTIAL = Path("results/contract"), Path("results/partial")
+PIECE = re.compile(r"\.(\d{2,})$")  # res.txz.00: call.sh's pieces of one tarball
 
 
 def records(log: Path) -> dict[str, dict]:
@@ -77,10 +81,23 @@ def drop_log_heads(log: Path) -> None:
     log.write_text("\n".join(lines) + "\n")
 
 
+def tarballs(paths: list[Path]) -> list[tarfile.TarFile]:
+    """The tarballs named: whole ones (`res.tgz`), and the pieces call.sh cuts one into
+    (`res.txz.00`, `res.txz.01`, ..., wherever each call put them) joined in their numbers' order."""
+    pieces = sorted((p for p in paths if PIECE.search(p.name)), key=lambda p: int(PIECE.search(p.name)[1]))
+    numbers = [int(PIECE.search(p.name)[1]) for p in pieces]
+    if numbers != list(range(len(numbers))):
+        sys.exit(f"integrate.py: pieces {numbers} of the results: pass every one, 00 to the last")
+    whole = [tarfile.open(p) for p in paths if p not in pieces]
+    joined = [tarfile.open(fileobj=io.BytesIO(b"".join(p.read_bytes() for p in pieces)))] if pieces else []
+    return whole + joined
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tarball", type=Path)
-    parser.add_argument("more", type=Path, nargs="*", help="further tarballs of the same call (one per model)")
+    parser.add_argument("more", type=Path, nargs="*", help="further tarballs, or the other pieces of one "
+                        "(res.txz.01 ...)")
     parser.add_argument("--target", type=Path, default=Path("results/experiments"))
     parser.add_argument("--submissions", type=Path, default=SUBMISSIONS)
     parser.add_argument("--replace", action="store_true", help="overwrite a committed file of the same name")
@@ -90,11 +107,12 @@ def main(argv: list[str] | None = None) -> int:
                         "checked or copied")
     parser.add_argument("--no-readme", action="store_true", help="leave TARGET/README.md's tables as they are")
     args = parser.parse_args(argv)
-    if not args.tarball.is_file():
-        sys.exit(f"integrate.py: {args.tarball} not found: pass the res.tgz a device call handed back")
+    for path in [args.tarball, *args.more]:
+        if not path.is_file():
+            sys.exit(f"integrate.py: {path} not found: pass the res.txz.NN pieces (or res.tgz) device calls handed back")
     with tempfile.TemporaryDirectory() as tmp:
-        for tarball in [args.tarball, *args.more]:
-            with tarfile.open(tarball) as tar:
+        for tarball in tarballs([args.tarball, *args.more]):
+            with tarball as tar:
                 tar.extractall(tmp, filter="data")
         res = Path(tmp) / "res"
         if (res / "times.txt").exists():
