@@ -81,16 +81,15 @@ def drop_log_heads(log: Path) -> None:
     log.write_text("\n".join(lines) + "\n")
 
 
-def tarballs(paths: list[Path]) -> list[tarfile.TarFile]:
-    """The tarballs named: whole ones (`res.tgz`), and the pieces call.sh cuts one into
-    (`res.txz.00`, `res.txz.01`, ..., wherever each call put them) joined in their numbers' order."""
+def tarballs(paths: list[Path]) -> list[io.BytesIO]:
+    """The bytes of the tarballs named: whole ones (`res.tgz`), and the pieces call.sh cuts one
+    into (`res.txz.00`, `res.txz.01`, ..., wherever each call put them) joined in their numbers' order."""
     pieces = sorted((p for p in paths if PIECE.search(p.name)), key=lambda p: int(PIECE.search(p.name)[1]))
     numbers = [int(PIECE.search(p.name)[1]) for p in pieces]
     if numbers != list(range(len(numbers))):
         sys.exit(f"integrate.py: pieces {numbers} of the results: pass every one, 00 to the last")
-    whole = [tarfile.open(p) for p in paths if p not in pieces]
-    joined = [tarfile.open(fileobj=io.BytesIO(b"".join(p.read_bytes() for p in pieces)))] if pieces else []
-    return whole + joined
+    whole = [io.BytesIO(p.read_bytes()) for p in paths if p not in pieces]
+    return whole + ([io.BytesIO(b"".join(p.read_bytes() for p in pieces))] if pieces else [])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             sys.exit(f"integrate.py: {path} not found: pass the res.txz.NN pieces (or res.tgz) device calls handed back")
     with tempfile.TemporaryDirectory() as tmp:
-        for tarball in tarballs([args.tarball, *args.more]):
-            with tarball as tar:
+        for payload in tarballs([args.tarball, *args.more]):
+            with tarfile.open(fileobj=payload) as tar:
                 tar.extractall(tmp, filter="data")
         res = Path(tmp) / "res"
         if (res / "times.txt").exists():
