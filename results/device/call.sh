@@ -2,8 +2,8 @@
 # call.sh SECONDS CHUNK...: one device call (carry .gpu/bin and the chunks):
 # copy matbench to /tmp/pkg once (so the runs never read the tree the next call replaces; its
 # `git log` line says which commit the files are), stage the chunks (stage.py starts each model's
-# cells once its files are in), then wait up to SECONDS for CELLS lines in times.txt and hand back
-# everything so far as res.txz.NN: one xz tarball cut into pieces the call returns (16 MB a file,
+# cells once its files are in), then wait up to SECONDS for CELLS lines in times.txt and (SECONDS
+# > 0) hand back everything so far as res.txz.NN: one xz tarball cut into pieces the call returns (16 MB a file,
 # 64 MiB a call: stop 34's 80 MB of logs came back only by hand), the first four; when there are
 # more, `call.sh fetch 4` (a call of its own, nothing carried but .gpu/bin) returns the next four.
 # `integrate.py` takes the pieces, in any folders, as one tarball.
@@ -30,6 +30,9 @@ for d in /tmp/res/*/; do
   wc -l $d*.items.jsonl | grep -v ' total$' | awk -v d=$(basename $d) '{n++; if (!m || $1 < m) m = $1; if ($1 > x) x = $1} END {print d, n " logs", m "-" x " pairs"}'
 done
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+# A call that only stages (SECONDS 0) hands back nothing: 64 MB of pieces a call would slow every
+# upload, and the counts above say how the runs go.
+[ "$D" -gt 0 ] || exit 0
 rm -rf /tmp/out; mkdir -p /tmp/out
 tar -cf - -C /tmp res | xz -T0 -6 | split -b 15900000 -d - /tmp/out/res.txz.
 cp $(ls /tmp/out/res.txz.* | head -4) "$OUT/"
