@@ -198,7 +198,7 @@ def test_the_policies_command_lists_every_policy_with_its_usage(capsys):
     assert entries["snapkv"]["usage"] == "snapkv:window=64,kernel=5,question=False@BUDGET" and entries["snapkv"]["budget"]
     assert entries["knorm"]["usage"] == "knorm@BUDGET"  # key-only: no question-aware mode
     assert entries["recent"]["usage"] == "recent:N" and not entries["recent"]["budget"]
-    assert entries["kvpress"]["usage"] == "kvpress:PRESS(key=value,...)@BUDGET"
+    assert entries["kvpress"]["usage"] == "kvpress:PRESS(key=value,...,question=False)@BUDGET"
     assert main(["policies"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert len(table) == 2 * len(entries) + 1 and table[0].split() == ["adakv", "adakv:inner=snapkv,alpha=0.2,question=False@BUDGET"]

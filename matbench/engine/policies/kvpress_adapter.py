@@ -76,7 +76,7 @@ class KVPress(ScoredPolicy):
     kwargs: tuple[tuple[str, Any], ...] = field(default=())
     observe = 1 << 30
     name = "kvpress"
-    usage = "kvpress:PRESS(key=value,...)"
+    usage = "kvpress:PRESS(key=value,...,question=False)"
 
     @classmethod
     def from_args(cls, args: str | None) -> KVPress:
