@@ -322,6 +322,10 @@ def test_an_arm_of_unpaired_items_reports_its_accuracy():
     gold = summarize_selection([record(0, ("A", "A"), ("A", "A"), ((-0.5,), (-0.5,)), ("A",))])
     assert "margin" not in gold["harv"]["materialization"]["all"]
     assert gold["harv"]["materialization"]["all"]["accuracy"]["mean"] == 1.0
+    # a value the menu does not offer (an answer read as free text): no margin either
+    free = summarize_selection([record(0, ("A", "A"), ("C", "C"))])
+    assert "margin" not in free["harv"]["materialization"]["all"]
+    assert free["harv"]["materialization"]["all"]["accuracy"]["mean"] == 0.0
 
 
 def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir, tmp_path, capsys):

@@ -35,8 +35,8 @@ def materialization(records: list[PairRecord], arm: str) -> dict[str, Any] | Non
     some pair is unpaired (harvest's natural QAs: both members the same input, no donor to follow,
     shift or leak), also `accuracy` (`member_accuracy`), which is what such an audit reads, and
     `paired`, how many pairs have two different values (absent for arms of donor pairs only, as
-    in every file summarized before), and where the arm's menus have two or more candidates,
-    `margin`: per pair the mean over its members of log p(own value) - logsumexp(log p(others))
+    in every file summarized before), and where the arm's menus have two or more candidates and
+    hold its values, `margin`: per pair the mean over its members of log p(own value) - logsumexp(log p(others))
     from the probe (`answer_margin`), averaged with a bootstrap CI."""
     if not records:
         return None
@@ -53,7 +53,7 @@ def materialization(records: list[PairRecord], arm: str) -> dict[str, Any] | Non
         correct = np.array([member_accuracy(r, arm) for r in records])
         out["accuracy"] = {"mean": float(correct.mean()), "ci": bootstrap_mean_ci(correct).as_list(), "n": len(arms)}
         out["paired"] = paired
-        if all(len(r.arm_menu(arm)) > 1 for r in records):
+        if all(len(r.arm_menu(arm)) > 1 and set(r.arm_values(arm)) <= set(r.arm_menu(arm)) for r in records):
             margins = np.array([answer_margin(r, arm) for r in records])
             out["margin"] = {"mean": float(margins.mean()), "ci": bootstrap_mean_ci(margins).as_list(), "n": len(arms)}
     return out
