@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from matbench.data_gen.checks import check_decoy_independence, check_pair
 from matbench.data_gen.rows import FIELD_DOCS, pair_to_row, row_to_pair

@@ -7,7 +7,8 @@ unknown name fail with a "did you mean" suggestion instead of a KeyError.
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Generic, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 from matbench.errors import MatbenchError
 

@@ -13,12 +13,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import pytest  # noqa: E402
+import pytest
 
-from matbench.data_gen import SUITES  # noqa: E402
-from matbench.models.loading import LoadedModel, load_model  # noqa: E402
-from matbench.models.sources import resolve_source  # noqa: E402
-from tests.helpers import make_tiny  # noqa: E402
+from matbench.data_gen import SUITES
+from matbench.models.loading import LoadedModel, load_model
+from matbench.models.sources import resolve_source
+from tests.helpers import make_tiny
 
 
 @pytest.fixture(scope="session")

@@ -58,7 +58,7 @@ def test_engine_records_do_not_depend_on_batched_prefill(tiny):
 
 
 def test_prefetched_layouts_are_used_once(tiny_llama, monkeypatch):
-    import matbench.engine.pair_engine as pair_engine
+    from matbench.engine import pair_engine
 
     engine = engine_for(tiny_llama)
     pairs = SUITES.get("discovery").generate(0, 3)

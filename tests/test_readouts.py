@@ -7,9 +7,9 @@ import torch
 
 from matbench.engine.probe import ProbeScorer
 from matbench.errors import MatbenchError
+from matbench.protocol.frames import question_text
 from matbench.protocol.margins import donor_margin, donor_shift
 from matbench.protocol.menus import find_menu_words
-from matbench.protocol.frames import question_text
 from matbench.protocol.readouts import MIRROR_TRACE, READOUTS
 
 NAME8 = ("ALPHA", "BRAVO", "DELTA", "ECHO", "GOLF", "HOTEL", "KILO", "TANGO")

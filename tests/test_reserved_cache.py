@@ -37,7 +37,7 @@ def test_cache_from_rows_with_room_reads_like_a_dynamic_cache():
 
 @pytest.mark.parametrize("serving", ["compact", "native"])
 def test_serving_and_decoding_do_not_depend_on_the_room(tiny, pairs, serving, monkeypatch):
-    import matbench.engine.runtime as runtime
+    from matbench.engine import runtime
 
     engine = engine_for(tiny, serving=serving)
     pair = pairs[0]

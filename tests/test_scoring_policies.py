@@ -515,7 +515,7 @@ def test_per_head_selections_pass_both_per_head_gates_with_sliding_windows_too(m
 def test_the_keep_all_gate_runs_with_each_budgeted_policy_and_catches_a_lost_row(tiny_llama, pairs, monkeypatch):
     """With --check, every budgeted policy of the run, at ratio 0.0, must serve exactly what full
     serving serves; a request builder that drops a policy's last row (planted) fails it."""
-    import matbench.engine.pair_engine as pair_engine
+    from matbench.engine import pair_engine
     from matbench.engine.policies.setting import PolicySetting
 
     engine = PairEngine(tiny_llama, policy=parse_policy("snapkv@0.5"))
@@ -567,7 +567,7 @@ def test_rows_no_policy_governs_are_served_once_for_every_setting(tiny_llama, pa
     """Several settings in one batch: an arm no policy governs is the same request under each, so
     it is served once; every setting's records equal those of scoring it alone (the log-probs to
     float32 rounding: a batch of other rows rounds a row differently)."""
-    import matbench.engine.pair_engine as pair_engine
+    from matbench.engine import pair_engine
     from matbench.engine.selection import governed
 
     engine = PairEngine(tiny_llama)

@@ -38,7 +38,7 @@ class EventCache:
             slots.extend(range(*self.event_spans[i]))
         return torch.tensor(slots, dtype=torch.long)
 
-    def with_noise(self, events: tuple[int, ...], seed: int = 0) -> "EventCache":
+    def with_noise(self, events: tuple[int, ...], seed: int = 0) -> EventCache:
         """A copy whose rows of `events` hold random K/V (the mask gate's probe)."""
         slots = self.kept_slots(tuple(events))[self.header_span[1] - self.header_span[0]:]
         gen = torch.Generator().manual_seed(seed)

@@ -17,7 +17,7 @@ class ProbeScorer:
     token_ids: tuple[tuple[int, ...], ...]  # per candidate, its distinct first-token ids
 
     @classmethod
-    def for_menu(cls, menu: tuple[str, ...], encode) -> "ProbeScorer":
+    def for_menu(cls, menu: tuple[str, ...], encode) -> ProbeScorer:
         """Each candidate is scored on the first tokens of " W" and "W" that no other candidate
         shares: a shared one says nothing about which candidate comes (digits after a space
         start with a bare " " token in many tokenizers; bare words often start with a piece like

@@ -6,8 +6,8 @@ these texts into token ids for one model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 HDR = (
     "You are reviewing a completed agent trajectory. Use it to answer the question precisely.\n\n"

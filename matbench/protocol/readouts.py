@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from matbench.protocol.menus import find_menu_words
 from matbench.registry import Registry
 
-READOUTS: Registry["Readout"] = Registry("readout")
+READOUTS: Registry[Readout] = Registry("readout")
 
 # The trace instructions of the paper's scripts, verbatim.
 MIRROR_TRACE = " Locate the mirror statement for that register, then end your answer with the final state word."

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
@@ -31,7 +32,7 @@ class Shard:
     local_rank: int = 0
 
     @classmethod
-    def from_env(cls) -> "Shard":
+    def from_env(cls) -> Shard:
         """Read RANK / WORLD_SIZE / LOCAL_RANK, which torchrun and accelerate launch set."""
         try:
             world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -261,10 +261,9 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
     """Score every pair of `todo` for the specs whose logs lack it and append the records (with
     the gates when --check, on the pairs of `gated` when given; graded by `judge` when the run
     names one), a batch at a time."""
+    from matbench.data_gen import SUITES
     from matbench.engine.batches import score_in_batches
     from matbench.engine.gates import require, run_gates
-
-    from matbench.data_gen import SUITES
 
     by_combo = {run.spec.combo: run for run in runs}
     suite = SUITES.get(cfg.suite)  # what the judge reads a record's question and gold from

