@@ -105,7 +105,7 @@ class KVPress(ScoredPolicy):
 
     @property
     def spec(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in (*self.kwargs, *((("question", True),) if self.question else ())))
+        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments().items() if k != "press")
         return f"kvpress:{self.press}({args})@{self.budget.spec if self.budget else '?'}"
 
     def build(self, total: int) -> Any:
