@@ -316,6 +316,17 @@ def _integrate_module():
     return module
 
 
+def _contract_cell_in_res(tmp_path: Path, name: str = "discovery_probe_native") -> Path:
+    """A finished Gemma cell (the contract's results file and log) under tmp_path/res, as a device
+    call leaves it; the contract folder it came from."""
+    contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
+    res = tmp_path / "res" / "gemma3-270m"
+    res.mkdir(parents=True)
+    for suffix in (".json", ".items.jsonl"):
+        shutil.copy(contract / (name + suffix), res)
+    return contract
+
+
 def test_integrate_takes_finished_cells_refuses_failed_gates_and_keeps_unfinished_logs(tmp_path, monkeypatch, capsys):
     contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
     name = "discovery_probe_native"
@@ -359,7 +370,7 @@ def test_integrate_takes_finished_cells_refuses_failed_gates_and_keeps_unfinishe
 
 def test_integrate_drop_heads_strips_unfinished_logs_too(tmp_path, monkeypatch, capsys):
     # an unfinished policy cell's log whose selections carry per-head bits: the next session resumes
-    # from it, and reads records, never bits (stop 33 stripped 53 MB of SmolLM2 logs by hand)
+    # from it, and reads records, never bits (stop 34's SmolLM2 logs: 53 MB with them)
     audit = Path(__file__).resolve().parent.parent / "results" / "audit" / "gemma3-270m"
     records = [json.loads(line) for line in
                (audit / "access_probe_native_adakv-0.25.items.jsonl").read_text().splitlines()[:3]]
@@ -391,11 +402,7 @@ def test_integrate_drop_heads_strips_unfinished_logs_too(tmp_path, monkeypatch, 
 def test_integrate_joins_the_pieces_call_sh_cuts_wherever_they_landed(tmp_path, monkeypatch, capsys):
     import lzma
 
-    contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
-    res = tmp_path / "res" / "gemma3-270m"
-    res.mkdir(parents=True)
-    for suffix in (".json", ".items.jsonl"):
-        shutil.copy(contract / ("discovery_probe_native" + suffix), res)
+    contract = _contract_cell_in_res(tmp_path)
     whole = io.BytesIO()
     with tarfile.open(fileobj=whole, mode="w") as tar:
         tar.add(tmp_path / "res", "res")
@@ -422,11 +429,7 @@ def test_integrate_joins_the_pieces_call_sh_cuts_wherever_they_landed(tmp_path, 
 
 
 def test_integrate_refuses_to_overwrite_a_committed_file_with_other_content(tmp_path, monkeypatch, capsys):
-    contract = Path(__file__).resolve().parent.parent / "results" / "contract" / "gemma3-270m"
-    res = tmp_path / "res" / "gemma3-270m"
-    res.mkdir(parents=True)
-    for suffix in (".json", ".items.jsonl"):
-        shutil.copy(contract / ("discovery_probe_native" + suffix), res)
+    _contract_cell_in_res(tmp_path)
     committed = tmp_path / "results" / "experiments" / "gemma3-270m" / "discovery_probe_native.json"
     committed.parent.mkdir(parents=True)
     committed.write_text("{}")
