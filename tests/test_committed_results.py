@@ -163,24 +163,23 @@ def test_the_eviction_audit_covers_its_grid_and_evicted_runs_never_show_the_dono
     """3 models x (discovery, access) x 10 policies (8, the merging positive control and SnapKV's
     question-aware mode) x 4 budgets x 2 source modes, 32 pairs each, --check on every pair; and
     harvest x 4 policies (streaming_llm, knorm, snapkv, snapkv:question=True) x 4 budgets x 2 source
-    modes, 32 pairs each, the first 8 gated, for Gemma 3 and Qwen2.5-Coder (SmolLM2's is owed:
-    results/partial). In source-evicted files no governed arm was served a donor row; where a file
+    modes, 32 pairs each, the first 8 gated, for the three models. In source-evicted files no governed arm was served a donor row; where a file
     holds the count-matched leak (schema 1.10), it never exceeds the leak."""
     configs = [read_results(p) for p in AUDIT]
     cells = {(r.config.model.model, r.config.suite, r.config.policy, r.config.source_mode) for r in configs}
-    assert len(AUDIT) == len(cells) == 480 + 64
+    assert len(AUDIT) == len(cells) == 480 + 96
     pairs = {c for c in cells if c[1] != "harvest"}
     assert len(pairs) == 480 and {c[0] for c in pairs} == set(MODELS) and {c[1] for c in pairs} == {"discovery", "access"}
     policies = {c[2].split("@")[0] for c in pairs}
     assert policies == {"random", "streaming_llm", "knorm", "snapkv", "tova", "h2o", "pyramidkv", "adakv", "merging",
                         "snapkv:question=True"}
     harvest = cells - pairs
-    assert {c[0] for c in harvest} == {"gemma3-270m", "qwen2.5-coder-0.5b"}
+    assert {c[0] for c in harvest} == set(MODELS) and len(harvest) == 3 * 4 * 4 * 2
     assert {c[2].split("@")[0] for c in harvest} == {"streaming_llm", "knorm", "snapkv", "snapkv:question=True"}
     newer = [r for r in configs if r.schema_version == "1.10"]
     assert {(r.config.suite == "harvest", r.config.policy.split("@")[0]) for r in newer} == {
         (False, "merging"), (False, "snapkv:question=True"), *((True, c[2].split("@")[0]) for c in harvest)}
-    assert len(newer) == 96 + 64
+    assert len(newer) == 96 + 96
     assert {r.config.check_pairs for r in configs} == {None, 8}
     assert {r.config.suite for r in configs if r.config.check_pairs == 8} == {"harvest"}
     assert {c[2].split("@")[1] for c in cells} == {"0.25", "0.5", "0.75", "0.875"}

@@ -114,14 +114,14 @@ def test_the_runs_table_names_each_runs_departure_from_the_protocol(tmp_path):
     para = sum(r.path.stem.endswith("_para") for r in runs)
     assert yarn == 15 and para == 30  # the three models' YaRN harvests; six para cells
     # The eviction audit: 10 policies x 4 budgets x 2 source modes, on 3 models x 2 suites each;
-    # 4 of the policies on harvest too, for 2 models (SmolLM2's is owed).
+    # 4 of the policies on harvest too, for the same 3 models.
     audit = Counter(f"policy {c['policy']}" + (", source evicted" if c.get("source_mode") else "")
                     for c in (json.loads(r.path.read_text())["config"] for r in runs) if c.get("policy"))
     on_harvest = {p for p in audit if p.split()[1].split("@")[0] in ("streaming_llm", "knorm", "snapkv",
                                                                      "snapkv:question=True")}
     assert len(audit) == 80 and len(on_harvest) == 32
-    assert {p: n for p, n in audit.items()} == {p: 6 + 2 * (p in on_harvest) for p in audit}
-    assert variants == Counter({"—": len(runs) - yarn - para - 480 - 64, "yarn ×4": yarn, "template para": para,
+    assert {p: n for p, n in audit.items()} == {p: 6 + 3 * (p in on_harvest) for p in audit}
+    assert variants == Counter({"—": len(runs) - yarn - para - 480 - 96, "yarn ×4": yarn, "template para": para,
                                 **audit})
 
 
