@@ -37,6 +37,7 @@ def test_discovery_bench_record_on_a_random_tiny_shape(tmp_path, capsys):
     (["bench", "discovery", "--random-weights", "qwen3-8", "--device", "cpu"], "Did you mean 'qwen3-8b'"),
     (["bench", "discovery", "--device", "cpu"], "pass exactly one of --model NAME or --random-weights SHAPE"),
     (["bench", "nosuch"], "unknown benchmark"),
+    (["bench", "leaderboard", "--decode-graphs", "on"], "benchmark 'leaderboard' takes no --decode-graphs"),
     (["bench", "leaderboard", "--n", "0"], "--n must be at least 1"),
     (["bench", "discovery", "--random-weights", "qwen3-tiny", "--device", "cpu", "--device-map", "auto"],
      "--device-map takes auto, and spreads a model over GPUs: use it with --device cuda"),
@@ -50,7 +51,8 @@ def test_bench_errors_are_one_line(capsys, argv, message):
 def test_long_context_bench_record_on_a_random_tiny_shape(tmp_path):
     out = tmp_path / "long.json"
     assert main(["bench", "long-context", "--random-weights", "qwen3-tiny", "--context", "3000", "--chunk-size", "1024",
-                 "--requests", "3", "--serving", "native", "--device", "cpu", "--output", str(out)]) == 0
+                 "--requests", "3", "--serving", "native", "--device", "cpu", "--decode-graphs", "compare",
+                 "--output", str(out)]) == 0
     record = json.loads(out.read_text())
     assert (record["context_tokens"], record["chunk_size"], record["requests"]) == (3000, 1024, 3)
     assert record["kept_rows_per_request"] == 256 + 4 * 512 and record["serving"] == "native"
@@ -60,6 +62,22 @@ def test_long_context_bench_record_on_a_random_tiny_shape(tmp_path):
     assert prefill["tokens_per_s"] == pytest.approx(3000 / prefill["seconds"], rel=1e-2 + 5e-4 / prefill["seconds"])
     assert decode["tokens_per_s"] == pytest.approx(3 * 12 / decode["seconds"], rel=1e-2 + 5e-4 / decode["seconds"])
     assert set(record["native_layout_peak_memory_gib_2_requests"]) == {"gathered", "literal"}
+    # compared: the eager loop, then the fixed-shape steps (uncaptured on a CPU), the same tokens
+    assert set(record["decode_by_mode"]) == {"eager", "graphs"} and record["decode"]["mode"] == "graphs"
+    assert record["decode_same_tokens"] is True
+
+
+def test_discovery_bench_compares_eager_and_graph_decoding_in_one_run(tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "discovery", "--random-weights", "qwen3-tiny", "--n", "2", "--naive-n", "1",
+                 "--device", "cpu", "--decode-graphs", "compare", "--output", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert set(record["engine_by_decode"]) == {"eager", "graphs"} and record["decode"] == "graphs"
+    # 2 pairs x (probe, short) x 4 arms, every class the same both ways
+    assert record["decode_classes_agree"] == {"compared": 2 * 2 * 4, "agree": 2 * 2 * 4}
+    eager = record["engine_by_decode"]["eager"]
+    assert eager["serve_probe_decode_share"] == pytest.approx(eager["serve_probe_decode_seconds"] / eager["seconds"],
+                                                              abs=2e-3)
 
 
 def test_scaling_needs_several_processes(capsys):

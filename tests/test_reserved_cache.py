@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from matbench.engine.decode import greedy_decode
 from matbench.engine.runtime import ReservedLayer, cache_from_rows, cache_rows
-from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
+from matbench.engine.serving import SERVING, ServeRequest
 from tests.helpers import engine_for
 
 

@@ -52,3 +52,21 @@ def load_for_bench(model: str | None, shape: str | None, device: str | None, dty
     return load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation, device_map=device_map,
                       fused_kernels=fused_kernels or "auto")
 
+
+
+# `--decode-graphs`: how greedy decoding runs (`matbench.engine.decode`); compare times the eager
+# loop and the CUDA-graph replays one after the other in one run, on the same model and items.
+DECODE_GRAPHS = {"auto": (None,), "on": (True,), "off": (False,), "compare": (False, True)}
+
+
+def decode_settings(setting: str | None) -> tuple[bool | None, ...]:
+    """`--decode-graphs` -> the `ModelRunner.decode_graphs` values to time, in order."""
+    from matbench.errors import MatbenchError
+
+    if (setting or "auto") not in DECODE_GRAPHS:
+        raise MatbenchError(f"unknown --decode-graphs {setting!r}; use {', '.join(DECODE_GRAPHS)}")
+    return DECODE_GRAPHS[setting or "auto"]
+
+
+def decode_label(runner: Any) -> str:
+    return "graphs" if runner.graph_decoding else "eager"

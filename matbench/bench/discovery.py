@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench.common import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
+from matbench.bench.common import BENCHMARKS, decode_label, decode_settings, load_for_bench, machine, peak_tflops, sync
 from matbench.engine.memory import peak_memory, reset_peak
 
 
@@ -14,7 +14,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
               device: str | None = None, dtype: str | None = None, batch_pairs: int | None = None,
               serving: str = "auto", attn_implementation: str | None = None,
               tokenizer: str | None = None, device_map: str | None = None,
-              fused_kernels: str | None = None) -> dict[str, Any]:
+              fused_kernels: str | None = None, decode_graphs: str | None = None) -> dict[str, Any]:
     """The naive reference path and the engine on the same discovery items, in one run.
 
     Engine: global prefill per pair (shared prefix), every arm x member of `batch_pairs` pairs
@@ -24,13 +24,15 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     work overlaps the GPU's). Reports pairs/s of both and their ratio, prefill tokens/s and model
     FLOP utilisation (2 x parameters x tokens against the card's dense bf16 peak), peak memory,
     and the agreement of the two paths' outcome classes (probe and short) with the probe margin of
-    every disagreement (near-ties explain bf16 flips)."""
+    every disagreement (near-ties explain bf16 flips). `decode_graphs` compare times the engine
+    twice, decoding eagerly then from CUDA graphs, and reports both and their classes' agreement."""
     import torch
 
     from matbench.data_gen import SUITES
     from matbench.engine.naive import naive_pair
     from matbench.engine.pair_engine import PairEngine
 
+    settings = decode_settings(decode_graphs)
     loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, device_map, fused_kernels)
     device = loaded.device
     engine = PairEngine(loaded, serving=serving)
@@ -40,7 +42,11 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     n_params = sum(p.numel() for p in loaded.model.parameters())
     reset_peak(device)
 
-    timed = _time_engine(engine, pairs, combos, group, device)
+    by_decode = {}
+    for setting in settings:
+        engine.runner.decode_graphs = setting
+        by_decode[decode_label(engine.runner)] = _time_engine(engine, pairs, combos, group, device)
+    timed = by_decode[decode_label(engine.runner)]  # the last: graphs when compared
     naive_items = pairs[:min(naive_n, n)]
     sync(device)
     started = time.perf_counter()
@@ -56,7 +62,11 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
         "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation,
         "fused_kernels": loaded.fused_kernels, "serving": engine.serving,
         "batch_pairs": group, "n_pairs": n, "naive_pairs": len(naive_items),
+        "decode": decode_label(engine.runner),
         "engine": _engine_record(timed, n, n_params, peak),
+        **({"engine_by_decode": {k: _engine_record(v, n, n_params, peak) for k, v in by_decode.items()},
+            "decode_classes_agree": _same_classes(*(v["records"] for v in by_decode.values()), combos)}
+           if len(by_decode) > 1 else {}),
         "naive": {"seconds": round(naive_s, 3), "pairs_per_s": round(len(naive_items) / naive_s, 3)},
         "speedup": round((n / timed["seconds"]) / (len(naive_items) / naive_s), 2),
         "class_agreement": agreement,
@@ -87,6 +97,7 @@ def _engine_record(timed: dict[str, Any], n: int, n_params: int, peak: float | N
     prefill_s, tokens = timed["prefill_s"], timed["prefill_tokens"]
     return {"seconds": round(timed["seconds"], 3), "pairs_per_s": round(n / timed["seconds"], 3),
             "prefill_seconds": round(prefill_s, 3), "serve_probe_decode_seconds": round(timed["score_s"], 3),
+            "serve_probe_decode_share": round(timed["score_s"] / timed["seconds"], 3),
             "prefill_tokens": tokens, "prefill_tokens_per_s": round(tokens / prefill_s, 1),
             "prefill_mfu": round(2 * n_params * tokens / prefill_s / (peak * 1e12), 4) if peak else None}
 
@@ -107,3 +118,10 @@ def class_agreement(pairs: list, engine_records: list, naive_records: list, comb
     agree = compared - len(flips)
     return {"compared": compared, "agree": agree, "rate": round(agree / compared, 4) if compared else None,
             "flips": flips}
+
+
+def _same_classes(first: list, second: list, combos: list) -> dict[str, int]:
+    """How many (pair, combo, arm) outcome classes two engine runs share."""
+    pairs = [(a[c].arms[arm].outcome, b[c].arms[arm].outcome) for a, b in zip(first, second) for c in combos
+             for arm in a[c].arms]
+    return {"compared": len(pairs), "agree": sum(x == y for x, y in pairs)}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench.common import BENCHMARKS, load_for_bench, machine, peak_tflops, sync
+from matbench.bench.common import BENCHMARKS, decode_label, decode_settings, load_for_bench, machine, peak_tflops, sync
 from matbench.engine.memory import peak_memory, reset_peak
 from matbench.errors import MatbenchError
 
@@ -25,7 +25,8 @@ HEADER, EVENT, SERVED, QUERY, NEW_TOKENS = 256, 512, 4, 48, 12
 def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8, model: str | None = None,
                  shape: str | None = None, device: str | None = None, dtype: str | None = None,
                  serving: str = "auto", attn_implementation: str | None = None,
-                 tokenizer: str | None = None, fused_kernels: str | None = None) -> dict[str, Any]:
+                 tokenizer: str | None = None, fused_kernels: str | None = None,
+                 decode_graphs: str | None = None) -> dict[str, Any]:
     import torch
 
     from matbench.engine.pair_engine import PairEngine
@@ -33,6 +34,7 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
 
     if context < HEADER + SERVED * EVENT or chunk_size < 1 or requests < 1:
         raise MatbenchError(f"--context must be at least {HEADER + SERVED * EVENT} tokens, --chunk-size and --requests at least 1")
+    settings = decode_settings(decode_graphs)
     loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, fused_kernels=fused_kernels)
     device = loaded.device
     engine = PairEngine(loaded, serving=serving)
@@ -47,8 +49,13 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
     served = [tuple(sorted({(k + j * len(spans) // SERVED) % len(spans) for j in range(SERVED)})) for k in range(requests)]
     query = tuple(torch.randint(1000, vocab, (QUERY,), generator=gen).tolist())
     reqs = [ServeRequest(cache, s, query) for s in served]
-    serving_times = _time_serving(runner, SERVING[engine.serving], reqs, device, native=engine.serving == "native")
-    serve_s, decode_s, serve_peak, layouts = serving_times
+    decodes = {}
+    for setting in settings:  # decoding eagerly, then from CUDA graphs, when compared
+        runner.decode_graphs = setting
+        serve_s, decode_s, serve_peak, layouts, tokens = _time_serving(runner, SERVING[engine.serving], reqs, device,
+                                                                      native=engine.serving == "native")
+        decodes[decode_label(runner)] = {"seconds": round(decode_s, 3), "new_tokens": NEW_TOKENS,
+                                         "tokens_per_s": round(requests * NEW_TOKENS / decode_s, 1), "tokens": tokens}
     peak = peak_tflops(device)
     kept = HEADER + SERVED * EVENT
     return {
@@ -61,8 +68,10 @@ def long_context(context: int = 32768, chunk_size: int = 4096, requests: int = 8
                     "dense_mfu": round(2 * n_params * context / prefill_s / (peak * 1e12), 4) if peak else None,
                     "peak_memory_gib": round(prefill_peak, 2)},
         "serve_probe": {"seconds": round(serve_s, 3), "requests_per_s": round(requests / serve_s, 2)},
-        "decode": {"seconds": round(decode_s, 3), "new_tokens": NEW_TOKENS,
-                   "tokens_per_s": round(requests * NEW_TOKENS / decode_s, 1)},
+        "decode": {k: v for k, v in decodes[decode_label(runner)].items() if k != "tokens"} | {"mode": decode_label(runner)},
+        **({"decode_by_mode": {k: {x: y for x, y in v.items() if x != "tokens"} for k, v in decodes.items()},
+            "decode_same_tokens": len({str(v["tokens"]) for v in decodes.values()}) == 1}
+           if len(decodes) > 1 else {}),
         "serving_peak_memory_gib": round(serve_peak, 2),
         "native_layout_peak_memory_gib_2_requests": layouts or None,
         "peak_bf16_tflops": peak, "machine": machine(),
@@ -99,25 +108,25 @@ def _time_serving(runner: Any, serve: Any, reqs: list, device: str, native: bool
     """Serving (with the probe) and greedy decoding of every request together after a warm-up:
     (serve seconds, decode seconds, peak GiB, and for native serving the peak of two requests in
     the gathered and in the literal layout)."""
-    from matbench.engine.serving import greedy_decode
+    from matbench.engine.decode import greedy_decode
 
-    def serve_and_decode(batch_reqs: list, **kw) -> tuple[float, float]:
+    def serve_and_decode(batch_reqs: list, **kw) -> tuple[float, float, list]:
         sync(device)
         t0 = time.perf_counter()
         batch, first = serve(runner, batch_reqs, reserve=NEW_TOKENS, **kw)
         sync(device)
         t1 = time.perf_counter()
-        greedy_decode(runner, batch, first, NEW_TOKENS, stop_ids=set())
+        tokens = greedy_decode(runner, batch, first, NEW_TOKENS, stop_ids=set())
         sync(device)
-        return t1 - t0, time.perf_counter() - t1
+        return t1 - t0, time.perf_counter() - t1, tokens
 
     serve_and_decode(reqs[:1])  # warm-up
     _reset(device)
-    serve_s, decode_s = serve_and_decode(reqs)
+    serve_s, decode_s, tokens = serve_and_decode(reqs)
     serve_peak = peak_memory(device)[0]
     layouts = {}
     for name, kw in ((("gathered", {}), ("literal", {"full_layout": True})) if native else ()):
         _reset(device)
         serve_and_decode(reqs[:2], **kw)
         layouts[name] = round(peak_memory(device)[0], 2)
-    return serve_s, decode_s, serve_peak, layouts
+    return serve_s, decode_s, serve_peak, layouts, tokens

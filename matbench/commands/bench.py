@@ -48,6 +48,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", help=", ".join(DTYPES))
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS)
     p.add_argument("--fused-kernels", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
+    p.add_argument("--decode-graphs", choices=["auto", "on", "off", "compare"], help="discovery, long-context: greedy "
+                   "decoding replayed from CUDA graphs (auto: on a single-GPU model), eagerly (off), or both one after "
+                   "the other in one run (compare)")
     p.add_argument("--batch-pairs", type=int, help="discovery, scaling, policies: pairs per engine batch")
     p.add_argument("--serving", choices=["auto", *SERVING_MODES], help="how kept rows "
                    "are served (default auto: native on a model with sliding-window layers, else compact)")

@@ -14,10 +14,11 @@ from typing import Any
 import torch
 
 from matbench.engine.cache import EventCache, prefill
+from matbench.engine.decode import greedy_decode
 from matbench.engine.layout import MemberLayout, layout_pair
 from matbench.engine.pair_engine import PairEngine
 from matbench.engine.runtime import cache_rows, new_cache
-from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
+from matbench.engine.serving import SERVING, ServeRequest
 from matbench.errors import MatbenchError
 from matbench.protocol.margins import donor_shift
 from matbench.protocol.outcomes import outcome

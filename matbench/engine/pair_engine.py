@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from matbench.engine.cache import ANCHOR_WINDOW, EventCache, isolated_cache, spliced_cache, text_cache
+from matbench.engine.decode import greedy_decode
 from matbench.engine.layout import PairLayout, layout_pair
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
@@ -22,7 +23,7 @@ from matbench.engine.probe import ProbeScorer, first_token_answers, first_token_
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
 from matbench.engine.selection import governed, select
-from matbench.engine.serving import SERVING, ServeRequest, greedy_decode
+from matbench.engine.serving import SERVING, ServeRequest
 from matbench.errors import MatbenchError
 from matbench.models.loading import LoadedModel
 from matbench.protocol.margins import donor_shift

@@ -49,7 +49,8 @@ def narrow_mask(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | 
     valid = valid.repeat_interleave(state["heads"] // valid.shape[1], dim=1)[:, :, None, :mask.shape[-1]]
     if mask.dtype == torch.bool:
         return args, {**kwargs, "attention_mask": mask & valid}
-    lowest = torch.tensor(torch.finfo(mask.dtype).min, dtype=mask.dtype, device=mask.device)
+    # torch.full, not torch.tensor: no host-to-device copy (a decoding step may be captured in a CUDA graph)
+    lowest = torch.full((), torch.finfo(mask.dtype).min, dtype=mask.dtype, device=mask.device)
     return args, {**kwargs, "attention_mask": torch.where(valid, mask, lowest)}
 
 
@@ -117,6 +118,9 @@ class ModelRunner:
 
     model: Any
     text_config: Any
+    # Decoding steps captured in CUDA graphs (`matbench.engine.decode`); None = where they can be:
+    # a model whose every parameter is on one CUDA device.
+    decode_graphs: bool | None = None
 
     def __post_init__(self) -> None:
         params = inspect.signature(self.model.forward).parameters
@@ -137,6 +141,13 @@ class ModelRunner:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    @property
+    def graph_decoding(self) -> bool:
+        if self.decode_graphs is not None:
+            return self.decode_graphs
+        devices = {p.device for p in self.model.parameters()}
+        return len(devices) == 1 and next(iter(devices)).type == "cuda"
 
     @property
     def head_shape(self) -> tuple[int, int]:
@@ -170,7 +181,7 @@ class ModelRunner:
             if self._bool_masks:
                 return allowed
             zero = torch.zeros((), dtype=self.dtype, device=allowed.device)
-            return torch.where(allowed, zero, torch.tensor(neg, dtype=self.dtype, device=allowed.device))
+            return torch.where(allowed, zero, torch.full((), neg, dtype=self.dtype, device=allowed.device))
 
         full = additive(causal)
         windows = {w for w in self.windows if w is not None}
@@ -254,23 +265,40 @@ class ModelRunner:
             # Built on the device: [B, 1, T, K] can be hundreds of MB for a batched prefill.
             masks = self.build_masks(to_device(query_coords, device), to_device(key_coords, device),
                                      to_device(key_valid, device))
+        if head_valid is not None and causal:
+            raise ValueError("head_valid needs the explicit masks (causal=False)")
+        logits = self._call(to_device(input_ids, device), to_device(position_ids, device), masks, cache,
+                            torch.arange(past, past + length, device=device), logits_to_keep,
+                            None if head_valid is None else to_device(head_valid, device))
+        return logits.float()
+
+    def step_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cache: Any, *,
+                     query_coords: torch.Tensor, key_coords: torch.Tensor, key_valid: torch.Tensor,
+                     head_valid: torch.Tensor | None, cache_position: torch.Tensor) -> torch.Tensor:
+        """One decoding step over a fixed-room cache (`matbench.engine.decode.SlotLayer`): every
+        argument already on the device, `key_coords`/`key_valid` `[B, R]` covering the whole room,
+        nothing read back to the host, so that the step can be captured in a CUDA graph. Returns
+        the last token's logits `[B, vocab]` in the model's dtype."""
+        masks = self.build_masks(query_coords, key_coords, key_valid)
+        return self._call(input_ids, position_ids, masks, cache, cache_position, 1, head_valid)[:, -1]
+
+    def _call(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: Any, cache: Any,
+              cache_position: torch.Tensor, logits_to_keep: int, head_valid: torch.Tensor | None) -> torch.Tensor:
         kwargs: dict[str, Any] = {
-            "input_ids": to_device(input_ids, device),
-            "position_ids": to_device(position_ids, device),
+            "input_ids": input_ids,
+            "position_ids": position_ids,
             "attention_mask": masks,
             self._cache_kw: cache,
             "use_cache": True,
         }
         if self._pass_cache_position:
-            kwargs["cache_position"] = torch.arange(past, past + length, device=self.device)
+            kwargs["cache_position"] = cache_position
         if self._pass_logits_to_keep:
             kwargs["logits_to_keep"] = logits_to_keep
         state = None
         if head_valid is not None:
-            if causal:
-                raise ValueError("head_valid needs the explicit masks (causal=False)")
             state = self._heads_state()
-            state["valid"] = to_device(head_valid, device)
+            state["valid"] = head_valid
         try:
             out = self.model(**kwargs)
         finally:
@@ -279,7 +307,7 @@ class ModelRunner:
         logits = out.logits
         if logits_to_keep and logits.shape[1] != logits_to_keep:
             logits = logits[:, -logits_to_keep:]
-        return logits.float()
+        return logits
 
     @torch.inference_mode()
     def plain_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor,

@@ -183,25 +183,3 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
 
 
 SERVING = dict(zip(SERVING_MODES, (serve_compact, serve_native)))  # protocol.pairs.SERVING_MODES names them
-
-
-def greedy_decode(runner: ModelRunner, batch: ServedBatch, first_logits: torch.Tensor,
-                  max_new_tokens: int, stop_ids: set[int]) -> list[list[int]]:
-    """Greedy continuation; every step continues each row's position and slot by one."""
-    rows = first_logits.shape[0]
-    out: list[list[int]] = [[] for _ in range(rows)]
-    done = [False] * rows
-    logits = first_logits
-    ones = torch.ones(rows, dtype=torch.long)
-    for step in range(max_new_tokens):
-        token = logits.argmax(-1)
-        for b, t in enumerate(token.tolist()):
-            if not done[b]:
-                if t in stop_ids:
-                    done[b] = True
-                else:
-                    out[b].append(t)
-        if all(done) or step == max_new_tokens - 1:
-            break
-        logits = batch.append(runner, token[:, None], ones)
-    return out
