@@ -145,3 +145,21 @@ def test_a_plugin_generating_readout_gets_the_paper_parse_metrics():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_batched_probe_log_probs_equal_each_rows_own_scorer_exactly():
+    """`batched_log_probs` (one gather and one host copy for a batch) gives, row by row, exactly
+    what each row's `ProbeScorer.log_probs` gives, for menus of different sizes and candidates of
+    one and of two first tokens."""
+    from matbench.engine.probe import batched_log_probs
+
+    torch.manual_seed(0)
+    two = ProbeScorer(("ONLINE", "OFFLINE"), ((11, 12), (13,)))
+    three = ProbeScorer(("17", "42", "99"), ((21,), (22, 23), (24,)))
+    scorers = [two, three, three, two, three]
+    logits = torch.randn(len(scorers), 50) * 4
+    got = batched_log_probs(logits, scorers)
+    assert [tuple(g.shape) for g in got] == [(2,), (3,), (3,), (2,), (3,)]
+    for row, (scorer, cand) in enumerate(zip(scorers, got)):
+        assert torch.equal(cand, scorer.log_probs(logits[row:row + 1])[0])
+        assert cand.device.type == "cpu"

@@ -19,7 +19,7 @@ from matbench.engine.layout import PairLayout, layout_pair
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.policies.setting import PolicySetting, setting_for
-from matbench.engine.probe import ProbeScorer, first_token_answers, first_token_ids
+from matbench.engine.probe import ProbeScorer, batched_log_probs, first_token_answers, first_token_ids
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
 from matbench.engine.selection import governed, select
@@ -268,8 +268,7 @@ class PairEngine:
             serve = SERVING[serving]
             if (serving, setting) not in probes:
                 logits = self._logits(serving, items, self.probe_readout, arm_caches, chosen, shared)
-                probes[serving, setting] = [self._probe(pair, logits[lo:hi])
-                                            for (pair, _, _), (lo, hi) in zip(items, spans)]
+                probes[serving, setting] = self._probe([pair for pair, _, _ in items], logits)
             readout = READOUTS.get(readout_name)
             texts: list[list[str] | None] = [None] * len(items)
             firsts: list[list[str] | None] = [None] * len(items)
@@ -324,16 +323,18 @@ class PairEngine:
             shared.update((keys[i], fresh[i]) for i in todo if keys[i] is not None)
         return torch.stack([fresh[i] if i in fresh else shared[keys[i]] for i in range(len(requests))])
 
-    def _probe(self, pair: DonorPair, logits: torch.Tensor) -> tuple[list[torch.Tensor], list[str]]:
-        """Per request row of `pair` (arm-major, member-minor): candidate log-probs over the arm's
-        menu, and the probe's answer."""
-        cands, answers = [], []
-        for k, arm in enumerate(pair.arms):
-            scorer = self.scorer(pair.arm_menu(arm))
-            cand = scorer.log_probs(logits[2 * k:2 * k + 2]).cpu()
-            cands += [cand[0], cand[1]]
-            answers += scorer.answers(cand)
-        return cands, answers
+    def _probe(self, pairs: list[DonorPair], logits: torch.Tensor) -> list[tuple[list[torch.Tensor], list[str]]]:
+        """Per pair, per request row (arm-major, member-minor; `logits` holds the pairs' rows in
+        order): candidate log-probs over the arm's menu, and the probe's answer."""
+        scorers = [self.scorer(pair.arm_menu(arm)) for pair in pairs for arm in pair.arms for _ in (0, 1)]
+        cands = batched_log_probs(logits, scorers)
+        out, row = [], 0
+        for pair in pairs:
+            rows = cands[row:row + 2 * len(pair.arms)]
+            answers = [scorers[row + k].menu[int(c.argmax())] for k, c in enumerate(rows)]
+            out.append((rows, answers))
+            row += len(rows)
+        return out
 
     @staticmethod
     def _record(pair, layout, answers, probe_answers, cand, texts, chosen, paper=None) -> PairRecord:
