@@ -100,3 +100,39 @@ def test_greedy_decode_takes_the_static_steps_where_the_runner_graphs_and_room_a
     batch, first = SERVING["compact"](engine.runner, requests, reserve=0)  # no room for the steps
     assert static_decode(engine.runner, batch, first, STEPS, set()) is None
     assert greedy_decode(engine.runner, batch, first, STEPS, set()) == eager and len(calls) == STEPS - 1
+
+
+def test_decode_graphs_on_a_cpu_is_refused_in_one_line_before_the_model_loads(tiny_dir, tmp_path, capsys, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    from matbench.cli import main
+    from tests.test_cli import one_line_error
+
+    loads = []
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))
+    code = main(["eval", "--model", str(tiny_dir), "--device", "cpu", "--decode-graphs", "on", "--output", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--decode-graphs on needs the model on one CUDA device" in one_line_error(err) and loads == []
+
+
+@pytest.mark.parametrize("setting, device, device_map, expected", [
+    ("auto", "cpu", None, False), ("auto", "cuda", None, True), ("auto", "cuda:1", None, True),
+    ("auto", "cuda", "auto", False), ("off", "cuda", None, False), ("on", "cuda:0", None, True)])
+def test_decode_graphs_resolve_to_a_single_cuda_device(setting, device, device_map, expected):
+    from matbench.models.loading import resolve_decode_graphs
+
+    assert resolve_decode_graphs(setting, device, device_map) is expected
+
+
+def test_results_record_graph_decoding_only_when_on(tiny_llama):
+    """The model block says `decode_graphs: true` when the steps were replayed (schema 1.11) and
+    leaves the key out otherwise, so earlier runs' config hashes hold."""
+    from dataclasses import replace
+
+    from matbench.results.schema import ModelInfo
+
+    off = tiny_llama.describe()
+    on = replace(tiny_llama, decode_graphs=True).describe()
+    assert "decode_graphs" not in off and on["decode_graphs"] is True
+    assert {k: v for k, v in on.items() if k != "decode_graphs"} == off
+    assert ModelInfo(**on).decode_graphs is True and ModelInfo(**off).decode_graphs is None

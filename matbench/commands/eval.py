@@ -71,6 +71,9 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", help=f"{', '.join(DTYPES)} (default: float32 on CPU, bfloat16 on GPU; float64 tells "
                    "a gate's rounding from a fault)")
     p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
+    p.add_argument("--decode-graphs", default="auto", choices=["auto", "on", "off"], help="replay each greedy decoding "
+                   "step (short, trace readouts) from a CUDA graph instead of launching its kernels from Python: auto "
+                   "(default: on for a model on one CUDA device), on, off (the eager loop, the CPU's)")
     p.add_argument("--fused-kernels", default="auto", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
     p.add_argument("--judge", metavar="MODEL", help="grade each free answer against the gold with this local causal "
                    "LM (alias, Hub id, directory, .gguf; kv_harvest3's judge prompt; harvest_freeform); results *_judge-MODEL")
@@ -99,7 +102,7 @@ def eval_config(args: argparse.Namespace):
         readouts=(args.readout if isinstance(args.readout, tuple) else (args.readout,)) if args.readout
         else default_readouts(args.suite),
         servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
-        dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
+        dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, decode_graphs=args.decode_graphs, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
         memory_fraction=args.memory_fraction,
         trust_remote_code=args.trust_remote_code, check=args.check or args.check_pairs is not None,
         check_pairs=args.check_pairs, fresh=args.fresh,

@@ -61,7 +61,7 @@ class PairEngine:
     def __post_init__(self) -> None:
         if self.prefill_batch_tokens is None:
             self.prefill_batch_tokens = 65536 if self.loaded.device.startswith("cuda") else 8192
-        self.runner = ModelRunner(self.loaded.model, self.loaded.text_config)
+        self.runner = ModelRunner(self.loaded.model, self.loaded.text_config, decode_graphs=self.loaded.decode_graphs)
         self.renderer = Renderer(self.loaded.tokenizer)
         self.serving = self.resolve_serving(self.serving)
         self.setting = PolicySetting(self.policy, self.source, self.kept_from)  # refuses a bad mode in one line

@@ -58,6 +58,7 @@ class LoadedModel:
     dtype: str
     device: str
     fused_kernels: bool = False  # RMSNorm and MLP forwards compiled (matbench.fused)
+    decode_graphs: bool = False  # greedy decoding steps replayed from CUDA graphs (matbench.engine.decode)
 
     @property
     def text_config(self) -> Any:
@@ -86,6 +87,7 @@ class LoadedModel:
             "attn_implementation": self.attn_implementation,
             # Only when on (the arithmetic is the same; absent keeps earlier runs' config hashes).
             **({"fused_kernels": True} if self.fused_kernels else {}),
+            **({"decode_graphs": True} if self.decode_graphs else {}),
             "n_parameters": text_parameters(self.model),
             # GGUF tokenizers are rebuilt by transformers, differently across versions (5.17 and
             # 5.24 split Gemma's "ONLINE" differently): the vocabulary fingerprint pins it.
@@ -202,6 +204,7 @@ def load_model(
     device_map: str | None = None,
     fused_kernels: str = "auto",
     rope_yarn: float | None = None,
+    decode_graphs: str = "auto",
 ) -> LoadedModel:
     """`device_map="auto"` spreads the layers of a model too large for one GPU over every visible
     GPU (accelerate); inputs then go to the device of the first layer. `rope_yarn` stretches the
@@ -222,6 +225,7 @@ def load_model(
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
     fuse = fused.resolve(fused_kernels, device)  # a bad setting fails before the model loads
+    graphs = resolve_decode_graphs(decode_graphs, device, device_map)
     location, gguf_file = source.location, source.gguf_file
     if gguf_file:
         location, gguf_file = str(convert_gguf(source, trust_remote_code)), None
@@ -251,7 +255,21 @@ def load_model(
         device = str(next(model.parameters()).device)  # where the inputs go
     else:
         model.to(device).eval()
-    return with_fused_kernels(LoadedModel(model, tokenizer, source, dtype, device), fuse)
+    loaded = with_fused_kernels(LoadedModel(model, tokenizer, source, dtype, device), fuse)
+    loaded.decode_graphs = graphs
+    return loaded
+
+
+def resolve_decode_graphs(setting: str, device: str, device_map: str | None = None) -> bool:
+    """`--decode-graphs auto|on|off` -> whether greedy decoding replays its steps from CUDA graphs
+    (`matbench.engine.decode`; auto: on a CUDA device, the model on that one device)."""
+    if setting not in ("auto", "on", "off"):
+        raise MatbenchError(f"unknown --decode-graphs {setting!r}; use auto, on or off")
+    possible = str(device).startswith("cuda") and not device_map
+    if setting == "on" and not possible:
+        raise MatbenchError(f"--decode-graphs on needs the model on one CUDA device (device {device!r}"
+                            f"{', --device-map ' + device_map if device_map else ''}); use auto or off")
+    return setting == "on" or (setting == "auto" and possible)
 
 
 def load_tokenizer(name: str, *, revision: str | None = None, trust_remote_code: bool = False) -> Any:

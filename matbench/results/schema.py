@@ -18,15 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.10"
+SCHEMA_VERSION = "1.11"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
 # config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
 # optional `source_mode` and `kept_from` (and `metrics.selection` under a policy), 1.10 the item
 # log's selection fields `picked`, `members_differ_matched`, `served_bytes`, `needed_bytes` (and
-# their `metrics.selection` summaries) and the config's optional `check_pairs`; older files are
-# valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10")
+# their `metrics.selection` summaries) and the config's optional `check_pairs`, 1.11 the model's
+# optional `decode_graphs`; older files are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11")
 
 
 class _Strict(BaseModel):
@@ -47,6 +47,8 @@ class ModelInfo(_Strict):
     attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa, sdpa_grouped)")
     fused_kernels: bool | None = Field(default=None, description="true when every RMSNorm and MLP forward ran as one "
                                        "compiled kernel (--fused-kernels, GPU; schema 1.3); absent otherwise")
+    decode_graphs: bool | None = Field(default=None, description="true when greedy decoding replayed each step from "
+                                       "a CUDA graph (--decode-graphs, GPU; schema 1.11); absent otherwise")
     n_parameters: int = Field(ge=0, description="parameters that serve text: the language model and lm_head (a wrapper's vision tower not counted)")
     tokenizer_sha256: str = Field(description="fingerprint of the tokenizer's vocabulary (GGUF tokenizers differ across transformers versions)")
     gguf_sha256: str | None = Field(description="sha256 prefix of the GGUF file, when loaded from GGUF")

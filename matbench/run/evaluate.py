@@ -41,6 +41,7 @@ class EvalConfig:
     device_map: str | None = None  # "auto": layers spread over every visible GPU
     attn_implementation: str | None = None
     fused_kernels: str = "auto"  # matbench.fused: auto = on a GPU with Triton
+    decode_graphs: str = "auto"  # matbench.engine.decode: auto = on a model on one CUDA device
     chunk_size: int | None = None
     batch_pairs: int | None = None  # donor pairs served and decoded together (default: from free GPU memory, 2 on CPU)
     memory_fraction: float | None = None  # this process's cap on its GPU's memory (several runs on one GPU)
@@ -96,7 +97,7 @@ def _load(cfg: EvalConfig, shard: Shard):
         cap_memory(shard.device(cfg.device), cfg.memory_fraction)
     return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
                       attn_implementation=cfg.attn_implementation, fused_kernels=cfg.fused_kernels, trust_remote_code=cfg.trust_remote_code,
-                      device_map=cfg.device_map, rope_yarn=cfg.rope_yarn)
+                      device_map=cfg.device_map, rope_yarn=cfg.rope_yarn, decode_graphs=cfg.decode_graphs)
 
 
 def _load_judge(cfg: EvalConfig, shard: Shard):
