@@ -8,10 +8,12 @@ import torch
 from matbench.engine import serving
 from matbench.engine.gates import (
     FLOAT32_TOL,
+    compare_logits,
     control_gate,
     gate_a,
     gate_b,
     layout_gate,
+    logit_tolerance,
     mask_gate,
     require,
     run_gates,
@@ -285,3 +287,19 @@ def test_the_gates_serve_several_arms_per_forward_with_the_same_logits(tiny_llam
     results = {g.name: g for g in run_gates(engine, pair, layout, caches)}
     assert all(g.passed for g in results.values()) and results["mask"].max_abs_diff == 0.0
     assert max(n for _, n in calls) == 4
+
+
+def test_the_logit_tolerance_grows_past_1024_tokens_as_measured():
+    """1e-3 up to 1,024 tokens, then (L/1024)^0.65: at SmolLM2's 39,784-token harvest dialog 4x the
+    worst float32 rounding reading there (2.7e-3, which float64 shrinks 5x), while a fault of the
+    planted off-by-one's size (~0.3) stays a failure at any length."""
+    assert logit_tolerance(0) == logit_tolerance(1024) == FLOAT32_TOL
+    assert logit_tolerance(4096) == pytest.approx(2.46e-3, rel=1e-2)
+    assert logit_tolerance(39784) == pytest.approx(4 * 2.7e-3, rel=1e-2)
+    assert logit_tolerance(1025) > FLOAT32_TOL and logit_tolerance(40000) < logit_tolerance(65536) < 0.02
+    zero, rounding, fault = torch.zeros(1, 3), torch.tensor([[5e-3, 0, 0]]), torch.tensor([[0.3, 0, 0]])
+    long = compare_logits("A", zero, rounding, True, length=40000)
+    assert long.passed and long.detail == "max |dlogit| 5.00e-03 (tol 0.0108 at 40,000 tokens)"
+    short = compare_logits("A", zero, rounding, True, length=700)
+    assert not short.passed and short.detail == "max |dlogit| 5.00e-03 (tol 0.001)"
+    assert not compare_logits("A", zero, fault, True, length=65536).passed
