@@ -238,7 +238,9 @@ def test_one_eval_serves_every_policy_budget_and_mode_from_one_prefill(tiny_dir,
     for a, b in zip(*logs):
         for arm in a["arms"]:
             assert a["arms"][arm]["class"] == b["arms"][arm]["class"]
-            assert abs(a["arms"][arm]["shift"] - b["arms"][arm]["shift"]) <= 1e-6
+            # The grid serves 16 settings' rows in one batch, the lone run one setting's: float32
+            # products of other batch shapes round otherwise (a CI run measured 2.9e-6 here).
+            assert abs(a["arms"][arm]["shift"] - b["arms"][arm]["shift"]) <= 2e-5
             assert a["arms"][arm].get("selection") == b["arms"][arm].get("selection")
     assert main([*common, *grid, "--output", str(out)]) == 0
     assert {json.loads((out / n).read_text())["items"]["n_from_log"] for n in files} == {2}
