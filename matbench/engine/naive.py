@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from matbench.engine.cache import EventCache, prefill
-from matbench.engine.decode import greedy_decode
+from matbench.engine.decode import eager_decode
 from matbench.engine.layout import MemberLayout, layout_pair
 from matbench.engine.pair_engine import PairEngine
 from matbench.engine.runtime import cache_rows, new_cache
@@ -56,7 +56,8 @@ def naive_pair(engine: PairEngine, pair: DonorPair, serving: str, readout: str =
             cands.append(cand[0])
             probe_answers += engine.scorer(menu).answers(cand)
             batch, first = serve(engine.runner, [ServeRequest(cache, arm.served, decode_ids, at)])
-            tokens = greedy_decode(engine.runner, batch, first, arm.budget or decode.max_new_tokens, engine.stop_ids)[0]
+            # the reference decodes eagerly, step by step (no CUDA graphs: nothing of the engine's speed)
+            tokens = eager_decode(engine.runner, batch, first, arm.budget or decode.max_new_tokens, engine.stop_ids)[0]
             answers.append(decode.parse(engine.renderer.decode(tokens), menu, pair.registers))
         arms[arm.name] = {
             "probe_answers": probe_answers,
