@@ -133,7 +133,8 @@ def static_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_ne
     done = 0
     with torch.inference_mode():
         if graphs and steps >= 2:
-            done += _graphed(step, steps, stopped)
+            with torch.cuda.device(device):  # streams and graphs of the model's GPU (--device cuda:1)
+                done += _graphed(step, steps, stopped)
         while done < steps:
             if done % CHECK_EVERY == 0 and bool(stopped.all()):
                 break
@@ -145,9 +146,8 @@ def static_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_ne
 def _graphed(step, steps: int, stopped: torch.Tensor) -> int:
     """Run `step` once eagerly (warm-up: compiled kernels, cuBLAS handles), capture it, and replay
     it for the rest of `steps` (or until every row has `stopped`); returns how many steps are done
-    (1 when the capture failed, with a
-    warning: a model whose forward synchronizes with the host cannot be captured, and the
-    remaining steps then run eagerly, with the same result)."""
+    (1 when the capture failed, with a warning: a model whose forward synchronizes with the host
+    cannot be captured, and the remaining steps then run eagerly, with the same result)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
