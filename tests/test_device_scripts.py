@@ -300,7 +300,13 @@ def test_slim_takes_the_results_off_the_index_and_puts_them_back(tmp_path):
     assert git("status", "--short", "--untracked-files=all").count("??") == 0  # ignored, not untracked
     assert (tmp_path / "results/contract/m/a.json").read_text() == "results/contract/m/a.json"  # still on disk
     assert run("on").stdout.strip() == "slim: already on"
+    (tmp_path / "matbench/x.py").write_text("changed")  # committing anything while on is refused
+    refused = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "x"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 1 and "slim.sh is on" in refused.stderr and len(git("log", "--format=%h").split()) == 1
+    git("checkout", "--", "matbench/x.py")
     assert run("off").returncode == 0
+    assert not (tmp_path / ".git/hooks/pre-commit").exists()
     assert git("status", "--short") == "" and exclude.read_text() == "/.gpu/\n"
     (tmp_path / "results/contract/m/b.json").write_text("new")  # an uncommitted result: refused
     done = run("on")
