@@ -87,7 +87,7 @@ def test_stop_tokens_cut_rows_alike_and_end_the_steps_when_every_row_stopped(tin
 
 def test_greedy_decode_takes_the_static_steps_where_the_runner_graphs_and_room_allows(tiny_llama, pairs, monkeypatch):
     engine = engine_for(tiny_llama)
-    assert engine.runner.graph_decoding is False  # auto: a CPU model decodes eagerly
+    assert engine.runner.decode_graphs is False  # a CPU model decodes eagerly
     pair = pairs[0]
     _, caches = engine.prepare(pair)
     requests = _requests(engine, pair, caches, False)

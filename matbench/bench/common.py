@@ -53,20 +53,16 @@ def load_for_bench(model: str | None, shape: str | None, device: str | None, dty
                       fused_kernels=fused_kernels or "auto")
 
 
+def decode_settings(setting: str | None, device: str, device_map: str | None = None) -> tuple[bool, ...]:
+    """`--decode-graphs` -> the `ModelRunner.decode_graphs` values to time, in order: auto, on and
+    off as `matbench eval` resolves them; compare, the eager loop then the graph replays in one run
+    on the same model and items (on a CPU the fixed-shape steps run uncaptured)."""
+    from matbench.models.loading import resolve_decode_graphs
 
-# `--decode-graphs`: how greedy decoding runs (`matbench.engine.decode`); compare times the eager
-# loop and the CUDA-graph replays one after the other in one run, on the same model and items.
-DECODE_GRAPHS = {"auto": (None,), "on": (True,), "off": (False,), "compare": (False, True)}
-
-
-def decode_settings(setting: str | None) -> tuple[bool | None, ...]:
-    """`--decode-graphs` -> the `ModelRunner.decode_graphs` values to time, in order."""
-    from matbench.errors import MatbenchError
-
-    if (setting or "auto") not in DECODE_GRAPHS:
-        raise MatbenchError(f"unknown --decode-graphs {setting!r}; use {', '.join(DECODE_GRAPHS)}")
-    return DECODE_GRAPHS[setting or "auto"]
+    if setting == "compare":
+        return (False, True)
+    return (resolve_decode_graphs(setting or "auto", device, device_map),)
 
 
 def decode_label(runner: Any) -> str:
-    return "graphs" if runner.graph_decoding else "eager"
+    return "graphs" if runner.decode_graphs else "eager"

@@ -32,9 +32,9 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     from matbench.engine.naive import naive_pair
     from matbench.engine.pair_engine import PairEngine
 
-    settings = decode_settings(decode_graphs)
     loaded = load_for_bench(model, shape, device, dtype, attn_implementation, tokenizer, device_map, fused_kernels)
     device = loaded.device
+    settings = decode_settings(decode_graphs, device, device_map)
     engine = PairEngine(loaded, serving=serving)
     pairs = SUITES.get("discovery").generate(0, n)
     group = batch_pairs or (8 if device.startswith("cuda") else 2)

@@ -34,8 +34,8 @@ def greedy_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_ne
     """Greedy continuation of a served batch (`serving.ServedBatch`) from the query's last logits
     `[B, vocab]`: up to `max_new_tokens` per row, each row cut before its first stop token. Static
     steps replayed from a CUDA graph where the runner decodes with graphs
-    (`ModelRunner.graph_decoding`: a model on one CUDA device), the eager loop elsewhere."""
-    if runner.graph_decoding:
+    (`ModelRunner.decode_graphs`: by default a model on one CUDA device), the eager loop elsewhere."""
+    if runner.decode_graphs:
         out = static_decode(runner, batch, first_logits, max_new_tokens, stop_ids, graphs=first_logits.is_cuda)
         if out is not None:
             return out

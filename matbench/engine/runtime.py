@@ -118,9 +118,9 @@ class ModelRunner:
 
     model: Any
     text_config: Any
-    # Decoding steps captured in CUDA graphs (`matbench.engine.decode`); None = where they can be:
-    # a model whose every parameter is on one CUDA device.
-    decode_graphs: bool | None = None
+    # Greedy decoding steps replayed from CUDA graphs (`matbench.engine.decode`), as `load_model`
+    # resolved `--decode-graphs` (`models.loading.resolve_decode_graphs`).
+    decode_graphs: bool = False
 
     def __post_init__(self) -> None:
         params = inspect.signature(self.model.forward).parameters
@@ -141,13 +141,6 @@ class ModelRunner:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
-
-    @property
-    def graph_decoding(self) -> bool:
-        if self.decode_graphs is not None:
-            return self.decode_graphs
-        devices = {p.device for p in self.model.parameters()}
-        return len(devices) == 1 and next(iter(devices)).type == "cuda"
 
     @property
     def head_shape(self) -> tuple[int, int]:
