@@ -26,6 +26,20 @@ def one_line_error(err: str) -> str:
     return lines[0]
 
 
+def eval_refused_before_loading(argv: list[str], monkeypatch, capsys) -> str:
+    """`matbench eval ARGV` exits 2 with one error line and never loads weights; the line."""
+    from transformers import AutoModelForCausalLM
+
+    from matbench.cli import main
+
+    loads = []
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))
+    code = main(["eval", *argv])
+    line = one_line_error(capsys.readouterr().err)
+    assert code == 2 and loads == [], (code, loads)
+    return line
+
+
 def test_help_lists_eval():
     out = subprocess.run([sys.executable, "-m", "matbench.cli", "eval", "--help"], capture_output=True, text=True)
     assert out.returncode == 0

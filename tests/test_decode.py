@@ -103,16 +103,10 @@ def test_greedy_decode_takes_the_static_steps_where_the_runner_graphs_and_room_a
 
 
 def test_decode_graphs_on_a_cpu_is_refused_in_one_line_before_the_model_loads(tiny_dir, tmp_path, capsys, monkeypatch):
-    from transformers import AutoModelForCausalLM
+    from tests.test_cli import eval_refused_before_loading
 
-    from matbench.cli import main
-    from tests.test_cli import one_line_error
-
-    loads = []
-    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))
-    code = main(["eval", "--model", str(tiny_dir), "--device", "cpu", "--decode-graphs", "on", "--output", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert code == 2 and "--decode-graphs on needs the model on one CUDA device" in one_line_error(err) and loads == []
+    argv = ["--model", str(tiny_dir), "--device", "cpu", "--decode-graphs", "on", "--output", str(tmp_path)]
+    assert "--decode-graphs on needs the model on one CUDA device" in eval_refused_before_loading(argv, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("setting, device, device_map, expected", [

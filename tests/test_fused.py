@@ -82,13 +82,7 @@ def test_only_one_tensor_forwards_are_fused():
 
 
 def test_fused_kernels_on_a_cpu_is_refused_before_loading(tiny_dir, tmp_path, capsys, monkeypatch):
-    from transformers import AutoModelForCausalLM
+    from tests.test_cli import eval_refused_before_loading
 
-    from matbench.cli import main
-    from tests.test_cli import one_line_error
-
-    loads = []
-    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))
-    code = main(["eval", "--model", str(tiny_dir), "--device", "cpu", "--fused-kernels", "on", "--output", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert code == 2 and "--fused-kernels on needs a CUDA device and Triton" in one_line_error(err) and loads == []
+    argv = ["--model", str(tiny_dir), "--device", "cpu", "--fused-kernels", "on", "--output", str(tmp_path)]
+    assert "--fused-kernels on needs a CUDA device and Triton" in eval_refused_before_loading(argv, monkeypatch, capsys)

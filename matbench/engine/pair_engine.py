@@ -331,7 +331,7 @@ class PairEngine:
         out, row = [], 0
         for pair in pairs:
             rows = cands[row:row + 2 * len(pair.arms)]
-            answers = [scorers[row + k].menu[int(c.argmax())] for k, c in enumerate(rows)]
+            answers = [scorers[row + k].answers(c[None])[0] for k, c in enumerate(rows)]
             out.append((rows, answers))
             row += len(rows)
         return out
