@@ -85,3 +85,20 @@ def test_imports_go_down(module):
 def test_metric_side_modules_never_import_torch(module):
     heavy = {t for t in _imports(MODULES[module]) if t.split(".")[0] in ("torch", "transformers")}
     assert not heavy, f"{module} imports {sorted(heavy)}"
+
+
+def test_every_package_folder_is_installed():
+    """pyproject lists its packages by name: a folder with an `__init__.py` left out of that list
+    works in the editable install and is missing from a built wheel (matbench.engine.policies was)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert {name: ROOT / folder for name, folder in config["package-dir"].items()} == FOLDERS
+    on_disk = set()
+    for package, folder in FOLDERS.items():
+        for init in folder.rglob("__init__.py"):
+            if package == "matbench" and any(init.is_relative_to(f) for f in FOLDERS.values() if f != folder):
+                continue
+            on_disk.add(".".join((package, *init.parent.relative_to(folder).parts)))
+    assert len(on_disk) == 13
+    assert set(config["packages"]) == on_disk
