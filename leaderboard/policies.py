@@ -120,6 +120,7 @@ class HeatCell:
     href: str | None = None
     title: str | None = None
     strong: bool = False  # a shift whose CI excludes zero
+    value: float | None = None  # the unrounded number behind `text` (the page's download)
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def _cell(metric: AuditMetric, read, scale: float, href: str | None) -> HeatCell
     text = f"{value:+.3f}" if metric.diverging else f"{value:.2f}"
     title = f"n={n}" + (f", 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
     strong = bool(metric.diverging and ci and (ci[0] > 0 or ci[1] < 0))
-    return HeatCell(text, _color(metric, value, scale), href, title, strong)
+    return HeatCell(text, _color(metric, value, scale), href, title, strong, value)
 
 
 def _oracle_block(run: Run, arm: str) -> dict[str, Any] | None:

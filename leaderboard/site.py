@@ -3,6 +3,8 @@
 Pages: index.html (overview: one row per model and revision with tie-group ranks, the paper's
 reported rows, the models with an eviction audit, one row per results file, the four plots),
 suite-<name>.html, model-<slug>.html, policies-<slug>.html (a model's eviction audit as heat maps).
+Every table is also written as CSV and JSON beside its page (`<page>.<table id>.csv|json`, linked
+above the table), and every run as one row of leaderboard.parquet (downloads.py).
 Every number links to its evidence, copied under evidence/ with content-addressed names, so the
 site works from file:// and no submitted name ever becomes a path.
 """
@@ -18,6 +20,13 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run, find_runs, group_models
+from matbench.leaderboard.downloads import (
+    PARQUET,
+    audit_frame,
+    write_frame,
+    write_runs_parquet,
+    write_table,
+)
 from matbench.leaderboard.figures import build_figures
 from matbench.leaderboard.policies import AUDIT_METRICS, audit_sections
 from matbench.leaderboard.reported import Reported, load_reported
@@ -42,6 +51,7 @@ class SiteSummary:
     n_runs: int
     n_models: int
     pages: int
+    notes: tuple[str, ...] = ()  # one line each, printed by the build command: what the site lacks and why
 
 
 def _evidence(out: Path, entries: list[ModelEntry]) -> dict[Path, tuple[str, str]]:
@@ -82,28 +92,40 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None) ->
     audits = {e.slug: sections for e in entries if (sections := audit_sections(e, links))}
     common = {"suites": suites, "source": reported.source, "overview_header": overview_header(),
               "runs_header": RUNS_HEADER}
+    notes = []
+    if write_runs_parquet(out, entries, links) is None:
+        notes.append(f"{PARQUET} not written: no parquet engine installed (pip install pyarrow); "
+                     "the CSV and JSON downloads are complete")
+    overview = overview_rows(entries, tie_ranks(entries), links, out) + reported_rows(reported)
+    every_run = runs_rows(entries, links)
     _write(out / "index.html", env.get_template("index.html").render(
-        **common, overview=overview_rows(entries, tie_ranks(entries), links, out) + reported_rows(reported),
-        runs=runs_rows(entries, links), figures=list(figures.values()), n_runs=len(runs), n_models=len(entries),
-        audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits]))
+        **common, overview=overview, runs=every_run, figures=list(figures.values()), n_runs=len(runs),
+        n_models=len(entries), audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits],
+        parquet=PARQUET if not notes else None,
+        downloads={"overview": write_table(out, "index.overview", overview_header(), overview),
+                   "runs": write_table(out, "index.runs", RUNS_HEADER, every_run)}))
     pages = 1
     for entry in entries:
         if entry.slug in audits:
             _write(out / f"policies-{entry.slug}.html", env.get_template("policies.html").render(
-                **common, entry=entry, sections=audits[entry.slug], metrics=AUDIT_METRICS))
+                **common, entry=entry, sections=audits[entry.slug], metrics=AUDIT_METRICS,
+                download=write_frame(out, f"policies-{entry.slug}.heatmaps", audit_frame(audits[entry.slug]))))
             pages += 1
     for suite in suites:
         header, rows = suite_rows(suite, entries, reported, links, out)
         _write(out / f"suite-{suite}.html", env.get_template("suite.html").render(
             **common, suite=suite, header=header, rows=rows, figure=figures.get(suite),
+            downloads={"suite-table": write_table(out, f"suite-{suite}.suite-table", header, rows)},
             glossary=[m.describe() for m in scorecard_metrics(suite)]))
         pages += 1
     for entry in entries:
+        model_runs = runs_rows([entry], links)
         _write(out / f"model-{entry.slug}.html", env.get_template("model.html").render(
-            **common, entry=entry, runs=runs_rows([entry], links), contract=_contract_cells(entry, links, out),
-            audited=entry.slug in audits))
+            **common, entry=entry, runs=model_runs, contract=_contract_cells(entry, links, out),
+            audited=entry.slug in audits,
+            downloads={"runs": write_table(out, f"model-{entry.slug}.runs", RUNS_HEADER, model_runs)}))
         pages += 1
-    return SiteSummary(out, len(runs), len(entries), pages)
+    return SiteSummary(out, len(runs), len(entries), pages, tuple(notes))
 
 
 def _write(path: Path, text: str) -> None:

@@ -405,7 +405,7 @@ def test_the_policies_page_shows_each_audit_cell_and_the_oracle_row_from_their_f
     shift = next(m for m in section.maps if m.metric.key == "shift")
     assert shift.columns == [(mode, b) for mode in ("natural", "evicted") for b in ("0.25", "0.5", "0.75", "0.875")]
     rows = dict(shift.rows)
-    assert list(rows)[0] == "oracle (whole events)" and len(rows) == 1 + len({r.results.config.policy.split("@")[0]
+    assert next(iter(rows)) == "oracle (whole events)" and len(rows) == 1 + len({r.results.config.policy.split("@")[0]
                                                                                  for r in audits})
     run = next(r for r in audits if r.results.config.policy == "snapkv@0.75" and r.results.config.source_mode
                and r.results.config.suite == "discovery")
@@ -469,3 +469,96 @@ def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(t
     assert reference is not None and reference.results.config.variants == [] and reference.results.config.rope_yarn is None
     templated = audit.model_copy(update={"template": "para"})  # no protocol run of harvest with that template
     assert _oracle_run(entry, "harvest", "probe", "compact", _model_settings(templated)) is None
+
+
+@pytest.fixture(scope="module")
+def committed_site(tmp_path_factory):
+    return build_site([SUBMISSIONS], tmp_path_factory.mktemp("committed") / "site")
+
+
+def test_the_parquet_holds_one_row_per_results_file_with_its_headline_metrics(committed_site):
+    import pandas as pd
+
+    from matbench.evaluators import EVALUATORS
+    from matbench.protocol.runspec import split_budget
+
+    site = committed_site.out
+    frame = pd.read_parquet(site / "leaderboard.parquet")
+    runs = committed_runs()
+    assert len(frame) == len(runs) and sorted(frame["sha256"]) == sorted(file_sha256(p) for p in runs)
+    by_sha = {file_sha256(p): json.loads(p.read_text()) for p in runs}
+    index = _parse(site / "index.html").hrefs
+    checked = 0
+    for row in frame.astype(object).where(frame.notna(), None).to_dict(orient="records"):  # missing -> None
+        config = by_sha[row["sha256"]]["config"]
+        policy, budget = split_budget(config["policy"]) if config.get("policy") else (None, None)
+        assert (row["model"], row["suite"], row["readout"], row["serving"], row["policy"], row["budget"]) == (
+            config["model"]["model"], config["suite"], config["readout"], config["serving"], policy, budget)
+        assert row["results"] in index and row["items_log"] in index  # the runs table's evidence links
+        assert file_sha256(site / row["results"]) == row["sha256"]
+        for metric in (m for m in EVALUATORS.get(config["suite"]).contract if m.overview):
+            value = metric.value(by_sha[row["sha256"]]["metrics"])
+            if metric.format.value in ("rate_ci", "signed_ci") and value is not None:
+                name = f"{config['suite']}.{metric.key}"
+                mean, ci = metric.fields
+                assert (row[f"{name}.{mean}"], row[f"{name}.{ci}_low"], row[f"{name}.{ci}_high"]) == (
+                    value[mean], *value[ci])
+                checked += 1
+    assert checked == sum(m.format.value in ("rate_ci", "signed_ci")
+                          and m.value(json.loads(p.read_text())["metrics"]) is not None
+                          for p in runs for m in EVALUATORS.get(json.loads(p.read_text())["config"]["suite"]).contract
+                          if m.overview) > 0
+
+
+def test_without_a_parquet_engine_the_build_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    from matbench.leaderboard import downloads
+
+    monkeypatch.setattr(downloads, "parquet_engine", lambda: None)
+    copy_run(RUN, tmp_path / "runs" / "one")
+    assert main(["leaderboard", "build", "--results", str(tmp_path / "runs"), "--out", str(tmp_path / "site")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("note: leaderboard.parquet not written: no parquet engine")
+    assert not (tmp_path / "site" / "leaderboard.parquet").exists()
+    assert "leaderboard.parquet" not in (tmp_path / "site" / "index.html").read_text()
+    assert (tmp_path / "site" / "index.runs.csv").is_file()
+
+
+def test_a_policies_download_has_a_row_per_filled_heat_map_cell(committed_site):
+    import pandas as pd
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.cells, self._in = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table" and ("class", "heatmap") in attrs:
+                self._in = "table"
+            elif tag == "td" and self._in:
+                self._in, self._text, self._href = "td", "", None
+            elif tag == "a" and self._in == "td":
+                self._href = dict(attrs)["href"]
+
+        def handle_data(self, data):
+            if self._in == "td":
+                self._text += data
+
+        def handle_endtag(self, tag):
+            if tag == "td" and self._in == "td":
+                self._in = "table"
+                if self._text:
+                    self.cells.append((self._text, self._href))
+            elif tag == "table":
+                self._in = None
+
+    pages = sorted(committed_site.out.glob("policies-*.html"))
+    assert len(pages) == 3
+    for page in pages:
+        parser = Cells()
+        parser.feed(page.read_text())
+        frame = pd.read_csv(page.with_suffix(".heatmaps.csv"), keep_default_na=False, dtype=str)
+        assert list(zip(frame["text"], frame["link"])) == parser.cells and len(parser.cells) > 100
+        records = json.loads(page.with_suffix(".heatmaps.json").read_text())
+        assert [(r["text"], r["link"]) for r in records] == parser.cells
+        # the unrounded value rounds to the text the cell shows
+        assert all(r["text"] in (f"{r['value']:+.3f}", f"{r['value']:.2f}") for r in records if r["text"] != "—")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -11,8 +12,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
     b = verbs.add_parser("build", help="render the site from results directories",
                          description="Validate every results file under the directories (schema, per-item log sha256) "
-                         "and write a static site (index, a page per suite and per model, plots, evidence copies) "
-                         "that works from file://.")
+                         "and write a static site (index, a page per suite and per model, plots, evidence copies, every table "
+                         "as CSV and JSON, all runs as leaderboard.parquet) that works from file://.")
     b.add_argument("--results", action="append", required=True, metavar="DIR",
                    help="a directory of results files, searched recursively (repeatable)")
     b.add_argument("--out", required=True, help="output folder of the site")
@@ -29,4 +30,6 @@ def run(args: argparse.Namespace) -> int:
     summary = build_site([Path(d) for d in args.results], Path(args.out),
                          load_reported(Path(args.reported)) if args.reported else None)
     print(f"{summary.out / 'index.html'}: {summary.n_models} models, {summary.n_runs} results files, {summary.pages} pages")
+    for note in summary.notes:  # what the site lacks and why, one line each
+        print(f"note: {note}", file=sys.stderr)
     return 0
