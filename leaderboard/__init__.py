@@ -5,6 +5,7 @@ reported   the paper's published figures (reported.json), marked "reported", nev
 tables     table rows: columns are loops over each suite's declared metrics
 plots      inline SVG primitives (line chart, heat map, bars, forest)
 figures    one registered figure per suite that has one, reading declared metrics only
+filters    the search box and facet selects above the overview and runs tables
 downloads  every table as CSV and JSON (pandas), every run as leaderboard.parquet
 site       `matbench leaderboard build`: jinja2 templates -> a static site that works from file://
 submit     `matbench submit`: a results file checked against its per-item log, stored content-addressed

@@ -28,6 +28,7 @@ from matbench.leaderboard.downloads import (
     write_table,
 )
 from matbench.leaderboard.figures import build_figures
+from matbench.leaderboard.filters import OVERVIEW_FACETS, RUNS_FACETS, filters_for
 from matbench.leaderboard.policies import AUDIT_METRICS, audit_sections
 from matbench.leaderboard.reported import Reported, load_reported
 from matbench.leaderboard.tables import (
@@ -84,7 +85,7 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None) ->
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     static = out / "static"
     static.mkdir(exist_ok=True)
-    for name in ("style.css", "sort.js"):
+    for name in ("style.css", "sort.js", "filter.js"):
         (static / name).write_text(resources.files("matbench.leaderboard").joinpath("static", name).read_text())
 
     suites = suites_in_order()
@@ -102,6 +103,7 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None) ->
         **common, overview=overview, runs=every_run, figures=list(figures.values()), n_runs=len(runs),
         n_models=len(entries), audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits],
         parquet=PARQUET if not notes else None,
+        filters={"overview": filters_for(overview, OVERVIEW_FACETS), "runs": filters_for(every_run, RUNS_FACETS)},
         downloads={"overview": write_table(out, "index.overview", overview_header(), overview),
                    "runs": write_table(out, "index.runs", RUNS_HEADER, every_run)}))
     pages = 1

@@ -8,6 +8,7 @@ paper's figures sit in the column of the metric they name.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,10 @@ from matbench import stats
 from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
-from matbench.leaderboard.collect import ModelEntry
+from matbench.leaderboard.collect import ModelEntry, Run
 from matbench.leaderboard.reported import Reported, ReportedFigure
 from matbench.protocol.metrics import Metric, plain_text
+from matbench.protocol.runspec import split_budget
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,14 @@ class Cell:
 class Row:
     kind: str  # "measured" or "reported"
     cells: list[Cell]
+    # What the table's filters match (filters.py): facet -> the row's values (a model row has
+    # every suite it has a result in).
+    facets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def facets_json(self) -> str:
+        """The facets as the page's data-facets attribute carries them (filter.js reads it)."""
+        return json.dumps({k: list(v) for k, v in self.facets}, ensure_ascii=False)
 
 
 RUNS_HEADER = ["model", "revision", "suite", "readout", "serving", "variant", "items", "device", "dtype", "gates",
@@ -126,7 +136,8 @@ def _overview_row(e: ModelEntry, ranks: dict[str, int], links, out: Path) -> Row
             cells.append(EMPTY)
             continue
         cells.append(metric_cell(metric, e, suite, evidence_link(entry["evidence"], links, out), overview=True))
-    return Row("measured", cells)
+    return Row("measured", cells, (("model", (e.name,)), ("suite", tuple(s for s in suites_in_order() if s in e.contract)),
+                                   ("readout", (e.readout,))))
 
 
 def _reported_cell(figure: ReportedFigure | None, metric: Metric) -> Cell:
@@ -150,7 +161,8 @@ def reported_rows(reported: Reported) -> list[Row]:
         figures = reported.of(model, readout=readout)
         cells = [Cell("reported"), Cell(model, model), Cell("paper"), Cell(readout or "—", readout)]
         cells += [_reported_cell(_figure_for(figures, s, m), m) for s, m in overview_columns()]
-        rows.append(Row("reported", cells))
+        suites = tuple(dict.fromkeys(f.suite for f in figures))
+        rows.append(Row("reported", cells, (("model", (model,)), ("suite", suites), ("readout", (readout or "—",)))))
     return rows
 
 
@@ -170,8 +182,18 @@ def runs_rows(entries: list[ModelEntry], links) -> list[Row]:
                 Cell(str(r.config.n_items), r.config.n_items),
                 Cell(r.config.model.device, r.config.model.device), Cell(r.config.model.dtype, r.config.model.dtype),
                 Cell(gates, gates), Cell(r.environment.matbench, r.environment.matbench),
-                Cell("results", None, results_href), Cell("items", None, log_href)]))
+                Cell("results", None, results_href), Cell("items", None, log_href)], _run_facets(e, run)))
     return rows
+
+
+NO_POLICY = "none (protocol)"  # the facet value of a run without a serving policy (and of its budget)
+
+
+def _run_facets(e: ModelEntry, run: Run) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    c = run.results.config
+    policy, budget = split_budget(c.policy) if c.policy else (NO_POLICY, NO_POLICY)
+    return (("model", (e.name,)), ("suite", (c.suite,)), ("readout", (c.readout,)), ("serving", (c.serving,)),
+            ("policy", (policy,)), ("budget", (budget or "—",)))
 
 
 def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links, out: Path) -> tuple[list[str], list[Row]]:

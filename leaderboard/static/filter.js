@@ -1,0 +1,38 @@
+// The search box and facet selects above a table (form.filters, data-table = the table's id):
+// a row is shown when it has every chosen facet value (its data-facets JSON) and every word of
+// the search in its text; the others get the hidden attribute and stay in the DOM, so sort.js
+// orders them with the rest and a later change of filter can show them again. No framework, no
+// network: works from file://.
+(function () {
+  function facetsOf(row) {
+    try { return JSON.parse(row.getAttribute("data-facets") || "{}"); } catch (e) { return {}; }
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("form.filters"), function (form) {
+    var table = document.getElementById(form.getAttribute("data-table"));
+    if (!table) return;
+    var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+    var facets = rows.map(facetsOf);  // parsed once; rows is in page order, the sort moves only the DOM
+    var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
+    var search = form.querySelector("[data-search]");
+    var selects = Array.prototype.slice.call(form.querySelectorAll("select[data-facet]"));
+    var shown = form.querySelector("output");
+    function apply() {
+      var words = search ? search.value.toLowerCase().split(/\s+/).filter(Boolean) : [];
+      var chosen = selects.filter(function (s) { return s.value !== ""; });
+      var count = 0;
+      rows.forEach(function (row, i) {
+        var ok = chosen.every(function (s) {
+          var values = facets[i][s.getAttribute("data-facet")] || [];
+          return values.indexOf(s.value) >= 0;
+        }) && words.every(function (w) { return texts[i].indexOf(w) >= 0; });
+        row.hidden = !ok;
+        if (ok) count += 1;
+      });
+      if (shown) shown.textContent = count + " of " + rows.length + " rows shown";
+    }
+    form.addEventListener("input", apply);
+    form.addEventListener("change", apply);
+    form.addEventListener("submit", function (e) { e.preventDefault(); });
+    apply();  // a browser may restore a filter's value on reload
+  });
+})();
