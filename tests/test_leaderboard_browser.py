@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -99,4 +100,123 @@ def test_pages_work_from_file_urls_with_local_evidence(page, site):
     assert page.locator("h1").inner_text().startswith("Model:")
     href = page.locator("#runs a", has_text="items").first.get_attribute("href")
     assert (site / href).is_file()
+    page.goto((site / "index.html").as_uri())
+
+
+# Each table's rows as the browser has them: the row's class, and per cell its text (without the
+# "reported" badge), data-sort and link.
+_TABLE_JS = """id => {
+  const table = document.getElementById(id);
+  const header = Array.from(table.tHead.rows[0].cells, th => th.textContent);
+  const rows = Array.from(table.tBodies[0].rows, tr => ({kind: tr.className, hidden: tr.hidden, cells: Array.from(tr.cells, td => {
+    const copy = td.cloneNode(true);
+    copy.querySelectorAll(".badge").forEach(b => b.remove());
+    const a = td.querySelector("a");
+    return {text: copy.textContent.trimEnd(), sort: td.getAttribute("data-sort"), href: a ? a.getAttribute("href") : null};
+  })}));
+  return {header, rows};
+}"""
+
+
+def _check_download(page, site, table_id):
+    """The CSV and JSON linked above `table_id` hold its rows: row kind, each cell's text, its
+    sort key as the value column (str of the unrounded number: the attribute is Python's str of
+    it) and its link."""
+    import pandas as pd
+
+    table = page.evaluate(_TABLE_JS, table_id)
+    links = page.locator(f"#{table_id}-download a")
+    assert links.all_inner_texts() == ["CSV", "JSON"]
+    csv_path, json_path = (site / links.nth(k).get_attribute("href") for k in range(2))
+    records = json.loads(json_path.read_text())
+    frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)  # every cell as the text written
+    assert len(records) == len(frame) == len(table["rows"]) > 0
+    assert list(frame.columns) == list(records[0])
+    for record, line, row in zip(records, frame.to_dict(orient="records"), table["rows"]):
+        assert record["row"] == line["row"] == row["kind"]
+        for name, cell in zip(table["header"], row["cells"]):
+            assert record[name] == line[name] == cell["text"], (table_id, name)
+            if f"{name} value" in record:
+                value = record[f"{name} value"]
+                assert (None if value is None else str(value)) == cell["sort"], (table_id, name)
+                assert line[f"{name} value"] == (cell["sort"] or ""), (table_id, name)
+            else:  # no value column: the text is all the cell has
+                assert cell["sort"] in (None, cell["text"]), (table_id, name)
+            if f"{name} link" in record:
+                assert record[f"{name} link"] == cell["href"] and line[f"{name} link"] == (cell["href"] or "")
+            else:
+                assert cell["href"] is None, (table_id, name)
+    return len(records)
+
+
+def test_each_download_has_the_rows_of_its_table(page, site):
+    page.goto((site / "index.html").as_uri())
+    assert _check_download(page, site, "overview") == page.locator("#overview tbody tr").count()
+    assert _check_download(page, site, "runs") == len(committed_runs()) + 1
+    others = sorted(site.glob("suite-*.html")) + sorted(site.glob("model-*.html"))
+    table_ids = {"suite": "suite-table", "model": "runs"}
+    for other in others:
+        page.goto(other.as_uri())
+        _check_download(page, site, table_ids[other.name.split("-")[0]])
+    page.goto((site / "index.html").as_uri())
+
+
+def _shown(page, table_id):
+    return page.locator(f"#{table_id} tbody tr:not([hidden])")
+
+
+def _config(path: Path) -> dict:
+    return json.loads(path.read_text())["config"]
+
+
+def test_filtering_by_one_model_leaves_only_its_rows(page, site):
+    page.goto((site / "index.html").as_uri())
+    counts = Counter(_config(p)["model"]["model"] for p in committed_runs())
+    model = counts.most_common()[-1][0]  # the model with the fewest runs
+    total = len(committed_runs()) + 1
+    assert page.locator("#runs-filter-model option").all_inner_texts() == ["all", *sorted({*counts, HOSTILE}, key=str.lower)]
+    page.select_option("#runs-filter-model", label=model)
+    shown = _shown(page, "runs")
+    assert shown.count() == counts[model] < total
+    assert set(page.locator("#runs tbody tr:not([hidden]) td:nth-child(1)").all_inner_texts()) == {model}
+    assert page.locator("#runs tbody tr").count() == total  # hidden rows stay in the DOM
+    assert page.locator("#runs-shown").inner_text() == f"{counts[model]} of {total} rows shown"
+    page.select_option("#overview-filter-model", label=model)
+    reported = sum(name == model for name, _ in load_reported().rows())
+    assert _shown(page, "overview").count() == 1 + reported
+    page.select_option("#runs-filter-model", value="")
+    assert _shown(page, "runs").count() == total
+
+
+def test_the_search_box_keeps_rows_with_every_word(page, site):
+    page.goto((site / "index.html").as_uri())
+    runs = committed_runs()
+    yarn = [p for p in runs if p.stem.endswith("_yarn4")]  # the variant cell reads "yarn ×4"
+    model = _config(yarn[0])["model"]["model"]
+    page.fill("#runs-search", "YaRN")
+    assert _shown(page, "runs").count() == len(yarn) > 0
+    page.fill("#runs-search", f"yarn  {model.upper()}")  # words in any case, any spacing: all must match
+    expected = sum(_config(p)["model"]["model"] == model for p in yarn)
+    assert _shown(page, "runs").count() == expected < len(yarn)
+    page.fill("#runs-search", "no-such-text-anywhere")
+    assert _shown(page, "runs").count() == 0
+    page.fill("#runs-search", "")
+    assert _shown(page, "runs").count() == len(runs) + 1
+
+
+def test_a_filter_and_a_sort_combine(page, site):
+    page.goto((site / "index.html").as_uri())
+    runs = committed_runs()
+    discovery = sum(_config(p)["suite"] == "discovery" for p in runs) + 1  # + the hostile copy
+    page.select_option("#runs-filter-suite", label="discovery")
+    assert _shown(page, "runs").count() == discovery
+    header = page.locator("#runs thead th", has_text="readout").first
+    header.click()
+    readouts = page.locator("#runs tbody tr:not([hidden]) td:nth-child(4)").all_inner_texts()
+    assert len(readouts) == discovery and readouts == sorted(readouts, key=str.lower)
+    assert set(page.locator("#runs tbody tr:not([hidden]) td:nth-child(3)").all_inner_texts()) == {"discovery"}
+    page.select_option("#runs-filter-suite", value="")  # the rows hidden during the sort were sorted too
+    every = page.locator("#runs tbody tr td:nth-child(4)").all_inner_texts()
+    assert len(every) == len(runs) + 1 and every == sorted(every, key=str.lower)
+    assert sorted(set(every)) != sorted(set(readouts)) or len(every) > len(readouts)
     page.goto((site / "index.html").as_uri())
