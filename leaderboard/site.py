@@ -6,12 +6,12 @@ suite-<name>.html, model-<slug>.html, policies-<slug>.html (a model's eviction a
 Every table is also written as CSV and JSON beside its page (`<page>.<table id>.csv|json`, linked
 above the table), and every run as one row of leaderboard.parquet (downloads.py).
 Every number links to its evidence, copied under evidence/ with content-addressed names, so the
-site works from file:// and no submitted name ever becomes a path.
+site works from file:// and no submitted name ever becomes a path; or, with `--evidence link`, to
+the run's files in the submissions dataset on the Hub (evidence.py).
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,6 +27,7 @@ from matbench.leaderboard.downloads import (
     write_runs_parquet,
     write_table,
 )
+from matbench.leaderboard.evidence import COPY, EvidencePlan, place_evidence
 from matbench.leaderboard.figures import build_figures
 from matbench.leaderboard.filters import OVERVIEW_FACETS, RUNS_FACETS, filters_for
 from matbench.leaderboard.policies import AUDIT_METRICS, audit_sections
@@ -55,32 +56,21 @@ class SiteSummary:
     notes: tuple[str, ...] = ()  # one line each, printed by the build command: what the site lacks and why
 
 
-def _evidence(out: Path, entries: list[ModelEntry]) -> dict[Path, tuple[str, str]]:
-    """Copy every run's results file and log under evidence/<model slug>/; map path -> links."""
-    links = {}
-    for entry in entries:
-        folder = out / "evidence" / entry.slug
-        folder.mkdir(parents=True, exist_ok=True)
-        for run in entry.runs:
-            stem = run.sha256[:16]
-            shutil.copyfile(run.path, folder / f"{stem}.json")
-            shutil.copyfile(run.log, folder / f"{stem}.items.jsonl")
-            links[run.path.resolve()] = (f"evidence/{entry.slug}/{stem}.json", f"evidence/{entry.slug}/{stem}.items.jsonl")
-    return links
-
-
-def build_site(roots: list[Path], out: Path, reported: Reported | None = None) -> SiteSummary:
+def build_site(roots: list[Path], out: Path, reported: Reported | None = None,
+               evidence: EvidencePlan = COPY) -> SiteSummary:
     """Validate every results file under `roots`, then render the site into `out`."""
-    return render_site(find_runs(roots), out, reported)
+    return render_site(find_runs(roots), out, reported, evidence)
 
 
-def render_site(runs: list[Run], out: Path, reported: Reported | None = None) -> SiteSummary:
+def render_site(runs: list[Run], out: Path, reported: Reported | None = None,
+                evidence: EvidencePlan = COPY) -> SiteSummary:
     """The site of already validated runs (`find_runs`). Every value is read through the metric its
     suite declares, so a file lacking one is named in one line."""
     reported = reported if reported is not None else load_reported()
     out.mkdir(parents=True, exist_ok=True)
     entries = group_models(runs, home=out)
-    links = _evidence(out, entries)
+    placed = place_evidence(out, entries, evidence)
+    links = placed.links
     env = Environment(loader=PackageLoader("matbench.leaderboard", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     static = out / "static"
@@ -93,8 +83,9 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None) ->
     audits = {e.slug: sections for e in entries if (sections := audit_sections(e, links))}
     common = {"suites": suites, "source": reported.source, "overview_header": overview_header(),
               "runs_header": RUNS_HEADER}
-    notes = []
-    if write_runs_parquet(out, entries, links) is None:
+    notes = list(placed.notes)
+    parquet = write_runs_parquet(out, entries, links)
+    if parquet is None:
         notes.append(f"{PARQUET} not written: no parquet engine installed (pip install pyarrow); "
                      "the CSV and JSON downloads are complete")
     overview = overview_rows(entries, tie_ranks(entries), links, out) + reported_rows(reported)
@@ -102,7 +93,7 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None) ->
     _write(out / "index.html", env.get_template("index.html").render(
         **common, overview=overview, runs=every_run, figures=list(figures.values()), n_runs=len(runs),
         n_models=len(entries), audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits],
-        parquet=PARQUET if not notes else None,
+        parquet=parquet.name if parquet else None,
         filters={"overview": filters_for(overview, OVERVIEW_FACETS), "runs": filters_for(every_run, RUNS_FACETS)},
         downloads={"overview": write_table(out, "index.overview", overview_header(), overview),
                    "runs": write_table(out, "index.runs", RUNS_HEADER, every_run)}))

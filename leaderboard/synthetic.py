@@ -46,11 +46,19 @@ def copy_run(results: Path, dest: Path, model: str | None = None, revision: str 
 
 
 def synthetic_runs(sources: list[Path], root: Path, n: int) -> list[Path]:
-    """`n` results files: `sources` (one model's runs) repeated under new model names, one folder each."""
+    """`n` results files: `sources` (one model's runs) repeated under new model names, each stored
+    as `matbench submit` stores a submission (`<sha256 of the results file, 16 hex>/<names>`), so
+    a site built from them can link its evidence to a Hub dataset."""
     out = []
+    incoming = root / ".incoming"
     for i in range(n):
         source = sources[i % len(sources)]
         model = f"org-{i // len(sources):04d}/model"
-        folder = root / hashlib.sha256(model.encode()).hexdigest()[:12]
-        out.append(copy_run(source, folder, model, revision=f"{i // len(sources):040x}"))
+        written = copy_run(source, incoming, model, revision=f"{i // len(sources):040x}")
+        folder = root / hashlib.sha256(written.read_bytes()).hexdigest()[:16]
+        folder.mkdir(parents=True, exist_ok=True)
+        log = json.loads(written.read_text())["items"]["log"]
+        (incoming / log).replace(folder / log)
+        out.append(written.replace(folder / written.name))
+    incoming.rmdir()
     return out

@@ -562,3 +562,48 @@ def test_a_policies_download_has_a_row_per_filled_heat_map_cell(committed_site):
         assert [(r["text"], r["link"]) for r in records] == parser.cells
         # the unrounded value rounds to the text the cell shows
         assert all(r["text"] in (f"{r['value']:+.3f}", f"{r['value']:.2f}") for r in records if r["text"] != "—")
+
+
+def test_evidence_link_points_each_number_at_its_submission_on_the_hub(tmp_path, capsys):
+    import pandas as pd
+
+    from matbench.leaderboard.collect import check_run
+
+    trigger = next(p for p in committed_runs() if p.name == "trigger_probe_compact.json")
+    stored = [store_submission(check_run(copy_run(p, tmp_path / "in" / p.stem)), tmp_path / "subs") for p in (RUN, trigger)]
+    args = ["leaderboard", "build", "--results", str(tmp_path / "subs"), "--evidence", "link",
+            "--hub-dataset", "org/subs", "--hub-revision", "v1"]
+    assert main([*args, "--out", str(tmp_path / "site")]) == 0
+    assert capsys.readouterr().err == ""  # every run has its address: nothing copied, nothing to say
+    site = tmp_path / "site"
+    assert not (site / "evidence").exists()
+    expected = {f"https://huggingface.co/datasets/org/subs/resolve/v1/submissions/{s.address}/{f.name}"
+                for s in stored for f in s.files}
+    hrefs = {h for page in site.glob("*.html") for h in _parse(page).hrefs if h.startswith("https://")}
+    assert hrefs == expected and len(expected) == 4
+    frame = pd.read_parquet(site / "leaderboard.parquet")
+    assert set(frame["results"]) | set(frame["items_log"]) == expected
+    # A run outside submissions/<address>/ has no Hub address: its evidence is copied, said once.
+    loose = copy_run(trigger, tmp_path / "loose" / "x", model="loose-model")
+    assert main([*args, "--results", str(tmp_path / "loose"), "--out", str(tmp_path / "mixed")]) == 0
+    err = capsys.readouterr().err
+    assert err == ("note: 1 of 3 results files have no Hub address (not stored as submissions/<sha256[:16]>/ by "
+                   "matbench submit): their evidence is copied under evidence/\n")
+    copied = sorted(p.relative_to(tmp_path / "mixed") for p in (tmp_path / "mixed" / "evidence").rglob("*") if p.is_file())
+    stem = file_sha256(loose)[:16]
+    assert [p.name for p in copied] == [f"{stem}.items.jsonl", f"{stem}.json"]
+    mixed = {h for page in (tmp_path / "mixed").glob("*.html") for h in _parse(page).hrefs}
+    assert expected <= mixed and {str(p) for p in copied} <= mixed
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--evidence", "link"], "--evidence link needs --hub-dataset ORG/NAME"),
+    (["--evidence", "link", "--hub-dataset", "../etc"], "--hub-dataset '../etc' is not a Hub repository id"),
+    (["--evidence", "link", "--hub-dataset", "a/b/c"], "--hub-dataset 'a/b/c' is not a Hub repository id"),
+    (["--hub-dataset", "org/subs"], "--hub-dataset is for --evidence link"),
+])
+def test_evidence_flags_are_refused_in_one_line_before_anything_is_written(tmp_path, capsys, flags, message):
+    assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "site"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not (tmp_path / "site").exists()

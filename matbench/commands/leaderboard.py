@@ -18,17 +18,27 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="a directory of results files, searched recursively (repeatable)")
     b.add_argument("--out", required=True, help="output folder of the site")
     b.add_argument("--reported", help="paper figures file (default: the committed leaderboard/reported.json)")
+    b.add_argument("--evidence", choices=["copy", "link"], default="copy",
+                   help="copy (default): each run's results file and log into the site's evidence/ folder; link: "
+                   "point at the run's files in the submissions dataset on the Hub (--hub-dataset) instead, copying "
+                   "only the runs not stored as submissions/<address>/ (the build says how many)")
+    b.add_argument("--hub-dataset", metavar="REPO_ID", help="with --evidence link: the Hub dataset the submissions "
+                   "live in (the one matbench submit --to-hub opens pull requests on)")
+    b.add_argument("--hub-revision", default="main", help="with --evidence link: its branch, tag or commit (default main)")
     b.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from matbench.leaderboard.evidence import EvidencePlan, HubDataset
     from matbench.leaderboard.reported import load_reported
     from matbench.leaderboard.site import build_site
 
+    hub = HubDataset(args.hub_dataset, args.hub_revision) if args.hub_dataset else None
+    plan = EvidencePlan(args.evidence, hub)  # checked before any file is read or written
     summary = build_site([Path(d) for d in args.results], Path(args.out),
-                         load_reported(Path(args.reported)) if args.reported else None)
+                         load_reported(Path(args.reported)) if args.reported else None, plan)
     print(f"{summary.out / 'index.html'}: {summary.n_models} models, {summary.n_runs} results files, {summary.pages} pages")
     for note in summary.notes:  # what the site lacks and why, one line each
         print(f"note: {note}", file=sys.stderr)
