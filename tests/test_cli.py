@@ -250,6 +250,8 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
         assert read_results(out / f"{name}_probe_compact.json").config.n_items == 5
     assert sorted(p.name for p in out.glob("*_probe_compact.json")) == [f"{n}_probe_compact.json" for n in contract]
     card = json.loads((out / "scorecard.json").read_text())
+    assert stdout.strip().endswith(f"scorecard: {out / 'scorecard.json'}")
+    assert sum(line.startswith(("results: ", "items: ")) for line in stdout.splitlines()) == 2 * len(contract)
     assert card["suites"] == contract and set(card["contract"]) == set(contract)
     trigger = card["contract"]["trigger"]
     assert sum(trigger["classes"].values()) == 5  # 5 items = 5 constructions, each W, U or N
@@ -260,7 +262,9 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
                                    "keys": {m.key: f"metrics.{m.path}" for m in declared}, "n_items": 5, "device": "cpu"}
     assert trigger["evidence"]["keys"]["write_through"] == "metrics.headline.write_through_accuracy"
     assert card["contract"]["access"]["bin2"]["chance"] == 0.5
-    assert json.loads(stdout)["update"]["control_clean"] is True
+    code, stdout, err = run_cli(["eval", "--model", str(tiny_dir), "--suite", "all", "--limit", "5", "--chunk-size", "4096",
+                                 "--no-progress", "--json", "--output", str(out)], capsys)  # resumed: nothing redone
+    assert code == 0 and json.loads(stdout) == card["contract"] and card["contract"]["update"]["control_clean"] is True
     (out / "scorecard.json").unlink()
     code, stdout, err = run_cli(["scorecard", str(out)], capsys)
     assert code == 0 and json.loads((out / "scorecard.json").read_text()) == card

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, choices, suite_seed
 from matbench.models.loading import ATTN_IMPLEMENTATIONS, DTYPES
@@ -18,7 +19,9 @@ EVAL_EPILOG = """examples:
 outputs, one pair per readout x serving combination (all share one prefill per donor pair):
 OUTPUT/<suite>_<readout>_<serving>.json (config, environment, metrics) and
 OUTPUT/<suite>_<readout>_<serving>.items.jsonl (one line per donor pair, written as it finishes;
-re-running the same command resumes and skips finished pairs).
+re-running the same command resumes and skips finished pairs). It ends with a table of every arm
+per file (classes, p, accuracy and donor shift with 95% CIs) and the files' paths; --json prints
+one JSON line of headline metrics per file instead.
 
 several GPUs: torchrun --nproc-per-node 2 -m matbench eval ... (or accelerate launch -m matbench
 eval ...) shards the pairs over the processes, one GPU each; rank 0 merges the per-rank logs and
@@ -88,6 +91,8 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="end with one JSON line of headline metrics per results file "
+                   "(the scorecard's contract with --suite all) instead of the arms tables")
     add_dialog_sources(p)
     p.add_argument("--output", required=True, help="output directory")
 
@@ -126,6 +131,16 @@ def default_readouts(suite: str) -> tuple[str, ...]:
     return own[:1] or ("probe",)
 
 
+def print_arm_tables(payloads: list[dict], output: Path) -> None:
+    """What lm-evaluation-harness ends a run with: per results file written, a table of every arm
+    and the paths of the files."""
+    from matbench.results.arms import run_summary
+    from matbench.results.schema import validate_results
+
+    for payload in payloads:
+        print("\n" + "\n".join(run_summary(validate_results(payload), output)))
+
+
 def run(args: argparse.Namespace) -> int:
     from matbench.run.distributed import Shard
     from matbench.run.evaluate import run_eval
@@ -138,14 +153,22 @@ def run(args: argparse.Namespace) -> int:
         if args.suite == "all":
             from matbench.run.evaluate import run_contract
 
-            _, card = run_contract(cfg, shard)
+            payloads, card = run_contract(cfg, shard)
             if shard.is_main and card:
-                print(json.dumps(card["contract"], indent=1))
+                if args.json:
+                    print(json.dumps(card["contract"], indent=1))
+                else:
+                    print_arm_tables(payloads, Path(cfg.output))
+                    print(f"scorecard: {Path(cfg.output) / 'scorecard.json'}")
             return 0
-        for payload in run_eval(cfg, shard=shard):
-            c = payload["config"]
-            print(json.dumps({"readout": c["readout"], "serving": c["serving"],
-                              **payload["metrics"].get("headline", {})}))
+        payloads = run_eval(cfg, shard=shard)
+        if args.json:
+            for payload in payloads:
+                c = payload["config"]
+                print(json.dumps({"readout": c["readout"], "serving": c["serving"],
+                                  **payload["metrics"].get("headline", {})}))
+        else:
+            print_arm_tables(payloads, Path(cfg.output))
         return 0
     finally:
         shard.stop()

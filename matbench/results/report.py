@@ -1,5 +1,7 @@
-"""Markdown tables of results files: one table per suite, one row per file, one column per metric
-the suite's evaluator declares (`python -m matbench.results.report FILE...`)."""
+"""Markdown tables of results files (`python -m matbench.results.report FILE...`): one table per
+suite, one row per file, one column per metric the suite's evaluator declares (`report_rows`, the
+tables of results/*/README.md); then, per file, every arm's classes, accuracy and donor shift
+(`matbench.results.arms`), since the summary row holds the root arm's shift only."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
+from matbench.results.arms import run_summary
 from matbench.results.schema import read_results
 
 
@@ -39,10 +42,18 @@ def report_rows(paths: list[Path]) -> list[str]:
     return lines
 
 
+def report(paths: list[Path]) -> list[str]:
+    """The suites' summary tables, then every file's arms."""
+    lines = report_rows(paths)
+    for path in sorted(paths):
+        lines += [f"#### {path}", "", *run_summary(read_results(path)), ""]
+    return lines
+
+
 if __name__ == "__main__":
     from matbench.errors import MatbenchError
 
     try:
-        print("\n".join(report_rows([Path(p) for p in sys.argv[1:]])))
+        print("\n".join(report([Path(p) for p in sys.argv[1:]])))
     except MatbenchError as exc:  # a bad or missing results file: one line, as the CLI prints it
         sys.exit(f"matbench report: error: {exc}")

@@ -1,0 +1,80 @@
+"""Every arm as one table: what `matbench eval` ends with and the report prints under its summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from matbench.cli import main
+from matbench.results.arms import arm_rows, arm_table, run_summary
+from matbench.results.schema import read_results
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+DISCOVERY = RESULTS / "contract" / "smollm2-135m" / "discovery_probe_compact.json"
+ACCESS = RESULTS / "audit" / "gemma3-270m" / "access_probe_native_adakv-0.25.json"
+FREEFORM = RESULTS / "experiments" / "gemma3-270m" / "harvest_freeform_short_native_judge-gemma3-270m.json"
+
+
+def test_each_arm_of_a_discovery_file_is_a_row_with_its_own_numbers():
+    metrics = read_results(DISCOVERY).metrics
+    rows = arm_rows(metrics)
+    assert [r.arm for r in rows] == sorted(metrics["arms"]) and len(rows) == 4
+    for row in rows:
+        m = metrics["arms"][row.arm]
+        assert row.group == "" and row.n == m["n_pairs"] == 32
+        assert row.classes == tuple(m["classes"][c] for c in ("follow", "anti", "const", "other"))
+        assert (row.p, row.accuracy, row.accuracy_ci) == (m["follow_anti_p"], m["menu_accuracy"],
+                                                          tuple(m["menu_accuracy_ci"]))
+        assert (row.shift, row.shift_ci, row.shift_p) == (m["donor_shift"]["mean"], tuple(m["donor_shift"]["ci"]),
+                                                          m["donor_shift"]["wilcoxon_p"])
+    table = arm_table(rows)
+    assert len(table) == 2 + 4 and table[0].startswith("| arm |")  # no group column without groups
+    txt = next(line for line in table if line.startswith("| txt |"))
+    assert f"{metrics['arms']['txt']['donor_shift']['mean']:+.3f}" in txt
+
+
+def test_variant_arms_are_grouped_by_their_variant():
+    metrics = read_results(ACCESS).metrics
+    rows = arm_rows(metrics)
+    expected = [(v, arm) for v, block in metrics["by_variant"].items() for arm in sorted(block["arms"])]
+    assert [(r.group, r.arm) for r in rows] == expected and len(expected) > len(metrics["by_variant"])
+    assert arm_table(rows)[0].startswith("| group | arm |")
+
+
+def test_free_answers_show_the_headline_reading_only():
+    metrics = read_results(FREEFORM).metrics
+    rows = arm_rows(metrics)
+    reading = metrics["reading"]
+    assert rows and all(r.group.endswith("/" + reading) for r in rows)
+    windows = metrics["natural"]["locomo"]["by_window"]
+    n_locomo = sum(len(w["readings"][reading]["arms"]) for w in windows.values())
+    assert sum(r.group.startswith("natural/locomo/") for r in rows) == n_locomo
+    assert all(r.shift is None and r.accuracy is not None for r in rows)
+
+
+def test_eval_ends_with_every_arm_and_the_paths_and_json_on_request(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["eval", "--model", str(tiny_dir), "--suite", "discovery", "--limit", "2", "--no-progress",
+            "--output", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    results = read_results(out / "discovery_probe_compact.json")
+    assert printed.strip().splitlines() == run_summary(results, out)
+    assert f"results: {out / 'discovery_probe_compact.json'}" in printed
+    assert sum(line.startswith("| ") for line in printed.splitlines()) == 1 + len(results.metrics["arms"])
+    assert main([*argv, "--json"]) == 0  # resumed: nothing to recompute, the same file
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0]) == {"readout": "probe", "serving": "compact",
+                                                         **results.metrics["headline"]}
+
+
+def test_the_report_prints_every_files_arms_after_the_summaries():
+    done = subprocess.run([sys.executable, "-m", "matbench.results.report", str(DISCOVERY), str(ACCESS)],
+                          capture_output=True, text=True, check=True)
+    text = done.stdout
+    assert text.index("### discovery") < text.index(f"#### {DISCOVERY}") and f"#### {ACCESS}" in text
+    n_access = len(arm_rows(read_results(ACCESS).metrics))
+    section = text[text.index(f"#### {ACCESS}"):].split("#### ")[1]
+    assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + n_access
