@@ -103,8 +103,10 @@ def find_runs(roots: list[Path]) -> list[Run]:
 
 
 def model_revision(results: ResultsFile) -> str:
+    # A GGUF model's revision is its file's sha256 cut to the 24 digits files before schema 1.12
+    # recorded, so its runs from before and after group as one model.
     m = results.config.model
-    return m.commit_hash or m.revision or (f"gguf:{m.gguf_sha256}" if m.gguf_sha256 else "unversioned")
+    return m.commit_hash or m.revision or (f"gguf:{m.gguf_sha256[:24]}" if m.gguf_sha256 else "unversioned")
 
 
 def group_models(runs: list[Run], home: Path) -> list[ModelEntry]:

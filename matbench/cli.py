@@ -9,12 +9,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from matbench.commands import audit, bench, generate, leaderboard, policies, replicate, rescore, scorecard, show, submit
+from matbench.commands import (
+    audit,
+    bench,
+    cache,
+    generate,
+    leaderboard,
+    policies,
+    replicate,
+    rescore,
+    scorecard,
+    show,
+    submit,
+)
 from matbench.commands import eval as eval_command
 from matbench.errors import MatbenchError, is_out_of_memory
 from matbench.plugins import load_plugins
 
-COMMANDS = (eval_command, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, bench)
+COMMANDS = (eval_command, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, cache, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,22 +1,106 @@
-"""GGUF checkpoints: dequantised once into matbench's cache and loaded from there afterwards."""
+"""GGUF checkpoints: dequantised once into matbench's cache and loaded from there afterwards.
+
+The cache holds a float32 copy (transformers cannot run the quantised tensors): several times the
+file's size (a 1.5B Q4 file became 6.7 GB). `matbench cache list` shows it, `matbench cache clear`
+frees it (matbench/models/cache.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import os
 import shutil
+import struct
 from pathlib import Path
 
 from matbench.errors import MatbenchError, first_line
 from matbench.models.sources import ModelSource, cache_root, file_sha256
 
+SOURCE_FILE = "matbench-source.json"  # in a converted folder: which GGUF file it came from
 
-def gguf_cache_dir(source: ModelSource) -> Path:
+
+def gguf_sha256(source: ModelSource) -> str:
+    """The GGUF file's full sha256 (hashed once per path, size and mtime)."""
     path = Path(source.location) / (source.gguf_file or "")
     stat = path.stat()
-    return cache_root() / "gguf" / file_sha256(str(path), stat.st_size, stat.st_mtime_ns)[:24]
+    return file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
 
 
-def convert_gguf(source: ModelSource, trust_remote_code: bool) -> Path:
+def gguf_cache_dir(source: ModelSource) -> Path:
+    return cache_root() / "gguf" / gguf_sha256(source)[:24]
+
+
+# GGUF metadata value types (gguf-py's GGUFValueType) and the byte size of the fixed-size ones.
+_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_STRING, _ARRAY = 8, 9
+
+
+def gguf_name(path: str | Path) -> str | None:
+    """The file's `general.name` (what llama.cpp and the Hub call the model), None when it has none.
+
+    Reads the metadata header only: gguf-py's GGUFReader maps every tensor first (4-23 s for the
+    offline models on a busy 2-core machine), and a results file is described on every run."""
+    with open(path, "rb") as fh:
+        def read(fmt: str):
+            return struct.unpack("<" + fmt, fh.read(struct.calcsize("<" + fmt)))[0]
+
+        def skip(kind: int) -> None:
+            if kind == _STRING:
+                fh.seek(read("Q"), 1)
+            elif kind == _ARRAY:
+                item, count = read("I"), read("Q")
+                if item in _SIZES:
+                    fh.seek(_SIZES[item] * count, 1)
+                else:
+                    for _ in range(count):
+                        skip(item)
+            else:
+                fh.seek(_SIZES[kind], 1)
+
+        try:
+            if fh.read(4) != b"GGUF" or read("I") < 2:
+                return None
+            read("Q")  # tensors
+            for _ in range(read("Q")):
+                key = fh.read(read("Q")).decode("utf-8", "replace")
+                kind = read("I")
+                if key == "general.name" and kind == _STRING:
+                    return fh.read(read("Q")).decode("utf-8", "replace").strip() or None
+                skip(kind)
+        except (struct.error, KeyError):  # cut short or an unknown type: no name rather than a wrong one
+            return None
+    return None
+
+
+@contextlib.contextmanager
+def quiet_gguf_progress(progress: bool):
+    """Without progress, silence transformers' GGUF dequantisation bar: it is a bare tqdm that
+    transformers' own `disable_progress_bar` does not reach (`--no-progress` left it on)."""
+    if progress:
+        yield
+        return
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    bar = gguf_utils.tqdm
+    gguf_utils.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = bar
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def _record_source(folder: Path, source: ModelSource, file: Path) -> None:
+    """Which file a converted folder came from, for `matbench cache list`."""
+    (folder / SOURCE_FILE).write_text(json.dumps({"gguf_file": str(file.resolve()), "name": gguf_name(file),
+                                                  "sha256": gguf_sha256(source), "bytes": file.stat().st_size}) + "\n")
+
+
+def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = True) -> Path:
     """Dequantise a GGUF file once and keep it as safetensors: later loads take ~1 s instead of ~30 s.
 
     `save_pretrained` refuses a GGUF-loaded model although its weights are plain floats; clearing
@@ -28,14 +112,20 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     target = gguf_cache_dir(source)
+    file = Path(source.location) / source.gguf_file
     if (target / "config.json").is_file():
+        if not (target / SOURCE_FILE).is_file():  # converted by an earlier matbench
+            _record_source(target, source, file)
         return target
-    print(f"matbench: dequantising {source.gguf_file} once into {target} (about 30 s)", file=sys.stderr)
+    print(f"matbench: dequantising {source.gguf_file} ({file.stat().st_size / 1e9:.2f} GB) once into {target}: "
+          "a float32 copy several times its size, 20 s to a few minutes (`matbench cache list` / `clear`)",
+          file=sys.stderr)
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            source.location, gguf_file=source.gguf_file, dtype=torch.float32, trust_remote_code=trust_remote_code
-        )
-        tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+        with quiet_gguf_progress(progress):
+            model = AutoModelForCausalLM.from_pretrained(
+                source.location, gguf_file=source.gguf_file, dtype=torch.float32, trust_remote_code=trust_remote_code
+            )
+            tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
     except Exception as exc:
         raise MatbenchError(
             f"could not load GGUF file {source.gguf_file!r} (truncated or corrupt?): {first_line(exc)}"
@@ -47,5 +137,7 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    _record_source(tmp, source, file)
     tmp.replace(target) if not target.exists() else shutil.rmtree(tmp, ignore_errors=True)
+    print(f"matbench: kept {folder_bytes(target) / 1e9:.2f} GB in {target}", file=sys.stderr)
     return target

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError, first_line
-from matbench.models.gguf import convert_gguf, gguf_cache_dir
+from matbench.models.gguf import convert_gguf, gguf_cache_dir, gguf_name, gguf_sha256
 from matbench.models.servable import check_servable
 from matbench.models.sources import ModelSource, require_weights, resolve_source, unknown_model_message
 
@@ -76,7 +77,7 @@ class LoadedModel:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "model": self.source.name,
+            "model": model_name(self.source),
             "location": self.source.location,
             "gguf_file": self.source.gguf_file,
             "revision": self.source.revision,
@@ -92,8 +93,17 @@ class LoadedModel:
             # GGUF tokenizers are rebuilt by transformers, differently across versions (5.17 and
             # 5.24 split Gemma's "ONLINE" differently): the vocabulary fingerprint pins it.
             "tokenizer_sha256": tokenizer_fingerprint(self.tokenizer),
-            "gguf_sha256": gguf_cache_dir(self.source).name if self.source.gguf_file else None,
+            "gguf_sha256": gguf_sha256(self.source) if self.source.gguf_file else None,
         }
+
+
+def model_name(source: ModelSource) -> str:
+    """What a results file calls the model: the alias, Hub id or directory asked for; for a local
+    .gguf file its `general.name` (the leaderboard groups by this, and a path names a machine,
+    not a model), else the file's name. `location` and `gguf_file` keep the path."""
+    if source.gguf_file and source.name.endswith(".gguf"):
+        return gguf_name(Path(source.location) / source.gguf_file) or Path(source.gguf_file).stem
+    return source.name
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
@@ -205,10 +215,12 @@ def load_model(
     fused_kernels: str = "auto",
     rope_yarn: float | None = None,
     decode_graphs: str = "auto",
+    progress: bool = True,
 ) -> LoadedModel:
     """`device_map="auto"` spreads the layers of a model too large for one GPU over every visible
     GPU (accelerate); inputs then go to the device of the first layer. `rope_yarn` stretches the
-    model's RoPE by YaRN with that factor (`matbench.models.rope`)."""
+    model's RoPE by YaRN with that factor (`matbench.models.rope`). `progress`: False silences
+    the one bar transformers shows regardless (a GGUF file's dequantisation)."""
     import torch
     import transformers
     from transformers import AutoTokenizer
@@ -228,7 +240,7 @@ def load_model(
     graphs = resolve_decode_graphs(decode_graphs, device, device_map)
     location, gguf_file = source.location, source.gguf_file
     if gguf_file:
-        location, gguf_file = str(convert_gguf(source, trust_remote_code)), None
+        location, gguf_file = str(convert_gguf(source, trust_remote_code, progress)), None
     kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "trust_remote_code": trust_remote_code}
     if rope_yarn is not None:
         from matbench.models.rope import with_yarn

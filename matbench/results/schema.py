@@ -18,15 +18,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.11"
+SCHEMA_VERSION = "1.12"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
 # config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
 # optional `source_mode` and `kept_from` (and `metrics.selection` under a policy), 1.10 the item
 # log's selection fields `picked`, `members_differ_matched`, `served_bytes`, `needed_bytes` (and
 # their `metrics.selection` summaries) and the config's optional `check_pairs`, 1.11 the model's
-# optional `decode_graphs`; older files are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11")
+# optional `decode_graphs`, 1.12 the GGUF file's whole sha256 (a 24-digit prefix before) and a local
+# .gguf file's `general.name` as `model` (its path before); older files are valid newer ones.
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12")
 
 
 class _Strict(BaseModel):
@@ -36,7 +37,8 @@ class _Strict(BaseModel):
 class ModelInfo(_Strict):
     """What was evaluated, precisely enough to load it again."""
 
-    model: str = Field(description="the --model argument: alias, Hub id, directory or .gguf path")
+    model: str = Field(description="the --model argument (alias, Hub id, directory); for a local .gguf file its "
+                       "`general.name`, else its file name (schema 1.12; the path before, kept in location and gguf_file)")
     location: str | None = Field(description="where it was loaded from (Hub id or local path)")
     gguf_file: str | None = Field(description="GGUF file name when loaded from GGUF, else null")
     revision: str | None = Field(description="the --revision asked for (tag, branch or sha), else null")
@@ -51,7 +53,8 @@ class ModelInfo(_Strict):
                                        "a CUDA graph (--decode-graphs, GPU; schema 1.11); absent otherwise")
     n_parameters: int = Field(ge=0, description="parameters that serve text: the language model and lm_head (a wrapper's vision tower not counted)")
     tokenizer_sha256: str = Field(description="fingerprint of the tokenizer's vocabulary (GGUF tokenizers differ across transformers versions)")
-    gguf_sha256: str | None = Field(description="sha256 prefix of the GGUF file, when loaded from GGUF")
+    gguf_sha256: str | None = Field(description="sha256 of the GGUF file, when loaded from GGUF (all 64 hex digits "
+                                    "since schema 1.12; its first 24 before)")
 
 
 class RunConfig(_Strict):

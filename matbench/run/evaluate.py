@@ -97,7 +97,8 @@ def _load(cfg: EvalConfig, shard: Shard):
         cap_memory(shard.device(cfg.device), cfg.memory_fraction)
     return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
                       attn_implementation=cfg.attn_implementation, fused_kernels=cfg.fused_kernels, trust_remote_code=cfg.trust_remote_code,
-                      device_map=cfg.device_map, rope_yarn=cfg.rope_yarn, decode_graphs=cfg.decode_graphs)
+                      device_map=cfg.device_map, rope_yarn=cfg.rope_yarn, decode_graphs=cfg.decode_graphs,
+                      progress=cfg.progress and shard.is_main)
 
 
 def _load_judge(cfg: EvalConfig, shard: Shard):
@@ -106,7 +107,7 @@ def _load_judge(cfg: EvalConfig, shard: Shard):
     from matbench.run.judge import Judge
 
     return Judge(load_model(cfg.judge, dtype=cfg.dtype, device=shard.device(cfg.device),
-                            trust_remote_code=cfg.trust_remote_code))
+                            trust_remote_code=cfg.trust_remote_code, progress=cfg.progress and shard.is_main))
 
 
 def _judge_is_model(cfg: EvalConfig) -> bool:

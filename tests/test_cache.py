@@ -1,0 +1,150 @@
+"""GGUF models as a user meets them: named by the file's general.name, the whole sha256 recorded,
+the dequantisation bar silenced by --no-progress, and the cache they fill seen and freed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from matbench.cli import main
+from matbench.models.gguf import SOURCE_FILE, convert_gguf, gguf_cache_dir, gguf_name, quiet_gguf_progress
+from matbench.models.loading import model_name
+from matbench.models.sources import ModelSource, resolve_source
+from tests.test_cli import one_line_error
+
+
+def write_gguf(path: Path, name: str | None) -> Path:
+    """A metadata-only GGUF file whose name comes after an integer, a string array and a float array."""
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), arch="llama")
+    writer.add_uint32("a.count", 3)
+    writer.add_array("tokenizer.ggml.tokens", ["a", "bb", "ccc"])
+    writer.add_array("x.scores", [1.0, 2.0])
+    if name is not None:
+        writer.add_name(name)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_the_name_is_read_from_the_header_past_other_keys(tmp_path):
+    assert gguf_name(write_gguf(tmp_path / "a.gguf", "Tiny Test Model")) == "Tiny Test Model"
+    assert gguf_name(write_gguf(tmp_path / "b.gguf", None)) is None
+    (tmp_path / "c.gguf").write_bytes(b"GGUF\x03\x00\x00\x00\x00")  # cut short: no name, not an error
+    assert gguf_name(tmp_path / "c.gguf") is None
+
+
+@pytest.mark.slow
+def test_the_header_reader_agrees_with_gguf_py_on_an_offline_model():
+    from gguf import GGUFReader
+
+    source = resolve_source("smollm2-135m")
+    path = Path(source.location) / source.gguf_file
+    field = GGUFReader(path).fields["general.name"]
+    assert gguf_name(path) == bytes(field.parts[field.data[0]]).decode() == "Smollm2 135M 8k Lc100K Mix1 Ep2"
+
+
+def test_a_local_gguf_file_is_named_by_its_metadata_and_an_alias_by_itself(tmp_path):
+    named = write_gguf(tmp_path / "weights-q4.gguf", "Tiny Test Model")
+    assert model_name(resolve_source(str(named))) == "Tiny Test Model"
+    unnamed = write_gguf(tmp_path / "other-q8.gguf", None)
+    assert model_name(resolve_source(str(unnamed))) == "other-q8"
+    assert model_name(ModelSource("smollm2-135m", str(tmp_path), "weights-q4.gguf")) == "smollm2-135m"
+    assert model_name(ModelSource("org/model", "org/model")) == "org/model"
+
+
+def test_without_progress_the_dequantisation_bar_is_silenced_and_restored(capsys):
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    bar = gguf_utils.tqdm
+    with quiet_gguf_progress(False):
+        assert gguf_utils.tqdm is not bar
+        list(gguf_utils.tqdm(range(3), desc="dequantising"))
+    assert gguf_utils.tqdm is bar and "dequantising" not in capsys.readouterr().err
+    with quiet_gguf_progress(True):
+        list(gguf_utils.tqdm(range(3), desc="dequantising"))
+    assert "dequantising" in capsys.readouterr().err
+
+
+def test_a_conversion_without_progress_loads_under_the_silenced_bar(tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    source = resolve_source(str(write_gguf(tmp_path / "m.gguf", "M")))
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(getattr(gguf_utils.tqdm, "keywords", {}).get("disable"))
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", spy)
+    for progress in (False, True):
+        with pytest.raises(Exception, match="could not load GGUF file 'm.gguf'"):
+            convert_gguf(source, False, progress)
+    assert seen == [True, None]
+
+
+def test_a_converted_folder_records_its_source_and_the_whole_sha256(tmp_path, monkeypatch):
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    path = write_gguf(tmp_path / "m.gguf", "Tiny Test Model")
+    source = resolve_source(str(path))
+    target = gguf_cache_dir(source)
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")  # converted by an earlier matbench: no source recorded
+    assert convert_gguf(source, False) == target
+    recorded = json.loads((target / SOURCE_FILE).read_text())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert recorded == {"gguf_file": str(path.resolve()), "name": "Tiny Test Model", "sha256": digest,
+                        "bytes": path.stat().st_size}
+    assert target.name == digest[:24]
+
+
+def test_a_gguf_models_revision_groups_old_prefixes_with_whole_digests():
+    from matbench.leaderboard.collect import model_revision
+    from matbench.results.schema import ResultsFile
+
+    digest = "ab" * 32
+    results = ResultsFile.model_construct(config=type("C", (), {"model": type("M", (), {
+        "commit_hash": None, "revision": None, "gguf_sha256": digest})()})())
+    assert model_revision(results) == "gguf:" + digest[:24]
+
+
+def _fill(root: Path) -> dict[str, int]:
+    converted = root / "gguf" / "0123456789abcdef01234567"
+    converted.mkdir(parents=True)
+    (converted / "model.safetensors").write_bytes(b"x" * 5000)
+    (converted / SOURCE_FILE).write_text(json.dumps({"gguf_file": "/models/m.gguf", "name": "M"}))
+    assembled = root / "qwen2.5-coder-0.5b"
+    assembled.mkdir()
+    (assembled / "q.gguf").write_bytes(b"y" * 3000)
+    return {"gguf/0123456789abcdef01234567": sum(f.stat().st_size for f in converted.iterdir()),
+            "qwen2.5-coder-0.5b": 3000}
+
+
+def test_cache_list_shows_each_entry_its_size_and_source(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path))
+    sizes = _fill(tmp_path)
+    assert main(["cache", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{tmp_path}: 2 entries, {sum(sizes.values()) / 1e9:.2f} GB"
+    assert lines[1].split()[0] == "gguf/0123456789abcdef01234567" and lines[1].endswith("converted GGUF: M <- /models/m.gguf")
+    assert lines[2].split()[0] == "qwen2.5-coder-0.5b" and lines[2].endswith("assembled offline model: q.gguf")
+
+
+def test_cache_clear_frees_what_it_names_and_refuses_what_is_not_there(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path))
+    sizes = _fill(tmp_path)
+    assert main(["cache", "clear", "gguf/nope"]) == 2
+    assert "no cache entry 'gguf/nope'" in one_line_error(capsys.readouterr().err)
+    assert main(["cache", "clear"]) == 2 and "or pass --all" in one_line_error(capsys.readouterr().err)
+    assert main(["cache", "clear", "qwen2.5-coder-0.5b"]) == 0
+    assert capsys.readouterr().out == f"cleared 1 entries, freed {sizes['qwen2.5-coder-0.5b'] / 1e9:.2f} GB\n"
+    assert not (tmp_path / "qwen2.5-coder-0.5b").exists() and (tmp_path / "gguf").is_dir()
+    assert main(["cache", "clear", "--all"]) == 0 and not any((tmp_path / "gguf").iterdir())
