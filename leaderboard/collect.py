@@ -49,7 +49,7 @@ class ModelEntry:
     @property
     def readout(self) -> str:
         """The primary readout: the probe (it works for every model) where the model has it."""
-        return "probe" if "probe" in self.scorecards else sorted(self.scorecards)[0]
+        return "probe" if "probe" in self.scorecards else min(self.scorecards)
 
     @property
     def scorecard(self) -> dict[str, Any]:

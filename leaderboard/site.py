@@ -1,6 +1,6 @@
 """`matbench leaderboard build`: validated results -> a static site (jinja2, inline SVG, no server).
 
-Pages: index.html (overview: one row per model and revision with tie-group ranks, the paper's
+Pages: index.html (overview: one row per model and revision with paired ranks (leaderboard/ranks.py), the paper's
 reported rows, the models with an eviction audit, one row per results file, the four plots),
 suite-<name>.html, model-<slug>.html, policies-<slug>.html (a model's eviction audit as heat maps).
 Every table is also written as CSV and JSON beside its page (`<page>.<table id>.csv|json`, linked
@@ -31,6 +31,8 @@ from matbench.leaderboard.evidence import COPY, EvidencePlan, place_evidence
 from matbench.leaderboard.figures import build_figures
 from matbench.leaderboard.filters import OVERVIEW_FACETS, RUNS_FACETS, filters_for
 from matbench.leaderboard.policies import AUDIT_METRICS, audit_sections
+from matbench.leaderboard.ranks import METHOD as RANK_METHOD
+from matbench.leaderboard.ranks import paired_ranks
 from matbench.leaderboard.reported import Reported, load_reported
 from matbench.leaderboard.tables import (
     RUNS_HEADER,
@@ -43,7 +45,6 @@ from matbench.leaderboard.tables import (
     runs_rows,
     scorecard_metrics,
     suite_rows,
-    tie_ranks,
 )
 
 
@@ -88,10 +89,10 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None,
     if parquet is None:
         notes.append(f"{PARQUET} not written: no parquet engine installed (pip install pyarrow); "
                      "the CSV and JSON downloads are complete")
-    overview = overview_rows(entries, tie_ranks(entries), links, out) + reported_rows(reported)
+    overview = overview_rows(entries, paired_ranks(entries, out), links, out) + reported_rows(reported)
     every_run = runs_rows(entries, links)
     _write(out / "index.html", env.get_template("index.html").render(
-        **common, overview=overview, runs=every_run, figures=list(figures.values()), n_runs=len(runs),
+        **common, overview=overview, rank_method=RANK_METHOD, runs=every_run, figures=list(figures.values()), n_runs=len(runs),
         n_models=len(entries), audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits],
         parquet=parquet.name if parquet else None,
         filters={"overview": filters_for(overview, OVERVIEW_FACETS), "runs": filters_for(every_run, RUNS_FACETS)},

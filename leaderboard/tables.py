@@ -18,6 +18,7 @@ from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run
+from matbench.leaderboard.ranks import PairedRank
 from matbench.leaderboard.reported import Reported, ReportedFigure
 from matbench.protocol.metrics import Metric, plain_text
 from matbench.protocol.runspec import split_budget
@@ -56,7 +57,7 @@ def overview_columns() -> list[tuple[str, Metric]]:
 
 
 def overview_header() -> list[str]:
-    return ["rank", "model", "revision", "readout", *[f"{suite} {m.label}" for suite, m in overview_columns()]]
+    return ["rank", "shift rank", "model", "revision", "readout", *[f"{suite} {m.label}" for suite, m in overview_columns()]]
 
 
 def scorecard_metrics(suite: str) -> list[Metric]:
@@ -112,22 +113,19 @@ def rank_value(entry: ModelEntry) -> tuple[float, float, float] | None:
     return None
 
 
-def tie_ranks(entries: list[ModelEntry]) -> dict[str, int]:
-    """Rank = 1 + the number of models whose CI lies wholly above this one's: models whose
-    intervals overlap share a rank (a tie group) instead of being ordered by noise."""
-    keyed = {e.slug: v for e in entries if (v := rank_value(e)) is not None}
-    return {k: 1 + sum(other[1] > mine[2] for other in keyed.values()) for k, mine in keyed.items()}
-
-
-def overview_rows(entries: list[ModelEntry], ranks: dict[str, int], links, out: Path) -> list[Row]:
+def overview_rows(entries: list[ModelEntry], ranks: dict[str, PairedRank], links, out: Path) -> list[Row]:
     rows = [_overview_row(e, ranks, links, out) for e in entries]
-    return sorted(rows, key=lambda r: (r.cells[0].sort is None, r.cells[0].sort or 0, r.cells[1].text))
+    return sorted(rows, key=lambda r: (r.cells[0].sort is None, r.cells[0].sort or 0, r.cells[1].sort or 0,
+                                       r.cells[2].text))
 
 
-def _overview_row(e: ModelEntry, ranks: dict[str, int], links, out: Path) -> Row:
+def _overview_row(e: ModelEntry, ranks: dict[str, PairedRank], links, out: Path) -> Row:
     rank, follow = ranks.get(e.slug), rank_value(e)
-    cells = [Cell(f"{rank}" if rank else "—", rank if rank else None,
-                  title=f"rank key: follow rate {follow[0]:.3f} [{follow[1]:.3f}, {follow[2]:.3f}]" if follow else None),
+    cells = [Cell(f"{rank.follow}" if rank else "—", rank.follow if rank else None,
+                  title=f"discovery root follow rate {follow[0]:.3f} [{follow[1]:.3f}, {follow[2]:.3f}]; paired "
+                  "McNemar against every other model" if follow else None),
+             Cell(f"{rank.shift}" if rank else "—", rank.shift if rank else None,
+                  title="discovery root donor shift: paired bootstrap against every other model" if rank else None),
              Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
              Cell(e.readout, e.readout)]
     for suite, metric in overview_columns():
@@ -159,7 +157,7 @@ def reported_rows(reported: Reported) -> list[Row]:
         if model is None:
             continue
         figures = reported.of(model, readout=readout)
-        cells = [Cell("reported"), Cell(model, model), Cell("paper"), Cell(readout or "—", readout)]
+        cells = [Cell("reported"), Cell("—"), Cell(model, model), Cell("paper"), Cell(readout or "—", readout)]
         cells += [_reported_cell(_figure_for(figures, s, m), m) for s, m in overview_columns()]
         suites = tuple(dict.fromkeys(f.suite for f in figures))
         rows.append(Row("reported", cells, (("model", (model,)), ("suite", suites), ("readout", (readout or "—",)))))

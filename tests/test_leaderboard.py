@@ -125,11 +125,22 @@ def test_the_runs_table_names_each_runs_departure_from_the_protocol(tmp_path):
                                 **audit})
 
 
-def test_tie_groups_share_a_rank_when_intervals_overlap(tmp_path):
-    # The three offline models have root follow 0-1 of 32: overlapping Wilson intervals, one rank.
+def test_the_overview_ranks_are_the_paired_tests_of_the_committed_models(tmp_path):
+    from matbench.leaderboard.collect import find_runs, group_models
+    from matbench.leaderboard.ranks import compare, item_outcomes
+
     site = build_site([SUBMISSIONS], tmp_path / "site").out
-    ranks = re.findall(r'<tr class="measured"[^>]*><td data-sort="(\d+)"', (site / "index.html").read_text())
-    assert ranks == ["1", "1", "1"]
+    cells = re.findall(r'<tr class="measured"[^>]*><td[^>]*data-sort="(\d+)"[^>]*>\d+</td><td[^>]*data-sort="(\d+)"',
+                       (site / "index.html").read_text())
+    entries = group_models(find_runs([SUBMISSIONS]), site)
+    outcomes = [item_outcomes(e, site) for e in entries]
+    assert len(cells) == len(entries) == 3 and all(len(o) == 256 for o in outcomes)
+    comparisons = [compare(a, b) for i, a in enumerate(outcomes) for b in outcomes[i + 1:]]
+    # on the 256 shared discovery pairs no paired test separates the three offline models: one rank each way
+    assert all(c.shared == 256 and not (c.a_follows_more or c.b_follows_more or c.a_shifts_more or c.b_shifts_more)
+               for c in comparisons)
+    assert cells == [("1", "1")] * 3
+    assert "exact McNemar test" in (site / "index.html").read_text()
 
 
 def test_a_hostile_model_name_stays_text_and_cannot_pick_a_path(tmp_path):
