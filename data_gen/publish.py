@@ -62,7 +62,27 @@ def write_repo(out: Path, suites: list[str], seed: int, n: int | None, revision:
         write_config(out, suite, rows)
         summaries.append(ConfigSummary(name, suite.version, len(rows), config_hash(rows), suite.summary, suite.contract))
     (out / "README.md").write_text(dataset_card(summaries, seed, revision))
+    benchmark = eval_yaml([s.name for s in summaries])
+    if benchmark:
+        (out / "eval.yaml").write_text(benchmark)
     return summaries
+
+
+def eval_yaml(configs: list[str]) -> str | None:
+    """The Hub's benchmark registration (`eval.yaml` at the repo root: name, description, framework,
+    tasks with config and split) for the declared tasks whose suite the repository holds."""
+    import yaml
+
+    from matbench.protocol.hub_tasks import FRAMEWORK, HUB_TASKS
+
+    tasks = [t for t in HUB_TASKS if t.suite in configs]
+    if not tasks:
+        return None
+    description = ("matbench: semantic materialization in sparse KV-cache serving. Donor pairs differ in one "
+                   "evicted source event; the model is served the same kept cache rows in both and asked about "
+                   "the source. Tasks: " + "; ".join(f"{t.id} = {t.what}" for t in tasks) + ".")
+    return yaml.safe_dump({"name": "matbench", "description": description, "evaluation_framework": FRAMEWORK,
+                           "tasks": [t.as_eval_yaml() for t in tasks]}, sort_keys=False, width=100)
 
 
 def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None) -> str:

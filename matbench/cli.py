@@ -13,6 +13,7 @@ from matbench.commands import (
     audit,
     bench,
     cache,
+    export,
     generate,
     leaderboard,
     policies,
@@ -26,7 +27,7 @@ from matbench.commands import eval as eval_command
 from matbench.errors import MatbenchError, is_out_of_memory
 from matbench.plugins import load_plugins
 
-COMMANDS = (eval_command, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, cache, bench)
+COMMANDS = (eval_command, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, export, cache, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
