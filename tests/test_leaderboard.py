@@ -368,7 +368,14 @@ def test_each_reported_figure_sits_in_a_column_computed_the_same_way(tmp_path):
     it with, on that metric's scale, and only where the metric means something under that
     readout; every metric figure is shown exactly once per table."""
     from matbench.leaderboard.collect import group_models
-    from matbench.leaderboard.tables import EMPTY, overview_columns, reported_rows, scorecard_metrics, suite_rows
+    from matbench.leaderboard.tables import (
+        EMPTY,
+        overview_columns,
+        overview_header,
+        reported_rows,
+        scorecard_metrics,
+        suite_rows,
+    )
 
     reported = load_reported()
     entries = group_models(find_runs([SUBMISSIONS]), home=tmp_path)
@@ -391,9 +398,10 @@ def test_each_reported_figure_sits_in_a_column_computed_the_same_way(tmp_path):
                     placed += 1
         assert placed == sum(f.suite == suite and f.metric is not None for f in reported.figures), suite
     overview = [(s, m) for s, m in overview_columns()]
+    first = len(overview_header()) - len(overview)  # rank, shift rank, model, revision, readout
     for row in reported_rows(reported):
-        model, readout = row.cells[1].sort, row.cells[3].sort
-        for (suite, metric), cell in zip(overview, row.cells[4:]):
+        model, readout = row.cells[2].sort, row.cells[4].sort
+        for (suite, metric), cell in zip(overview, row.cells[first:]):
             if cell is not EMPTY:
                 figure(model, suite, readout, metric)
 
