@@ -128,15 +128,24 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_results(tiny_dir, t
     assert 3 <= done < n, "the run finished before it could be killed; make the items slower"
     assert not (killed / "discovery_trace_compact.json").exists()
 
-    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    assert subprocess.run(cmd, check=False, env=env, capture_output=True).returncode == 0
     after = log.read_bytes()
     kept = before[:before.rfind(b"\n") + 1]
     assert after.startswith(kept) and after.count(b"\n") == n  # finished items kept byte for byte
     resumed = read_results(killed / "discovery_trace_compact.json")
     assert resumed.items.n_from_log == done and resumed.items.n_records == n
+    # the killed attempt's time counts up to its last logged batch (its last line in the attempts file)
+    last = {}
+    for line in (killed / "discovery_trace_compact.attempts.jsonl").read_text().splitlines():
+        last[json.loads(line)["attempt"]] = json.loads(line)
+    (killed_attempt, resuming), attempts = last.values(), resumed.resources.attempts
+    # the kill may land between an item's log line and its batch's attempt line
+    assert done - 1 <= killed_attempt["n_scored"] <= done and resuming["n_scored"] == n - done and attempts == 2
+    assert resumed.wall_seconds == round(sum(a["wall_seconds"] for a in last.values()), 2)
+    assert resumed.resources.peak_memory_gib == max(a["peak_memory_gib"] for a in last.values())
 
     cmd_clean, _ = _eval(tiny_dir, clean, n)
-    assert subprocess.run(cmd_clean, env=env, capture_output=True).returncode == 0
+    assert subprocess.run(cmd_clean, check=False, env=env, capture_output=True).returncode == 0
     uninterrupted = read_results(clean / "discovery_trace_compact.json")
     assert resumed.metrics == uninterrupted.metrics and resumed.gates == uninterrupted.gates
     records = {json.loads(line)["item_id"]: json.loads(line) for line in after.decode().splitlines()}

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.12"
+SCHEMA_VERSION = "1.13"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
 # config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
@@ -26,8 +26,12 @@ SCHEMA_VERSION = "1.12"
 # log's selection fields `picked`, `members_differ_matched`, `served_bytes`, `needed_bytes` (and
 # their `metrics.selection` summaries) and the config's optional `check_pairs`, 1.11 the model's
 # optional `decode_graphs`, 1.12 the GGUF file's whole sha256 (a 24-digit prefix before) and a local
-# .gguf file's `general.name` as `model` (its path before); older files are valid newer ones.
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12")
+# .gguf file's `general.name` as `model` (its path before), 1.13 totals over every attempt of a
+# resumed run (`wall_seconds` summed, `resources.peak_memory_gib` the largest, the optional
+# `resources.attempts`); older files are valid newer ones (their wall seconds and peak are the last
+# attempt's).
+READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12",
+                     "1.13")
 
 
 class _Strict(BaseModel):
@@ -147,13 +151,21 @@ class Rescored(_Strict):
 
 
 class Resources(_Strict):
-    """What the run used: where peak memory was measured, and how the pairs were batched."""
+    """What the run used: where peak memory was measured, and how the pairs were batched. From
+    schema 1.13 over every attempt behind the records (a run resumed after an interruption), each
+    measured by its main process and kept beside the log in `<stem>.attempts.jsonl`; an
+    invocation that logged no item is no attempt."""
 
-    peak_memory_gib: float = Field(ge=0, description="peak accelerator memory allocated (GPU), or peak resident set size (CPU), of the process that wrote the file")
+    peak_memory_gib: float = Field(ge=0, description="peak accelerator memory allocated (GPU), or peak resident set "
+                                   "size (CPU), of the main process: the largest over the attempts (schema 1.13; "
+                                   "before, the last attempt's)")
     memory_kind: Literal["gpu_allocated", "cpu_rss"] = Field(description="what peak_memory_gib measures")
-    batch_pairs: int = Field(ge=1, description="donor pairs per batch at the start (given, or chosen from free accelerator memory)")
+    batch_pairs: int = Field(ge=1, description="donor pairs per batch at the start (given, or chosen from free "
+                             "accelerator memory); the largest over the attempts")
     batch_pairs_chosen_from_memory: bool = Field(description="true when matbench chose batch_pairs from free accelerator memory")
-    processes: int = Field(ge=1, description="processes (GPUs) the pairs were sharded over")
+    processes: int = Field(ge=1, description="processes (GPUs) the pairs were sharded over; the most any attempt used")
+    attempts: int | None = Field(default=None, ge=1, description="attempts behind the records: invocations that "
+                                 "logged at least one item (schema 1.13); absent in older files")
 
 
 class ResultsFile(_Strict):
@@ -169,7 +181,8 @@ class ResultsFile(_Strict):
                                     "kept and materialization split by it (schema 1.9)")
     gates: dict[str, GateSummary] = Field(description="per faithfulness gate, over all items (empty without --check)")
     items: ItemsInfo
-    wall_seconds: float = Field(ge=0, description="wall time of the run that wrote the file")
+    wall_seconds: float = Field(ge=0, description="wall time of every attempt behind the records, summed (schema "
+                                "1.13; before, of the attempt that wrote the file)")
     rescored: Rescored | None = Field(default=None, description="set when the metrics were recomputed from the log by a later matbench (schema 1.1); absent otherwise")
     resources: Resources | None = Field(default=None, description="peak memory and batching of the run (schema 1.2); absent in older files")
 

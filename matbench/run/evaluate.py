@@ -12,14 +12,16 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from matbench.engine.memory import cap_memory, check_memory_fraction, choose_batch_pairs, peak_memory, reset_peak
+from matbench.engine.memory import cap_memory, check_memory_fraction, choose_batch_pairs, reset_peak
 from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
 from matbench.protocol.runspec import RunSpec
+from matbench.results.attempts import AttemptLog, attempts_path, totals
 from matbench.results.files import config_hash, file_sha256, item_hash, write_json
 from matbench.results.logs import ItemLog
 from matbench.results.schema import SCHEMA_VERSION, validate_results
 from matbench.results.selection import run_metrics
+from matbench.run.attempt import AttemptClock
 from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.run.environment import environment
 
@@ -61,9 +63,10 @@ class EvalConfig:
     judge: str | None = None  # a local causal LM grading free answers (matbench.run.judge); None = no judge
 
 
-def run_contract(cfg: EvalConfig, shard: Shard = Shard()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def run_contract(cfg: EvalConfig, shard: Shard | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """`--suite all`: every contract suite through one loaded model (harvest only with the dialog copies),
     then the memory-contract scorecard of the run, written as DIR/scorecard.json."""
+    shard = shard or Shard()
     import sys
     from dataclasses import replace
 
@@ -214,12 +217,14 @@ def suite_readouts(cfg: EvalConfig) -> list[str]:
 
 @dataclass
 class PlannedRun:
-    """A spec with the results config it writes, the config's hash and its per-item log."""
+    """A spec with the results config it writes, the config's hash, its per-item log and the
+    attempts file beside it."""
 
     spec: RunSpec
     config: dict[str, Any]
     key: str
     log: ItemLog
+    attempts: AttemptLog
 
 
 def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str, Any], n_items: int,
@@ -243,7 +248,8 @@ def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str,
 def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConfig, shard: Shard,
               suite_order: list[str]) -> list[PlannedRun]:
     """A per-item log per spec: rank 0 alone starts afresh or merges what an interrupted sharded
-    run left, then every rank opens it (appending to its own shard log when sharded)."""
+    run left, then every rank opens it (appending to its own shard log when sharded). Earlier
+    attempts are forgotten with the records they made: under --fresh, or when the log holds none."""
     out = Path(cfg.output)
     keys = [config_hash({k: v for k, v in c.items() if k not in ("n_items", "check", "check_pairs")}) for c in configs]
     paths = [out / f"{spec.stem}.items.jsonl" for spec in specs]
@@ -252,17 +258,22 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
             if cfg.fresh:
                 for leftover in shard_logs(path):
                     leftover.unlink()
-            merge_shard_logs(ItemLog(path, key, fresh=cfg.fresh), suite_order)
+            log = ItemLog(path, key, fresh=cfg.fresh)
+            merge_shard_logs(log, suite_order)
+            if not log.records:
+                AttemptLog(attempts_path(path), key).discard()
     shard.barrier()
-    return [PlannedRun(spec, c, key, ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None))
+    return [PlannedRun(spec, c, key, ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None),
+                       AttemptLog(attempts_path(path), key))
             for spec, c, key, path in zip(specs, configs, keys, paths)]
 
 
 def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: dict[str, str], cfg: EvalConfig,
-                  group: int, progress: Any, judge: Any = None, gated: frozenset[str] | None = None) -> None:
+                  group: int, progress: Any, judge: Any = None, gated: frozenset[str] | None = None,
+                  on_batch: Any = None) -> None:
     """Score every pair of `todo` for the specs whose logs lack it and append the records (with
     the gates when --check, on the pairs of `gated` when given; graded by `judge` when the run
-    names one), a batch at a time."""
+    names one), a batch at a time; `on_batch()` is called after each batch is logged."""
     from matbench.data_gen import SUITES
     from matbench.engine.batches import score_in_batches
     from matbench.engine.gates import require, run_gates
@@ -290,9 +301,11 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
                     by_combo[combo].log.append(replace(record, item_hash=hashes[pair.item_id],
                                                        gates=tuple(gates) if gates is not None else None))
             progress.update(1)
+        if on_batch is not None:
+            on_batch()
 
 
-def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> list[dict[str, Any]]:
+def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) -> list[dict[str, Any]]:
     """Evaluate every (readout, serving) combination from one global prefill per pair; one
     results file and one per-item log per combination. Returns the results payloads (none on
     ranks other than 0 of a sharded run, see `matbench.run.distributed`).
@@ -301,6 +314,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
 
     from matbench.engine.pair_engine import PairEngine
 
+    shard = shard or Shard()
     check_config(cfg, shard)
     pairs, source_info = load_suite(cfg)
     started = time.time()
@@ -332,12 +346,22 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
     mine = shard.block(todo)
     group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts, cfg.memory_fraction)
     reset_peak(loaded.device)
+    clock = AttemptClock.start(started, loaded.device, group, cfg.batch_pairs is None and loaded.device.startswith("cuda"),
+                               shard.world_size)
+    # The main process keeps the attempt's totals (its own peak; under torchrun every rank runs
+    # as long), after each batch, so a killed attempt counts up to its last batch.
+    on_batch = (lambda: clock.record(runs)) if shard.is_main else None
     where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""
     with tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
               desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
               disable=not cfg.progress or not shard.is_main) as progress:
         gated = frozenset(p.item_id for p in pairs[:cfg.check_pairs]) if cfg.check_pairs else None
-        score_missing(engine, mine, runs, hashes, cfg, group, progress, judge, gated)
+        try:
+            score_missing(engine, mine, runs, hashes, cfg, group, progress, judge, gated, on_batch)
+        except BaseException:  # out of memory, a failed gate, Ctrl-C: the time spent still counts
+            if on_batch is not None:
+                on_batch()
+            raise
     shard.barrier()
     if not shard.is_main:
         return []
@@ -347,9 +371,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard = Shard()) -> lis
             merge_shard_logs(merged, [p.item_id for p in todo])
             merged.n_loaded = run.log.n_loaded
             run.log = merged
-    done = {"resources": _resources(cfg, loaded, shard, group), "environment": environment(),
-            "started": started}
-    return [write_results(run, cfg, pairs, evaluator_for(cfg.suite), done) for run in runs]
+    clock.record(runs)  # the attempt's final totals (every rank's records merged)
+    env = environment()
+    return [write_results(run, cfg, pairs, evaluator_for(cfg.suite), env, _attempts(run, clock)) for run in runs]
 
 
 def evaluator_for(suite: str) -> Any:
@@ -358,30 +382,34 @@ def evaluator_for(suite: str) -> Any:
     return EVALUATORS.get(suite)(suite=suite)
 
 
-def _resources(cfg: EvalConfig, loaded: Any, shard: Shard, group: int) -> dict[str, Any]:
-    peak, memory_kind = peak_memory(loaded.device)
-    return {"peak_memory_gib": round(peak, 3), "memory_kind": memory_kind, "batch_pairs": group,
-            "batch_pairs_chosen_from_memory": cfg.batch_pairs is None and loaded.device.startswith("cuda"),
-            "processes": shard.world_size}
+def _attempts(run: PlannedRun, clock: AttemptClock) -> Any:
+    """The totals of every attempt behind the run's records. A log from before attempts files
+    were kept, re-run with nothing left to score, has none recorded: this invocation stands in
+    (once; it is recorded, so re-running again changes nothing)."""
+    attempts = run.attempts.read()
+    if not attempts:
+        run.attempts.record(clock.so_far(run.key, 0))
+        attempts = run.attempts.read()
+    return totals(attempts)
 
 
-def write_results(run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator: Any, done: dict[str, Any]
-                  ) -> dict[str, Any]:
-    """The spec's results file from its log's records, validated before it is written; `done`:
-    the run's resources, environment and start time, shared by every spec."""
+def write_results(run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator: Any, env: dict[str, Any],
+                  spent: Any) -> dict[str, Any]:
+    """The spec's results file from its log's records, validated before it is written; `env`:
+    where it ran, `spent`: the `Totals` of every attempt behind the records."""
     records = run.log.ordered(p.item_id for p in pairs)
     payload = {
         "schema_version": SCHEMA_VERSION,
         "config": run.config,
         "config_hash": run.key,
         "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
-        "environment": done["environment"],
+        "environment": env,
         "metrics": run_metrics(evaluator, records),
         "gates": _gate_summary(records),
         "items": {"log": run.log.path.name, "sha256": file_sha256(run.log.path), "n_records": len(records),
                   "n_from_log": run.log.n_loaded},
-        "wall_seconds": round(time.time() - done["started"], 2),
-        "resources": done["resources"],
+        "wall_seconds": spent.wall_seconds,
+        "resources": spent.resources(),
     }
     validate_results(payload, f"results of {run.spec.stem}")  # never write a file the schema refuses
     write_json(Path(cfg.output) / f"{run.spec.stem}.json", payload)
