@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, choices, suite_seed
+from matbench.errors import MatbenchError
 from matbench.models.loading import ATTN_IMPLEMENTATIONS, DTYPES
 from matbench.protocol.pairs import SERVING_MODES
 from matbench.protocol.readouts import READOUTS
@@ -25,7 +27,11 @@ one JSON line of headline metrics per file instead.
 
 several GPUs: torchrun --nproc-per-node 2 -m matbench eval ... (or accelerate launch -m matbench
 eval ...) shards the pairs over the processes, one GPU each; rank 0 merges the per-rank logs and
-writes the same results a single process would."""
+writes the same results a single process would.
+
+several machines (Slurm array jobs, no rendezvous): --shard $SLURM_ARRAY_TASK_ID/4 under
+#SBATCH --array=0-3 runs slice I (0-based) of 4 of the items into OUTPUT's shard files and writes
+no results file; then matbench merge DIR... --output DIR writes the results of one process."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +45,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_eval_options(p)
+    p.add_argument("--shard", metavar="I/N", help="run only slice I of N of the suite's items (contiguous blocks; I "
+                   "is 0-based, as SLURM_ARRAY_TASK_ID under --array=0-N-1), with no rendezvous: each shard writes "
+                   "OUTPUT/<suite>_<readout>_<serving>.items.rankI.jsonl and its description, no results file; "
+                   "`matbench merge` joins the shards (not under torchrun)")
     p.set_defaults(func=run)
 
 
@@ -148,6 +158,11 @@ def run(args: argparse.Namespace) -> int:
     cfg = eval_config(args)
 
     shard = Shard.from_env()  # several processes under torchrun / accelerate launch
+    if args.shard is not None:
+        if shard.world_size > 1:
+            raise MatbenchError(f"--shard splits a run over independent processes; under torchrun (WORLD_SIZE "
+                                f"{shard.world_size}) the processes already share the items: drop one of them")
+        shard = Shard.parse(args.shard)
     shard.start()
     try:
         if args.suite == "all":
@@ -169,6 +184,9 @@ def run(args: argparse.Namespace) -> int:
                                   **payload["metrics"].get("headline", {})}))
         else:
             print_arm_tables(payloads, Path(cfg.output))
+        if shard.independent:
+            print(f"shard {shard.rank}/{shard.world_size} done in {cfg.output}; when every shard is, run "
+                  f"matbench merge FOLDER... --output DIR", file=sys.stderr)
         return 0
     finally:
         shard.stop()

@@ -6,11 +6,14 @@ hash). At the end, after a barrier, rank 0 merges every shard log into the run's
 single process would have written it, removes the shards, and writes the results; so the results
 are those of a single-GPU run over the same items. An interrupted run resumes: shard logs left
 behind are merged first, and only missing pairs are redone, whatever the new number of processes.
+
+`matbench eval --shard I/N` splits a run the same way over machines that never meet (Slurm array
+jobs): `Shard.independent`, no process group, no rank 0; `matbench merge` joins the shard files
+(their names and reading: `matbench.results.shards`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,17 +22,34 @@ from typing import Any, TypeVar
 
 from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
+from matbench.results.shards import read_shard_records, shard_log_path, shard_logs
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Shard:
-    """This process's place among `world_size` processes (1 = an ordinary single run)."""
+    """This process's place among `world_size` processes (1 = an ordinary single run).
+    `rendezvous`: the processes meet (torchrun: a process group, rank 0 merges and writes the
+    results); without it each is one of `matbench eval --shard I/N`'s independent shards."""
 
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    rendezvous: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`--shard I/N`: shard I (0-based, as SLURM_ARRAY_TASK_ID under --array=0-N-1) of N."""
+        index, _, count = text.partition("/")
+        if not (index.isdigit() and count.isdigit()):
+            raise MatbenchError(f"--shard takes I/N, this shard's 0-based index and the number of shards (e.g. 0/4); "
+                                f"got {text!r}")
+        i, n = int(index), int(count)
+        if n < 1 or i >= n:
+            raise MatbenchError(f"--shard {text}: the index of one of {n} shards is 0 to {n - 1} (0-based, as "
+                                f"SLURM_ARRAY_TASK_ID under --array=0-{max(n - 1, 0)})")
+        return cls(i, n, 0, rendezvous=False)
 
     @classmethod
     def from_env(cls) -> Shard:
@@ -46,11 +66,18 @@ class Shard:
 
     @property
     def is_main(self) -> bool:
-        return self.rank == 0
+        """The process that merges the shard logs and writes the results (none among independent shards)."""
+        return self.rank == 0 and self.rendezvous
 
     @property
     def active(self) -> bool:
-        return self.world_size > 1
+        """Several processes of one process group (torchrun)."""
+        return self.world_size > 1 and self.rendezvous
+
+    @property
+    def independent(self) -> bool:
+        """One of several shards that never meet (`--shard I/N`): it runs as a single process would."""
+        return self.world_size > 1 and not self.rendezvous
 
     def device(self, requested: str | None) -> str | None:
         """Each rank's own GPU: `cuda` (or nothing) becomes `cuda:<local rank>`."""
@@ -78,7 +105,7 @@ class Shard:
         return list(items[lo:hi])
 
     def shard_log(self, log_path: Path) -> Path:
-        return log_path.with_name(log_path.name.replace(".items.jsonl", f".items.rank{self.rank}.jsonl"))
+        return shard_log_path(log_path, self.rank)
 
     def start(self) -> None:
         """Join the process group (gloo on CPU, nccl on GPU); a no-op for a single process."""
@@ -107,30 +134,13 @@ class Shard:
                 dist.destroy_process_group()
 
 
-def shard_logs(log_path: Path) -> list[Path]:
-    """Shard logs of `log_path` left by any earlier run, rank order."""
-    prefix = log_path.name.replace(".items.jsonl", ".items.rank")
-    found = [p for p in log_path.parent.glob(prefix + "*.jsonl") if p.name[len(prefix):-len(".jsonl")].isdigit()]
-    return sorted(found, key=lambda p: int(p.name[len(prefix):-len(".jsonl")]))
-
-
 def merge_shard_logs(log: Any, order: Sequence[str]) -> int:
     """Append to `log` (an `ItemLog`) every record of its shard logs that it lacks, in `order`
     (item ids; records of ids not in `order` follow in file order), then delete the shards.
     Returns the number of records merged. A partial last line (a rank killed mid-write) is dropped."""
-    records: dict[str, dict] = {}
     shards = shard_logs(log.path)
-    for shard in shards:
-        for number, line in enumerate(shard.read_bytes().split(b"\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # only the last line of a killed rank can be cut short
-            if record.get("config_hash") != log.config_key:
-                raise MatbenchError(f"{shard} holds items of another configuration; remove it or pass --fresh")
-            records.setdefault(record["item_id"], record)
+    records = {item_id: record for item_id, (record, _) in
+               read_shard_records(shards, log.config_key, "remove it or pass --fresh").items()}
     rank = {item_id: k for k, item_id in enumerate(order)}
     merged = 0
     for item_id in sorted(records, key=lambda i: rank.get(i, len(rank))):

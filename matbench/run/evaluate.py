@@ -21,6 +21,7 @@ from matbench.results.files import config_hash, file_sha256, item_hash, write_js
 from matbench.results.logs import ItemLog
 from matbench.results.schema import SCHEMA_VERSION, validate_results
 from matbench.results.selection import run_metrics
+from matbench.results.shards import ShardManifest, manifest_path
 from matbench.run.attempt import AttemptClock
 from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.run.environment import environment
@@ -253,6 +254,8 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
     out = Path(cfg.output)
     keys = [config_hash({k: v for k, v in c.items() if k not in ("n_items", "check", "check_pairs")}) for c in configs]
     paths = [out / f"{spec.stem}.items.jsonl" for spec in specs]
+    if shard.independent:  # its own shard log, read and appended as one process's log is
+        return [_open_shard(spec, c, key, path, cfg, shard) for spec, c, key, path in zip(specs, configs, keys, paths)]
     if shard.is_main:
         for key, path in zip(keys, paths):
             if cfg.fresh:
@@ -266,6 +269,33 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
     return [PlannedRun(spec, c, key, ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None),
                        AttemptLog(attempts_path(path), key))
             for spec, c, key, path in zip(specs, configs, keys, paths)]
+
+
+def _open_shard(spec: RunSpec, config: dict[str, Any], key: str, path: Path, cfg: EvalConfig, shard: Shard
+                ) -> PlannedRun:
+    """An independent shard's log and attempts file (`--shard I/N`): the run's, with its rank."""
+    log_path, attempts = shard.shard_log(path), attempts_path(shard.shard_log(path))
+    if cfg.fresh:
+        for leftover in (attempts, manifest_path(path, shard.rank)):
+            leftover.unlink(missing_ok=True)
+    log = ItemLog(log_path, key, fresh=cfg.fresh)
+    if not log.records:
+        AttemptLog(attempts, key).discard()
+    return PlannedRun(spec, config, key, log, AttemptLog(attempts, key))
+
+
+def _describe_shard(run: PlannedRun, cfg: EvalConfig, shard: Shard, slice_: list[Any], pairs: list[Any]) -> None:
+    """What `matbench merge` needs of this shard besides its records, written before it scores:
+    so a shard that never finishes is named, with the items it lacks."""
+    path = Path(cfg.output) / f"{run.spec.stem}.items.jsonl"
+    ShardManifest(stem=run.spec.stem, shard=shard.rank, shards=shard.world_size, config=run.config, config_hash=run.key,
+                  invocation=_invocation(cfg), environment=environment(), items=tuple(p.item_id for p in slice_),
+                  suite_order=tuple(p.item_id for p in pairs), n_from_log=run.log.n_loaded
+                  ).write(manifest_path(path, shard.rank))
+
+
+def _invocation(cfg: EvalConfig) -> dict[str, Any]:
+    return {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)}
 
 
 def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: dict[str, str], cfg: EvalConfig,
@@ -344,17 +374,29 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
     first: dict[tuple, int] = {}
     todo.sort(key=lambda p: first.setdefault(p.prefill_key(), len(first)))
     mine = shard.block(todo)
+    if shard.independent:
+        # Its slice of every item in that order, not of what is left to do: a shard resumed
+        # alone must keep the same slice. One after the other, the slices are the order one
+        # process logs a fresh run in, and so the merged log.
+        grouped: dict[tuple, int] = {}
+        slice_ = shard.block(sorted(pairs, key=lambda p: grouped.setdefault(p.prefill_key(), len(grouped))))
+        for run in runs:
+            _describe_shard(run, cfg, shard, slice_, pairs)
+        mine = [p for p in slice_ if any(p.item_id not in run.log for run in runs)]
+        todo = mine  # the progress bar counts the slice
     group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts, cfg.memory_fraction)
     reset_peak(loaded.device)
     clock = AttemptClock.start(started, loaded.device, group, cfg.batch_pairs is None and loaded.device.startswith("cuda"),
-                               shard.world_size)
+                               shard.world_size if shard.active else 1)  # an independent shard is one process
     # The main process keeps the attempt's totals (its own peak; under torchrun every rank runs
     # as long), after each batch, so a killed attempt counts up to its last batch.
-    on_batch = (lambda: clock.record(runs)) if shard.is_main else None
+    on_batch = (lambda: clock.record(runs)) if shard.is_main or shard.independent else None
     where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""
-    with tqdm(total=len(pairs) - len(todo) + len(mine), initial=len(pairs) - len(todo),
+    where = f", shard {shard.rank}/{shard.world_size}" if shard.independent else where
+    total = len(slice_) if shard.independent else len(pairs)
+    with tqdm(total=total - len(todo) + len(mine), initial=total - len(todo),
               desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
-              disable=not cfg.progress or not shard.is_main) as progress:
+              disable=not cfg.progress or not (shard.is_main or shard.independent)) as progress:
         gated = frozenset(p.item_id for p in pairs[:cfg.check_pairs]) if cfg.check_pairs else None
         try:
             score_missing(engine, mine, runs, hashes, cfg, group, progress, judge, gated, on_batch)
@@ -363,6 +405,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
                 on_batch()
             raise
     shard.barrier()
+    if shard.independent:  # no results file: `matbench merge` writes it from every shard
+        clock.record(runs)
+        return []
     if not shard.is_main:
         return []
     if shard.active:  # the shard logs into the run's log, in the order one process writes it
@@ -402,7 +447,7 @@ def write_results(run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator:
         "schema_version": SCHEMA_VERSION,
         "config": run.config,
         "config_hash": run.key,
-        "invocation": {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)},
+        "invocation": _invocation(cfg),
         "environment": env,
         "metrics": run_metrics(evaluator, records),
         "gates": _gate_summary(records),
