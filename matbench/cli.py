@@ -16,6 +16,7 @@ from matbench.commands import (
     export,
     generate,
     leaderboard,
+    merge,
     policies,
     replicate,
     rescore,
@@ -27,7 +28,8 @@ from matbench.commands import eval as eval_command
 from matbench.errors import MatbenchError, is_out_of_memory
 from matbench.plugins import load_plugins
 
-COMMANDS = (eval_command, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, export, cache, bench)
+COMMANDS = (eval_command, merge, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, export,
+            cache, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -72,10 +72,16 @@ class ItemLog:
         record = replace(record, config_hash=self.config_key)
         self.write_path.parent.mkdir(parents=True, exist_ok=True)
         with self.write_path.open("a") as fh:
-            fh.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+            fh.write(record_line(record))
             fh.flush()
             os.fsync(fh.fileno())
         self.records[record.item_id] = record
 
     def ordered(self, item_ids: Iterable[str]) -> list[PairRecord]:
         return [self.records[i] for i in item_ids]
+
+
+def record_line(record: PairRecord) -> str:
+    """A record as its log line: the one serialization, so that logs merged from shards are the
+    bytes one process writes."""
+    return json.dumps(record.to_json(), sort_keys=True) + "\n"

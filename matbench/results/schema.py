@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.13"
+SCHEMA_VERSION = "1.14"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
 # config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
@@ -29,9 +29,9 @@ SCHEMA_VERSION = "1.13"
 # .gguf file's `general.name` as `model` (its path before), 1.13 totals over every attempt of a
 # resumed run (`wall_seconds` summed, `resources.peak_memory_gib` the largest, the optional
 # `resources.attempts`); older files are valid newer ones (their wall seconds and peak are the last
-# attempt's).
+# attempt's), 1.14 the optional `merged` (`matbench merge` of `--shard` runs).
 READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12",
-                     "1.13")
+                     "1.13", "1.14")
 
 
 class _Strict(BaseModel):
@@ -163,9 +163,33 @@ class Resources(_Strict):
     batch_pairs: int = Field(ge=1, description="donor pairs per batch at the start (given, or chosen from free "
                              "accelerator memory); the largest over the attempts")
     batch_pairs_chosen_from_memory: bool = Field(description="true when matbench chose batch_pairs from free accelerator memory")
-    processes: int = Field(ge=1, description="processes (GPUs) the pairs were sharded over; the most any attempt used")
+    processes: int = Field(ge=1, description="processes (GPUs) the pairs were sharded over; the most any attempt used "
+                           "(a merge: every shard's, summed)")
     attempts: int | None = Field(default=None, ge=1, description="attempts behind the records: invocations that "
-                                 "logged at least one item (schema 1.13); absent in older files")
+                                 "logged at least one item (schema 1.13; a merge: every shard's, summed); absent in "
+                                 "older files")
+
+
+class ShardPart(_Strict):
+    """One shard of a merged run: where it ran and what it spent."""
+
+    shard: int = Field(ge=0, description="its index, 0-based (`--shard I/N`'s I)")
+    shards: int = Field(ge=1, description="the number of shards (N)")
+    environment: Environment = Field(description="the machine of its last attempt")
+    n_items: int = Field(ge=0, description="items in its slice")
+    wall_seconds: float | None = Field(default=None, ge=0, description="its attempts' wall time, summed")
+    peak_memory_gib: float | None = Field(default=None, ge=0, description="its largest peak memory")
+    attempts: int | None = Field(default=None, ge=1, description="its attempts that logged items")
+
+
+class Merged(_Strict):
+    """Present when `matbench merge` wrote the file from the shards of `matbench eval --shard I/N`
+    (schema 1.14): the records, metrics and gates are those of one process over the same items;
+    `wall_seconds` and `resources` are every shard's together and `environment` is shard 0's."""
+
+    matbench: str = Field(description="matbench version that merged the shards")
+    matbench_git: str | None = Field(description="its git revision, when run from a checkout")
+    shards: list[ShardPart] = Field(description="every shard, in shard order")
 
 
 class ResultsFile(_Strict):
@@ -182,9 +206,12 @@ class ResultsFile(_Strict):
     gates: dict[str, GateSummary] = Field(description="per faithfulness gate, over all items (empty without --check)")
     items: ItemsInfo
     wall_seconds: float = Field(ge=0, description="wall time of every attempt behind the records, summed (schema "
-                                "1.13; before, of the attempt that wrote the file)")
+                                "1.13; before, of the attempt that wrote the file); a merge: over every shard, "
+                                "machine time rather than the job's elapsed time")
     rescored: Rescored | None = Field(default=None, description="set when the metrics were recomputed from the log by a later matbench (schema 1.1); absent otherwise")
     resources: Resources | None = Field(default=None, description="peak memory and batching of the run (schema 1.2); absent in older files")
+    merged: Merged | None = Field(default=None, description="set when `matbench merge` joined the shards of a run "
+                                  "split over machines (schema 1.14); absent otherwise")
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -228,7 +255,8 @@ def parse_results(data: bytes, path: str | Path) -> tuple[dict[str, Any], Result
 def schema_markdown() -> str:
     """The documentation of every key, generated from the models (docs/results-schema.md)."""
     lines = [f"# Results file schema {SCHEMA_VERSION}", "", __doc__.strip(), ""]
-    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo, Rescored, Resources):
+    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo, Rescored, Resources, Merged,
+                  ShardPart):
         lines += [f"## {model.__name__}", "", (model.__doc__ or "").strip(), "", "| key | type | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             annotation = field.annotation

@@ -14,13 +14,11 @@ from typing import Any
 
 from matbench.engine.memory import cap_memory, check_memory_fraction, choose_batch_pairs, reset_peak
 from matbench.errors import MatbenchError
-from matbench.protocol.records import PairRecord
 from matbench.protocol.runspec import RunSpec
 from matbench.results.attempts import AttemptLog, attempts_path, totals
-from matbench.results.files import config_hash, file_sha256, item_hash, write_json
+from matbench.results.files import config_hash, item_hash, write_json
 from matbench.results.logs import ItemLog
-from matbench.results.schema import SCHEMA_VERSION, validate_results
-from matbench.results.selection import run_metrics
+from matbench.results.payload import RunRecords, write_payload
 from matbench.results.shards import ShardManifest, manifest_path
 from matbench.run.attempt import AttemptClock
 from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
@@ -443,35 +441,7 @@ def write_results(run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator:
     """The spec's results file from its log's records, validated before it is written; `env`:
     where it ran, `spent`: the `Totals` of every attempt behind the records."""
     records = run.log.ordered(p.item_id for p in pairs)
-    payload = {
-        "schema_version": SCHEMA_VERSION,
-        "config": run.config,
-        "config_hash": run.key,
-        "invocation": _invocation(cfg),
-        "environment": env,
-        "metrics": run_metrics(evaluator, records),
-        "gates": _gate_summary(records),
-        "items": {"log": run.log.path.name, "sha256": file_sha256(run.log.path), "n_records": len(records),
-                  "n_from_log": run.log.n_loaded},
-        "wall_seconds": spent.wall_seconds,
-        "resources": spent.resources(),
-    }
-    validate_results(payload, f"results of {run.spec.stem}")  # never write a file the schema refuses
-    write_json(Path(cfg.output) / f"{run.spec.stem}.json", payload)
-    return payload
-
-
-def _gate_summary(records: list[PairRecord]) -> dict[str, dict]:
-    """Per gate: items checked, passed, skipped (not applicable, e.g. gate B with sliding
-    windows) and the worst |dlogit| among those compared."""
-    summary: dict[str, dict] = {}
-    for record in records:
-        for g in record.gates or ():
-            s = summary.setdefault(g.name, {"checked": 0, "passed": 0, "skipped": 0, "max_abs_diff": None})
-            if g.max_abs_diff is None and g.passed:
-                s["skipped"] += 1
-                continue
-            s["checked"] += 1
-            s["passed"] += g.passed
-            s["max_abs_diff"] = max(s["max_abs_diff"] or 0.0, g.max_abs_diff or 0.0)
-    return summary
+    made = RunRecords(config=run.config, config_hash=run.key, invocation=_invocation(cfg), environment=env,
+                      log=run.log.path, n_from_log=run.log.n_loaded, spent=spent)
+    return write_payload(made, records, evaluator, Path(cfg.output) / f"{run.spec.stem}.json",
+                         f"results of {run.spec.stem}")

@@ -1,0 +1,38 @@
+"""`matbench merge`: join the shards of `matbench eval --shard I/N` into one process's results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+MERGE_EPILOG = """example (Slurm, four machines, then on the login node):
+  #SBATCH --array=0-3
+  matbench eval --model M --shard $SLURM_ARRAY_TASK_ID/4 --output out/m
+  matbench merge out/m --output out/m
+
+Shards must be of one run: one configuration (the model with its device and dtype, the suite and
+every eval option but --output), every slice present and finished. The log is the one process
+writes byte for byte; wall_seconds and resources add up every shard's, and `merged` lists each
+shard's machine. The shard files are left as they are."""
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="join the shards of `matbench eval --shard I/N` into one run's results",
+                       description="Merge the shard logs that `matbench eval --shard I/N` left in one or several "
+                       "folders (separate machines) into the per-item log and results file one process writes over "
+                       "the same items. Loads no model.",
+                       epilog=MERGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="the shards' --output folders")
+    p.add_argument("--output", required=True, type=Path, help="where to write the merged log and results file")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from matbench.results.merge import merge_folders
+
+    for payload in merge_folders(args.folders, args.output):
+        c = payload["config"]
+        print(json.dumps({"readout": c["readout"], "serving": c["serving"], "shards": len(payload["merged"]["shards"]),
+                          **payload["metrics"].get("headline", {})}))
+    return 0

@@ -1,0 +1,115 @@
+"""`matbench merge`: two shards run into two folders merge into the log (byte for byte) and the
+results (all but what describes the attempts) of one process over the same items; shards that are
+not one whole run are refused in one line, and the shard files are left as they were."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from matbench.cli import main
+from tests.test_cli import one_line_error
+
+STEM = "discovery_probe_compact"
+# What describes the attempts, not the records (README "Several machines").
+ATTEMPT_FIELDS = ("wall_seconds", "resources", "invocation", "merged", "environment")
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_dir, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("merge")
+    args = ["eval", "--model", str(tiny_dir), "--limit", "5", "--check", "--no-progress"]
+    assert main([*args, "--output", str(root / "one")]) == 0
+    for index, folder in ((0, "a"), (1, "b")):
+        assert main([*args, "--shard", f"{index}/2", "--output", str(root / folder)]) == 0
+    assert main([*args, "--shard", "1/2", "--chunk-size", "7", "--output", str(root / "other")]) == 0
+    assert main([*args[:-2], "--no-progress", "--shard", "1/2", "--output", str(root / "unchecked")]) == 0
+    return root
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_two_shards_merge_into_what_one_process_writes(runs, capsys):
+    before = {f: _snapshot(runs / f) for f in ("a", "b")}
+    assert main(["merge", str(runs / "a"), str(runs / "b"), "--output", str(runs / "merged")]) == 0
+    assert json.loads(capsys.readouterr().out)["shards"] == 2
+    assert {f: _snapshot(runs / f) for f in ("a", "b")} == before  # the shards are left as they were
+
+    log = (runs / "merged" / f"{STEM}.items.jsonl").read_bytes()
+    assert log == (runs / "one" / f"{STEM}.items.jsonl").read_bytes()
+    one = json.loads((runs / "one" / f"{STEM}.json").read_text())
+    merged = json.loads((runs / "merged" / f"{STEM}.json").read_text())
+    assert merged["metrics"] == one["metrics"] and merged["gates"] == one["gates"]
+    assert merged["gates"]["A"]["checked"] == 5
+    assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == \
+        {k: v for k, v in one.items() if k not in ATTEMPT_FIELDS}  # config, hash, items (sha256 too), version
+    assert {k: v for k, v in merged["invocation"].items() if k != "output"} == \
+        {k: v for k, v in one["invocation"].items() if k != "output"}
+    assert merged["invocation"]["output"] == str(runs / "merged")
+
+    # The attempt fields: every shard's, read from its attempts file.
+    shards = []
+    for folder, index in (("a", 0), ("b", 1)):
+        lines = (runs / folder / f"{STEM}.attempts.rank{index}.jsonl").read_text().splitlines()
+        shards.append({json.loads(line)["attempt"]: json.loads(line) for line in lines})
+    wall = [round(sum(a["wall_seconds"] for a in s.values()), 2) for s in shards]
+    peak = [max(a["peak_memory_gib"] for a in s.values()) for s in shards]
+    assert merged["wall_seconds"] == round(sum(wall), 2)
+    assert merged["resources"]["peak_memory_gib"] == max(peak)
+    assert (merged["resources"]["attempts"], merged["resources"]["processes"]) == (2, 2)
+    parts = merged["merged"]["shards"]
+    assert [(p["shard"], p["n_items"], p["wall_seconds"], p["attempts"]) for p in parts] == [(0, 2, wall[0], 1),
+                                                                                            (1, 3, wall[1], 1)]
+    assert merged["environment"] == parts[0]["environment"]
+
+    # Merging again writes the same; rescore reads the merged file like any other.
+    assert main(["merge", str(runs / "a"), str(runs / "b"), "--output", str(runs / "merged")]) == 0
+    assert (runs / "merged" / f"{STEM}.items.jsonl").read_bytes() == log
+    assert main(["rescore", str(runs / "merged" / f"{STEM}.json")]) == 0
+    capsys.readouterr()
+
+
+def _refused(argv, capsys) -> str:
+    code = main(["merge", *argv])
+    line = one_line_error(capsys.readouterr().err)
+    assert code == 2
+    return line
+
+
+def test_shards_that_are_not_one_whole_run_are_refused(runs, tmp_path, capsys):
+    line = _refused([str(runs / "a"), "--output", str(tmp_path / "m")], capsys)
+    assert f"{STEM}: shard 1/2 (items 3-5 of 5 in the order shards take them) is missing" in line
+    line = _refused([str(runs / "a"), str(runs / "other"), "--output", str(tmp_path / "m")], capsys)
+    assert "ran different configurations (config hash" in line
+    line = _refused([str(runs / "a"), str(runs / "unchecked"), "--output", str(tmp_path / "m")], capsys)
+    assert "ran different configurations (--limit, --check or --check-pairs differ)" in line  # same hash
+    line = _refused([str(runs / "a"), str(runs / "b"), str(runs / "b"), "--output", str(tmp_path / "m")], capsys)
+    assert "shard 1/2 is in both" in line
+
+    def copy(folder: str, edit=None) -> Path:
+        target = tmp_path / f"copy-{folder}"
+        target.mkdir(exist_ok=True)
+        for name, data in _snapshot(runs / folder).items():
+            (target / name).write_bytes(data)
+        if edit:
+            path = target / f"{STEM}.items.rank1.jsonl"
+            path.write_text(edit(path.read_text()))
+        return target
+
+    cut = copy("b", lambda text: "".join(text.splitlines(keepends=True)[:-1]))  # killed before its last item
+    line = _refused([str(runs / "a"), str(cut), "--output", str(tmp_path / "m")], capsys)
+    assert "shard 1/2 in" in line and "lacks 1 of its 3 items" in line and "it has not finished" in line
+
+    first = json.loads((runs / "a" / f"{STEM}.items.rank0.jsonl").read_text().splitlines()[0])
+    first["arms"]["root"]["shift"] += 1.0  # the same item, logged again with other numbers
+    twice = copy("b", lambda text: text + json.dumps(first, sort_keys=True) + "\n")
+    line = _refused([str(runs / "a"), str(twice), "--output", str(tmp_path / "m")], capsys)
+    assert f"item {first['item_id']} was logged with different content" in line
+    assert not (tmp_path / "m").exists()  # refused before anything was written
+
+    line = _refused([str(tmp_path / "nothing-here"), "--output", str(tmp_path / "m")], capsys)
+    assert "is not a folder" in line
