@@ -626,3 +626,49 @@ def test_evidence_flags_are_refused_in_one_line_before_anything_is_written(tmp_p
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
     assert not (tmp_path / "site").exists()
+
+
+def _stronger_copy(run: Path, dest: Path, model: str, n_follow: int, lift: float) -> Path:
+    """The run under another name whose root arm follows the donor on its first `n_follow` pairs and
+    whose shift is `lift` higher on every pair: a model with a known paired difference. The log is
+    edited, then the results file's metrics and log sha256 made to match it (as a real run's do)."""
+    from matbench.protocol.records import PairRecord
+    from matbench.results.files import file_sha256
+    from matbench.results.rescore import recompute_metrics
+    from matbench.results.schema import read_results
+
+    target = copy_run(run, dest, model=model)
+    payload = json.loads(target.read_text())
+    log = dest / payload["items"]["log"]
+    lines = []
+    for k, line in enumerate(log.read_text().splitlines()):
+        record = json.loads(line)
+        root = record["arms"]["root"]
+        root["shift"] += lift
+        if k < n_follow:
+            root["class"] = "follow"
+        lines.append(json.dumps(record, sort_keys=True))
+    log.write_text("\n".join(lines) + "\n")
+    records = [PairRecord.from_json(json.loads(line)) for line in lines]
+    payload["metrics"] = recompute_metrics(read_results(run), records)
+    payload["items"]["sha256"] = file_sha256(log)
+    target.write_text(json.dumps(payload, indent=1))
+    return target
+
+
+def test_paired_ranks_separate_a_synthetic_pair_of_models_with_a_known_difference(tmp_path):
+    from matbench.leaderboard.collect import find_runs, group_models
+    from matbench.leaderboard.ranks import compare, item_outcomes
+
+    runs = tmp_path / "runs"
+    copy_run(RUN, runs / "weak", model="weak-model")
+    _stronger_copy(RUN, runs / "strong", "strong-model", n_follow=16, lift=0.5)
+    site = build_site([runs], tmp_path / "site").out
+    cells = re.findall(r'<tr class="measured"[^>]*><td[^>]*data-sort="(\d+)"[^>]*>\d+</td><td[^>]*data-sort="(\d+)"'
+                       r'[^>]*>\d+</td><td data-sort="([^"]+)"', (site / "index.html").read_text())
+    assert cells == [("1", "1", "strong-model"), ("2", "2", "weak-model")]
+    strong, weak = (item_outcomes(e, site) for e in sorted(group_models(find_runs([runs]), site), key=lambda e: e.name))
+    c = compare(strong, weak)
+    n_weak_follows = sum(o.follow for o in weak.values())
+    assert c.only_b_follows == 0 and c.only_a_follows == 16 - sum(weak[k].follow for k in list(weak)[:16])
+    assert c.follow_p < 0.05 and c.shift_difference == pytest.approx(0.5) and n_weak_follows <= 16
