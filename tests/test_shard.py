@@ -64,3 +64,18 @@ def test_a_shard_logs_its_slice_and_writes_no_results(tmp_path, tiny_dir, capsys
     assert [json.loads(line)["item_id"] for line in (tmp_path / f"{STEM}.items.rank1.jsonl").read_text().splitlines()] \
         == logged[1]
     assert (tmp_path / f"{STEM}.attempts.rank1.jsonl").read_text() == lines  # no item logged: no attempt
+
+
+def test_a_plain_run_into_a_folder_of_shards_is_refused_unless_fresh(tmp_path, tiny_dir, capsys):
+    """Without the guard a plain eval took the --shard logs for an interrupted torchrun's, merged
+    and deleted them, and left their descriptions and attempts files behind."""
+    args = ["eval", "--model", str(tiny_dir), "--limit", "3", "--no-progress", "--output", str(tmp_path)]
+    assert main([*args, "--shard", "0/2"]) == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert before == [f"{STEM}.attempts.rank0.jsonl", f"{STEM}.items.rank0.jsonl", f"{STEM}.shard.rank0.jsonl"]
+    capsys.readouterr()
+    assert main(args) == 2
+    assert f"holds 1 --shard run(s) of {STEM}: join them with `matbench merge" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing touched
+    assert main([*args, "--fresh"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{STEM}.attempts.jsonl", f"{STEM}.items.jsonl", f"{STEM}.json"]

@@ -19,7 +19,7 @@ from matbench.results.attempts import AttemptLog, attempts_path, totals
 from matbench.results.files import config_hash, item_hash, write_json
 from matbench.results.logs import ItemLog
 from matbench.results.payload import RunRecords, write_payload
-from matbench.results.shards import ShardManifest, manifest_path
+from matbench.results.shards import ShardManifest, manifest_path, manifests
 from matbench.run.attempt import AttemptClock
 from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.run.environment import environment
@@ -256,9 +256,16 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
         return [_open_shard(spec, c, key, path, cfg, shard) for spec, c, key, path in zip(specs, configs, keys, paths)]
     if shard.is_main:
         for key, path in zip(keys, paths):
+            # `--shard I/N` runs left here are joined by `matbench merge`, not taken for an
+            # interrupted torchrun's rank logs (merged and deleted, their descriptions left stale)
+            described = [p for p in manifests(out) if p.name.startswith(path.name.replace(".items.jsonl", ".shard."))]
+            if described and not cfg.fresh:
+                raise MatbenchError(f"{out} holds {len(described)} --shard run(s) of {path.name.replace('.items.jsonl', '')}: "
+                                    f"join them with `matbench merge {out} --output DIR`, run the rest with --shard, "
+                                    "or pass --fresh to discard them")
             if cfg.fresh:
-                for leftover in shard_logs(path):
-                    leftover.unlink()
+                for leftover in (*shard_logs(path), *described, *(attempts_path(p) for p in shard_logs(path))):
+                    leftover.unlink(missing_ok=True)
             log = ItemLog(path, key, fresh=cfg.fresh)
             merge_shard_logs(log, suite_order)
             if not log.records:
