@@ -12,7 +12,7 @@ from matbench.results.report import report_rows
 from matbench.results.rescore import log_records
 from matbench.results.schema import read_results
 from matbench.results.selection import run_metrics
-from matbench.run.evaluate import _gate_summary
+from matbench.results.payload import gate_summary
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 CONTRACT = sorted(p for p in RESULTS.glob("contract/*/*.json") if p.name != "scorecard.json")
@@ -51,7 +51,7 @@ def test_contract_runs_read_in_the_current_schema_and_recompute_from_their_logs(
     records = log_records(path, results)
     evaluator = EVALUATORS.get(results.config.suite)(suite=results.config.suite)
     _close(run_metrics(evaluator, records), results.metrics)  # the selection block too, under a policy
-    assert _gate_summary(records) == {k: v.model_dump() for k, v in results.gates.items()}
+    assert gate_summary(records) == {k: v.model_dump() for k, v in results.gates.items()}
     assert all(g.passed == g.checked for g in results.gates.values())
 
 
