@@ -672,3 +672,17 @@ def test_paired_ranks_separate_a_synthetic_pair_of_models_with_a_known_differenc
     n_weak_follows = sum(o.follow for o in weak.values())
     assert c.only_b_follows == 0 and c.only_a_follows == 16 - sum(weak[k].follow for k in list(weak)[:16])
     assert c.follow_p < 0.05 and c.shift_difference == pytest.approx(0.5) and n_weak_follows <= 16
+
+
+def test_the_reported_badge_sits_in_the_model_cell(tmp_path):
+    from matbench.leaderboard.tables import overview_header
+
+    site = build_site([SUBMISSIONS], tmp_path / "site").out
+    html = (site / "index.html").read_text()
+    overview = html[html.index('<table class="sortable" id="overview">'):]
+    overview = overview[:overview.index("</table>")]
+    rows = re.findall(r'<tr class="reported"[^>]*>(.*?)</tr>', overview)
+    assert rows  # the paper's rows
+    for row in rows:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+        assert [i for i, c in enumerate(cells) if "badge reported" in c] == [overview_header().index("model")]
