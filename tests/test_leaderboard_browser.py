@@ -220,3 +220,26 @@ def test_a_filter_and_a_sort_combine(page, site):
     assert len(every) == len(runs) + 1 and every == sorted(every, key=str.lower)
     assert sorted(set(every)) != sorted(set(readouts)) or len(every) > len(readouts)
     page.goto((site / "index.html").as_uri())
+
+
+def test_the_rows_shown_download_as_csv_in_their_order(page, site):
+    import csv
+    import io
+
+    page.goto((site / "index.html").as_uri())
+    discovery = sum(_config(p)["suite"] == "discovery" for p in committed_runs()) + 1  # + the hostile copy
+    page.select_option("#runs-filter-suite", label="discovery")
+    page.locator("#runs thead th", has_text="readout").first.click()
+    with page.expect_download() as info:
+        page.click("#runs-download ~ form [data-export]")
+    download = info.value
+    assert download.suggested_filename == "runs-shown.csv"
+    rows = list(csv.reader(io.StringIO(Path(download.path()).read_text())))
+    header = page.locator("#runs thead th").all_inner_texts()
+    shown = page.evaluate("""() => Array.from(document.querySelectorAll('#runs tbody tr:not([hidden])'))
+        .map(r => Array.from(r.cells).map(c => c.textContent.trim()))""")
+    assert rows[0] == [h.strip() for h in header] and rows[1:] == shown and len(shown) == discovery
+    assert [r[2] for r in rows[1:]] == ["discovery"] * discovery
+    readouts = [r[3] for r in rows[1:]]
+    assert readouts == sorted(readouts, key=str.lower)  # the view's sort order, not the page's
+    assert HOSTILE in {r[0] for r in rows[1:]}  # quoted as data (its quotes escaped), read back intact

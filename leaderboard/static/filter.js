@@ -30,6 +30,31 @@
       });
       if (shown) shown.textContent = count + " of " + rows.length + " rows shown";
     }
+    // "CSV of the rows shown": the current view (filters and sort order) as the page shows it, made
+    // in the browser (a Blob), since the site's downloads are whole tables written at build time.
+    var exporter = form.querySelector("[data-export]");
+    function cellText(cell) {
+      var copy = cell.cloneNode(true);
+      Array.prototype.forEach.call(copy.querySelectorAll(".badge"), function (b) { b.remove(); });
+      return copy.textContent.trim();
+    }
+    function csvLine(values) {
+      return values.map(function (v) {
+        return /[",\n\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v;
+      }).join(",");
+    }
+    if (exporter) exporter.addEventListener("click", function () {
+      var lines = [csvLine(Array.prototype.map.call(table.tHead.rows[0].cells, cellText))];
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+        if (!row.hidden) lines.push(csvLine(Array.prototype.map.call(row.cells, cellText)));
+      });
+      var link = document.createElement("a");
+      link.href = URL.createObjectURL(new Blob([lines.join("\n") + "\n"], {type: "text/csv"}));
+      link.download = table.id + "-shown.csv";
+      document.body.appendChild(link);
+      link.click();
+      link.remove();
+    });
     form.addEventListener("input", apply);
     form.addEventListener("change", apply);
     form.addEventListener("submit", function (e) { e.preventDefault(); });
