@@ -201,7 +201,7 @@ def test_a_judged_run_of_a_tiny_model_end_to_end(tmp_path, tiny_dir, capsys):
                  *sources])
     assert code == 0, capsys.readouterr().err
     stem = f"harvest_freeform_short_compact_judge-{str(tiny_dir).strip('/').replace('/', '-')}"
-    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.items.jsonl", f"{stem}.json"]  # short alone
+    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.attempts.jsonl", f"{stem}.items.jsonl", f"{stem}.json"]  # short alone
     results = json.loads((out / f"{stem}.json").read_text())
     assert results["schema_version"] == SCHEMA_VERSION and results["config"]["judge"]["model"] == str(tiny_dir)
     assert results["config"]["readout"] == "short" and results["gates"]["A"]["passed"] == 3
