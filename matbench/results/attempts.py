@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
+from matbench.results.files import complete_json_lines
 
 
 def attempts_path(log_path: Path) -> Path:
@@ -74,31 +75,28 @@ class Totals:
                 "processes": self.processes, "attempts": self.attempts}
 
 
-def totals(attempts: Sequence[Attempt]) -> Totals:
-    """Every attempt's time summed; the peak, the batch and the processes their largest (one config
-    fixes the device, so every attempt measured the same kind of memory)."""
-    if not attempts:
-        raise ValueError("totals of no attempt")
-    peak = max(attempts, key=lambda a: a.peak_memory_gib)
-    return Totals(attempts=len(attempts), wall_seconds=round(sum(a.wall_seconds for a in attempts), 2),
+def _fold(parts: Sequence[Attempt | Totals], attempts: int, processes: int) -> Totals:
+    """Time summed; peak and batch the largest (one config fixes the device, so every part
+    measured the same kind of memory)."""
+    if not parts:
+        raise ValueError("totals of nothing")
+    peak = max(parts, key=lambda p: p.peak_memory_gib)
+    return Totals(attempts=attempts, wall_seconds=round(sum(p.wall_seconds for p in parts), 2),
                   peak_memory_gib=peak.peak_memory_gib, memory_kind=peak.memory_kind,
-                  batch_pairs=max(a.batch_pairs for a in attempts),
-                  batch_pairs_chosen_from_memory=any(a.batch_pairs_chosen_from_memory for a in attempts),
-                  processes=max(a.processes for a in attempts))
+                  batch_pairs=max(p.batch_pairs for p in parts),
+                  batch_pairs_chosen_from_memory=any(p.batch_pairs_chosen_from_memory for p in parts),
+                  processes=processes)
+
+
+def totals(attempts: Sequence[Attempt]) -> Totals:
+    """One process's attempts, one after another: the processes the most any attempt used."""
+    return _fold(attempts, len(attempts), max((a.processes for a in attempts), default=0))
 
 
 def combined(parts: Sequence[Totals]) -> Totals:
-    """The totals of several shards that ran side by side on their own machines: time and attempts
-    summed (machine time, not the elapsed time of the job), processes summed, peak and batch the
-    largest."""
-    if not parts:
-        raise ValueError("totals of no shard")
-    peak = max(parts, key=lambda t: t.peak_memory_gib)
-    return Totals(attempts=sum(t.attempts for t in parts), wall_seconds=round(sum(t.wall_seconds for t in parts), 2),
-                  peak_memory_gib=peak.peak_memory_gib, memory_kind=peak.memory_kind,
-                  batch_pairs=max(t.batch_pairs for t in parts),
-                  batch_pairs_chosen_from_memory=any(t.batch_pairs_chosen_from_memory for t in parts),
-                  processes=sum(t.processes for t in parts))
+    """Several shards that ran side by side on their own machines: attempts and processes summed
+    (and time: machine time, not the elapsed time of the job)."""
+    return _fold(parts, sum(t.attempts for t in parts), sum(t.processes for t in parts))
 
 
 class AttemptLog:
@@ -114,13 +112,7 @@ class AttemptLog:
         if not self.path.exists():
             return []
         last: dict[str, Attempt] = {}
-        for number, line in enumerate(self.path.read_bytes().split(b"\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # only the last line of a killed attempt can be cut short
+        for number, data in complete_json_lines(self.path):
             attempt = Attempt.from_json(data, f"{self.path} line {number}")
             if attempt.config_hash == self.config_key:
                 last[attempt.attempt] = attempt  # dicts keep first-insertion order: start order

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +29,15 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     tmp.replace(path)
+
+
+def complete_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed line) of an append-only JSON-lines file, skipping blank lines and a line
+    that does not parse: only the last one, cut short by a writer killed mid-line, can be so."""
+    for number, line in enumerate(Path(path).read_bytes().split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError:
+            continue

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
+from matbench.results.files import complete_json_lines
 
 
 def shard_log_path(log_path: Path, rank: int) -> Path:
@@ -38,13 +39,7 @@ def read_shard_records(paths: Iterable[Path], config_key: str, hint: str) -> dic
     item logged twice with different content, is refused in one line (`hint`: what to do then)."""
     records: dict[str, tuple[dict, Path]] = {}
     for path in paths:
-        for line in path.read_bytes().split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # only the last line of a killed process can be cut short
+        for _, record in complete_json_lines(path):
             if record.get("config_hash") != config_key:
                 raise MatbenchError(f"{path} holds items of another configuration; {hint}")
             item_id = record["item_id"]
