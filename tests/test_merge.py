@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from matbench.cli import main
+from matbench.results.arms import run_summary
+from matbench.results.schema import read_results
 from tests.test_cli import one_line_error
 
 STEM = "discovery_probe_compact"
@@ -36,7 +38,10 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 def test_two_shards_merge_into_what_one_process_writes(runs, capsys):
     before = {f: _snapshot(runs / f) for f in ("a", "b")}
     assert main(["merge", str(runs / "a"), str(runs / "b"), "--output", str(runs / "merged")]) == 0
-    assert json.loads(capsys.readouterr().out)["shards"] == 2
+    printed = capsys.readouterr().out
+    merged_results = read_results(runs / "merged" / f"{STEM}.json")
+    assert printed.strip().splitlines() == [f"merged 2 shards into {runs / 'merged'}", "",
+                                            *run_summary(merged_results, runs / "merged")]
     assert {f: _snapshot(runs / f) for f in ("a", "b")} == before  # the shards are left as they were
 
     log = (runs / "merged" / f"{STEM}.items.jsonl").read_bytes()
@@ -67,7 +72,9 @@ def test_two_shards_merge_into_what_one_process_writes(runs, capsys):
     assert merged["environment"] == parts[0]["environment"]
 
     # Merging again writes the same; rescore reads the merged file like any other.
-    assert main(["merge", str(runs / "a"), str(runs / "b"), "--output", str(runs / "merged")]) == 0
+    assert main(["merge", str(runs / "a"), str(runs / "b"), "--output", str(runs / "merged"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"readout": "probe", "serving": "compact", "shards": 2,
+                                                   **one["metrics"]["headline"]}
     assert (runs / "merged" / f"{STEM}.items.jsonl").read_bytes() == log
     assert main(["rescore", str(runs / "merged" / f"{STEM}.json")]) == 0
     capsys.readouterr()

@@ -25,13 +25,22 @@ def add(sub: argparse._SubParsersAction) -> None:
                        epilog=MERGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="the shards' --output folders")
     p.add_argument("--output", required=True, type=Path, help="where to write the merged log and results file")
+    p.add_argument("--json", action="store_true", help="one JSON line of headline metrics per results file instead "
+                   "of the arms tables (as matbench eval --json)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from matbench.commands.eval import print_arm_tables
     from matbench.results.merge import merge_folders
 
-    for payload in merge_folders(args.folders, args.output):
+    payloads = merge_folders(args.folders, args.output)
+    if not args.json:  # the end matbench eval has, with the shard count
+        for payload in payloads:
+            print(f"merged {len(payload['merged']['shards'])} shards into {args.output}")
+        print_arm_tables(payloads, args.output)
+        return 0
+    for payload in payloads:
         c = payload["config"]
         print(json.dumps({"readout": c["readout"], "serving": c["serving"], "shards": len(payload["merged"]["shards"]),
                           **payload["metrics"].get("headline", {})}))
