@@ -91,7 +91,7 @@ def test_shards_that_are_not_one_whole_run_are_refused(runs, tmp_path, capsys):
     line = _refused([str(runs / "a"), "--output", str(tmp_path / "m")], capsys)
     assert f"{STEM}: shard 1/2 (items 3-5 of 5 in the order shards take them) is missing" in line
     line = _refused([str(runs / "a"), str(runs / "other"), "--output", str(tmp_path / "m")], capsys)
-    assert "ran different configurations (config hash" in line
+    assert "ran different configurations (chunk_size: None vs 7); run the shards with the same options" in line
     line = _refused([str(runs / "a"), str(runs / "unchecked"), "--output", str(tmp_path / "m")], capsys)
     assert "ran different configurations (--limit, --check or --check-pairs differ)" in line  # same hash
     line = _refused([str(runs / "a"), str(runs / "b"), str(runs / "b"), "--output", str(tmp_path / "m")], capsys)
@@ -120,3 +120,91 @@ def test_shards_that_are_not_one_whole_run_are_refused(runs, tmp_path, capsys):
 
     line = _refused([str(tmp_path / "nothing-here"), "--output", str(tmp_path / "m")], capsys)
     assert "is not a folder" in line
+
+
+def _copy(source: Path, target: Path) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in _snapshot(source).items():
+        (target / name).write_bytes(data)
+    return target
+
+
+def _relabel_device(folder: Path, index: int, device: str) -> None:
+    """Make a shard read as run on `device`: its description's config and machine, as a GPU
+    shard's are (this machine has no GPU; results/device holds the real CPU + H200 merge)."""
+    path = folder / f"{STEM}.shard.rank{index}.jsonl"
+    described = json.loads(path.read_text())
+    described["config"]["model"]["device"] = device
+    described["config"]["model"]["location"] = "/elsewhere/tiny"  # another machine's path
+    described["environment"]["gpu"] = "NVIDIA H200"
+    path.write_text(json.dumps(described, sort_keys=True) + "\n")
+
+
+def test_shards_run_on_a_cpu_and_a_gpu_merge_naming_both_devices(runs, tmp_path, capsys):
+    gpu = _copy(runs / "b", tmp_path / "gpu")
+    _relabel_device(gpu, 1, "cuda")
+    assert main(["merge", str(runs / "a"), str(gpu), "--output", str(tmp_path / "m")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "m" / f"{STEM}.items.jsonl").read_bytes() == (runs / "one" / f"{STEM}.items.jsonl").read_bytes()
+    one = json.loads((runs / "one" / f"{STEM}.json").read_text())
+    merged = json.loads((tmp_path / "m" / f"{STEM}.json").read_text())
+    assert merged["config"]["model"]["device"] == "cpu+cuda" and one["config"]["model"]["device"] == "cpu"
+    merged["config"]["model"]["device"] = "cpu"
+    assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == \
+        {k: v for k, v in one.items() if k not in ATTEMPT_FIELDS}  # the same key, metrics, gates, items
+    assert [(p["environment"]["gpu"], p["device"], p["location"]) for p in merged["merged"]["shards"]] == \
+        [(None, "cpu", one["config"]["model"]["location"]), ("NVIDIA H200", "cuda", "/elsewhere/tiny")]
+
+    # Another dtype or attention kernel is another configuration, named.
+    _relabel_device(gpu, 1, "cuda")
+    path = gpu / f"{STEM}.shard.rank1.jsonl"
+    described = json.loads(path.read_text())
+    described["config"]["model"]["attn_implementation"] = "eager"
+    path.write_text(json.dumps(described, sort_keys=True) + "\n")
+    line = _refused([str(runs / "a"), str(gpu), "--output", str(tmp_path / "n")], capsys)
+    assert "is not its config's; the description was edited or damaged" in line  # its hash is the old config's
+    from matbench.results.files import run_key
+
+    described["config_hash"] = run_key(described["config"])
+    path.write_text(json.dumps(described, sort_keys=True) + "\n")
+    line = _refused([str(runs / "a"), str(gpu), "--output", str(tmp_path / "n")], capsys)
+    assert "ran different configurations (model.attn_implementation: sdpa_grouped vs eager); run the shards " \
+           "with the same options (--dtype, --attn-implementation" in line
+
+
+def test_a_log_keyed_with_its_device_resumes_under_the_new_key(runs, tiny_dir, tmp_path, capsys):
+    """Logs and attempts of matbench before schema 1.15 (the device in the key) are re-keyed in
+    place when the run resumes: nothing is scored again and nothing is lost."""
+    from matbench.results.files import legacy_run_key, run_key
+
+    old = _copy(runs / "one", tmp_path / "old")
+    config = json.loads((old / f"{STEM}.json").read_text())["config"]
+    new_key, old_key = run_key(config), legacy_run_key(config)
+    assert new_key != old_key
+    for name in (f"{STEM}.items.jsonl", f"{STEM}.attempts.jsonl"):
+        text = (old / name).read_text()
+        assert text.count(f'"{new_key}"') == len(text.splitlines()) > 0
+        (old / name).write_text(text.replace(f'"{new_key}"', f'"{old_key}"'))
+    (old / f"{STEM}.items.jsonl").open("a").write('{"item_id": "cut sh')  # a killed writer's last line
+    (old / f"{STEM}.json").unlink()
+    args = ["eval", "--model", str(tiny_dir), "--limit", "5", "--check", "--no-progress", "--output", str(old)]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert (old / f"{STEM}.items.jsonl").read_bytes() == (runs / "one" / f"{STEM}.items.jsonl").read_bytes()
+    resumed = json.loads((old / f"{STEM}.json").read_text())
+    one = json.loads((runs / "one" / f"{STEM}.json").read_text())
+    assert resumed["config_hash"] == new_key and resumed["metrics"] == one["metrics"]
+    assert resumed["items"]["n_from_log"] == 5
+    # The first attempt's totals, read from its re-keyed line (this one logged nothing: it adds none).
+    assert (resumed["wall_seconds"], resumed["resources"]["attempts"]) == (one["wall_seconds"], 1)
+
+
+def test_rekey_lines_changes_only_the_old_key(tmp_path):
+    from matbench.results.files import rekey_lines
+
+    path = tmp_path / "log.jsonl"
+    text = '{"config_hash": "aaaa", "x": "aaaa"}\n{"config_hash": "bbbb"}\n\n{"config_hash": "aa'
+    path.write_text(text)
+    assert rekey_lines(path, "aaaa", "cccc") == 1
+    assert path.read_text() == text.replace('"aaaa"', '"cccc"', 2)  # a line's other fields too: a whole-token
+    assert rekey_lines(path, "aaaa", "cccc") == 0 and rekey_lines(tmp_path / "none", "a", "b") == 0

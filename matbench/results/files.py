@@ -24,6 +24,58 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
+# What a run's config records but its key leaves out. Which items and whether the gates ran: a
+# resumed run may take more items or switch the gates on. Where the model (and a judge) was read
+# from and ran: the weights are pinned by what stays in (name, revision, commit, GGUF sha256,
+# tokenizer fingerprint), an offline alias's file sits in each machine's own site-packages, and the
+# arithmetic is fixed by the dtype, attention kernel, fused kernels and decode graphs; a CPU and a
+# GPU run of one float32 config differ in rounding only, as two GPU kinds, both `cuda`, always
+# have. So a run started on one machine resumes on another and `--shard` runs on a CPU and a GPU
+# merge (schema 1.15: the device and location were in the key before).
+UNKEYED = ("n_items", "check", "check_pairs")
+PLACED = ("model", "judge")  # the config members whose `PLACE` the key leaves out
+PLACE = ("device", "location")
+
+
+def without_place(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` without where its model and judge were read from and ran."""
+    return {k: {m: x for m, x in v.items() if m not in PLACE} if k in PLACED and isinstance(v, dict) else v
+            for k, v in config.items()}
+
+
+def run_key(config: dict[str, Any]) -> str:
+    """The hash that keys a run's per-item log and attempts: its config without `UNKEYED` and
+    without `PLACE`."""
+    return config_hash(without_place({k: v for k, v in config.items() if k not in UNKEYED}))
+
+
+def legacy_run_key(config: dict[str, Any]) -> str:
+    """The key of matbench before schema 1.15 (device and location in it): what `rekey_lines` replaces."""
+    return config_hash({k: v for k, v in config.items() if k not in UNKEYED})
+
+
+def rekey_lines(path: Path, old: str, new: str) -> int:
+    """Give the JSON lines of `path` keyed `old` the key `new`, in place (atomically, every other
+    byte kept): a log or attempts file written before the place left the key resumes, and merges,
+    under the new one. Returns the lines changed."""
+    if old == new or not Path(path).exists():
+        return 0
+    lines, changed = Path(path).read_bytes().split(b"\n"), 0
+    quoted_old, quoted_new = json.dumps(old).encode(), json.dumps(new).encode()
+    for i, line in enumerate(lines):
+        try:
+            keyed = json.loads(line).get("config_hash") == old if line.strip() else False
+        except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
+            continue  # a line cut short by a killed writer: the log's reader drops it
+        if keyed:
+            lines[i], changed = line.replace(quoted_old, quoted_new), changed + 1
+    if changed:
+        tmp = Path(path).with_name(Path(path).name + ".rekey")
+        tmp.write_bytes(b"\n".join(lines))
+        tmp.replace(path)
+    return changed
+
+
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

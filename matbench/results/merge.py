@@ -9,8 +9,10 @@ not the elapsed time of the job), `resources` takes the largest peak and counts 
 attempts and processes, `environment` is shard 0's machine and `merged` lists each shard's
 machine and totals; the invocation is the shards' command with the merge's --output. Shards are
 merged only when they are every shard of one run: one configuration (config hash: the model
-with its device and dtype, the suite, the readout, ...), every slice present and complete, an
-item logged twice only with the same content.
+with its dtype and kernels, the suite, the readout, ...), every slice present and complete, an
+item logged twice only with the same content. The device is no part of the configuration (schema
+1.15), nor where the model was read from: shards run on a CPU and on a GPU merge, and the
+config names both devices (`cpu+cuda`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from matbench import __version__
 from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
 from matbench.results.attempts import AttemptLog, Totals, attempts_path, combined, totals
+from matbench.results.files import PLACED, UNKEYED, legacy_run_key, run_key, without_place
 from matbench.results.logs import record_line
 from matbench.results.payload import RunRecords, write_payload
 from matbench.results.provenance import git_revision
@@ -39,6 +42,12 @@ class FoundShard:
     spent: Totals | None  # None: no attempt recorded (it logged nothing yet)
 
     @property
+    def key(self) -> str:
+        """The run's key: its config's, whatever matbench described the shard (the device was in
+        the key before schema 1.15, so a shard described then carries another)."""
+        return run_key(self.manifest.config)
+
+    @property
     def log(self) -> Path:
         return shard_log_path(self.folder / f"{self.manifest.stem}.items.jsonl", self.manifest.shard)
 
@@ -51,6 +60,9 @@ def find_shards(folders: list[Path]) -> dict[str, list[FoundShard]]:
             raise MatbenchError(f"{folder} is not a folder; pass the --output folders of the shards")
         for path in manifests(folder):
             manifest = ShardManifest.read(path)
+            if manifest.config_hash not in (run_key(manifest.config), legacy_run_key(manifest.config)):
+                raise MatbenchError(f"{path}: its config_hash {manifest.config_hash} is not its config's; the "
+                                    "description was edited or damaged: run that shard again with its command")
             log = shard_log_path(folder / f"{manifest.stem}.items.jsonl", manifest.shard)
             attempts = AttemptLog(attempts_path(log), manifest.config_hash).read()
             found[manifest.stem].append(FoundShard(manifest, folder, totals(attempts) if attempts else None))
@@ -60,16 +72,32 @@ def find_shards(folders: list[Path]) -> dict[str, list[FoundShard]]:
     return dict(found)
 
 
+def differences(a: dict[str, Any], b: dict[str, Any], where: str = "") -> list[str]:
+    """`key: a vs b` for every (nested) config entry that differs, as one line can name them."""
+    out = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += differences(x, y, f"{where}{key}.")
+        elif x != y:
+            out.append(f"{where}{key}: {x} vs {y}")
+    return out
+
+
 def check_complete(stem: str, shards: list[FoundShard]) -> list[FoundShard]:
-    """The shards of one run in shard order, or one line naming what does not fit."""
+    """The shards of one run in shard order, or one line naming what does not fit. Shards may
+    have run on different devices (a CPU and a GPU): the key leaves the device out."""
     first = shards[0].manifest
     for other in shards[1:]:
         m = other.manifest
-        if m.config_hash != first.config_hash:
+        if other.key != shards[0].key:
+            named = "; ".join(differences(*(without_place({k: v for k, v in c.items() if k not in UNKEYED})
+                                             for c in (first.config, m.config))))
             raise MatbenchError(f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
-                                f"ran different configurations (config hash {first.config_hash} vs {m.config_hash}: "
-                                "model, device, dtype, suite, ... must match); merge each run's shards on their own")
-        if m.config != first.config:  # the hash leaves out n_items, check and check_pairs
+                                f"ran different configurations ({named or f'config hash {shards[0].key} vs {other.key}'}); "
+                                "run the shards with the same options (--dtype, --attn-implementation: their defaults "
+                                "differ on CPU and GPU) or merge each run's shards on their own")
+        if without_place(m.config) != without_place(first.config):  # the key leaves out n_items, check and check_pairs
             raise MatbenchError(f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
                                 "ran different configurations (--limit, --check or --check-pairs differ); merge each "
                                 "run's shards on their own")
@@ -95,9 +123,9 @@ def check_complete(stem: str, shards: list[FoundShard]) -> list[FoundShard]:
 
 def merged_records(stem: str, shards: list[FoundShard]) -> dict[str, dict]:
     """Every record of the shards, by item id; one line naming a shard that lacks items of its slice."""
-    key = shards[0].manifest.config_hash
+    keys = {shards[0].key, *(s.manifest.config_hash for s in shards)}  # each checked to be the config's
     logs = [s.log for s in shards if s.log.exists()]
-    records = {i: r for i, (r, _) in read_shard_records(logs, key, "these shards are not one run").items()}
+    records = {i: r for i, (r, _) in read_shard_records(logs, keys, "these shards are not one run").items()}
     for found in shards:
         lacking = [i for i in found.manifest.items if i not in records]
         if lacking:
@@ -107,6 +135,15 @@ def merged_records(stem: str, shards: list[FoundShard]) -> dict[str, dict]:
     return records
 
 
+def merged_config(configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Shard 0's config; where the shards ran on different devices, the model's (and judge's)
+    device names each, in shard order, joined by `+` (`cpu+cuda`): one process's file names one.
+    (The location stays shard 0's; `merged.shards` holds each shard's.)"""
+    first = configs[0]
+    devices = {m: list(dict.fromkeys(c[m]["device"] for c in configs)) for m in PLACED if isinstance(first.get(m), dict)}
+    return {**first, **{m: {**first[m], "device": "+".join(d)} for m, d in devices.items() if len(d) > 1}}
+
+
 def merge_run(stem: str, shards: list[FoundShard], output: Path, evaluator: Any) -> dict[str, Any]:
     """Write `output/<stem>.items.jsonl` and `output/<stem>.json` from the complete shards of one run."""
     shards = check_complete(stem, shards)
@@ -114,7 +151,8 @@ def merge_run(stem: str, shards: list[FoundShard], output: Path, evaluator: Any)
     first = shards[0].manifest
     order = [i for s in shards for i in s.manifest.items]  # the slices one after the other: one process's order
     parsed = {i: PairRecord.from_json(records[i], f"{stem} record {i}") for i in order}
-    text = "".join(record_line(replace(parsed[i], config_hash=first.config_hash)) for i in order)
+    key = shards[0].key
+    text = "".join(record_line(replace(parsed[i], config_hash=key)) for i in order)
     log = output / f"{stem}.items.jsonl"
     if log.exists() and log.read_text() != text:
         raise MatbenchError(f"{log} already holds another log; choose another --output or move it away")
@@ -127,13 +165,14 @@ def merge_run(stem: str, shards: list[FoundShard], output: Path, evaluator: Any)
         raise MatbenchError(f"{stem}: no shard recorded an attempt (files {stem}.attempts.rank<I>.jsonl); copy them "
                             "with the shard logs")
     made = RunRecords(
-        config=first.config, config_hash=first.config_hash,
+        config=merged_config([s.manifest.config for s in shards]), config_hash=key,
         invocation={**first.invocation, "output": str(output)},  # the command one process would have run
         environment=first.environment, log=log, n_from_log=sum(s.manifest.n_from_log for s in shards),
         spent=combined(spent),
         merged={"matbench": __version__, "matbench_git": git_revision(),
                 "shards": [{"shard": s.manifest.shard, "shards": s.manifest.shards, "environment": s.manifest.environment,
-                            "n_items": len(s.manifest.items),
+                            "n_items": len(s.manifest.items), "device": s.manifest.config["model"]["device"],
+                            "location": s.manifest.config["model"]["location"],
                             **({"wall_seconds": s.spent.wall_seconds, "peak_memory_gib": s.spent.peak_memory_gib,
                                 "attempts": s.spent.attempts} if s.spent else {})} for s in shards]})
     suite_order = [parsed[i] for i in first.suite_order]

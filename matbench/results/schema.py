@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import SERVING_MODES
 
-SCHEMA_VERSION = "1.14"
+SCHEMA_VERSION = "1.15"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
 # `fused_kernels`, 1.4 the config's optional `policy`, 1.5 the model dtype float64, 1.6 the
 # config's optional `template`, 1.7 its optional `rope_yarn`, 1.8 its optional `judge`, 1.9 its
@@ -29,9 +29,11 @@ SCHEMA_VERSION = "1.14"
 # .gguf file's `general.name` as `model` (its path before), 1.13 totals over every attempt of a
 # resumed run (`wall_seconds` summed, `resources.peak_memory_gib` the largest, the optional
 # `resources.attempts`); older files are valid newer ones (their wall seconds and peak are the last
-# attempt's), 1.14 the optional `merged` (`matbench merge` of `--shard` runs).
+# attempt's), 1.14 the optional `merged` (`matbench merge` of `--shard` runs), 1.15 the config
+# hash without the model's and judge's device and location (a merge of shards run on several
+# devices names each, `cpu+cuda`, and each shard's device and location).
 READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12",
-                     "1.13", "1.14")
+                     "1.13", "1.14", "1.15")
 
 
 class _Strict(BaseModel):
@@ -49,7 +51,8 @@ class ModelInfo(_Strict):
     commit_hash: str | None = Field(description="the Hub commit sha the weights came from, when known")
     model_type: str = Field(description="transformers model_type of the text model")
     dtype: Literal["float32", "bfloat16", "float16", "float64"] = Field(description="compute dtype (float64: schema 1.5)")
-    device: str = Field(description="cpu, cuda, cuda:N")
+    device: str = Field(description="cpu, cuda, cuda:N; a merge of shards run on several devices: each, in "
+                        "shard order, joined by + (cpu+cuda; schema 1.15)")
     attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa, sdpa_grouped)")
     fused_kernels: bool | None = Field(default=None, description="true when every RMSNorm and MLP forward ran as one "
                                        "compiled kernel (--fused-kernels, GPU; schema 1.3); absent otherwise")
@@ -177,6 +180,9 @@ class ShardPart(_Strict):
     shards: int = Field(ge=1, description="the number of shards (N)")
     environment: Environment = Field(description="the machine of its last attempt")
     n_items: int = Field(ge=0, description="items in its slice")
+    device: str | None = Field(default=None, description="the device its model ran on (schema 1.15)")
+    location: str | None = Field(default=None, description="where its model was read from (schema 1.15; the "
+                                 "config holds shard 0's)")
     wall_seconds: float | None = Field(default=None, ge=0, description="its attempts' wall time, summed")
     peak_memory_gib: float | None = Field(default=None, ge=0, description="its largest peak memory")
     attempts: int | None = Field(default=None, ge=1, description="its attempts that logged items")
@@ -197,7 +203,8 @@ class ResultsFile(_Strict):
 
     schema_version: Literal[READABLE_VERSIONS] = Field(description="version of this schema")
     config: RunConfig
-    config_hash: str = Field(description="sha256 prefix of the config, without n_items and check")
+    config_hash: str = Field(description="sha256 prefix of the config, without n_items, check and check_pairs, "
+                             "and (schema 1.15) without the model's and judge's device and location; it keys the per-item log")
     invocation: dict[str, Any] = Field(description="the command's arguments, as given")
     environment: Environment
     metrics: dict[str, Any] = Field(description="the suite evaluator's metrics; `headline` holds its summary; "

@@ -12,7 +12,7 @@ without the model. Torch-free, so that merging runs on a login node.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -33,14 +33,15 @@ def shard_logs(log_path: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[len(prefix):-len(".jsonl")]))
 
 
-def read_shard_records(paths: Iterable[Path], config_key: str, hint: str) -> dict[str, tuple[dict, Path]]:
+def read_shard_records(paths: Iterable[Path], config_keys: Collection[str], hint: str) -> dict[str, tuple[dict, Path]]:
     """Every record of the shard logs `paths`, by item id, with the log it came from. A partial
-    last line (a process killed mid-write) is dropped; a record of another configuration, or one
+    last line (a process killed mid-write) is dropped; a record of none of `config_keys` (one
+    configuration's keys: its own, and those it had before schema 1.15 on each device), or one
     item logged twice with different content, is refused in one line (`hint`: what to do then)."""
     records: dict[str, tuple[dict, Path]] = {}
     for path in paths:
         for _, record in complete_json_lines(path):
-            if record.get("config_hash") != config_key:
+            if record.get("config_hash") not in config_keys:
                 raise MatbenchError(f"{path} holds items of another configuration; {hint}")
             item_id = record["item_id"]
             if item_id in records and records[item_id][0] != record:

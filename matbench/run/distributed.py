@@ -140,7 +140,7 @@ def merge_shard_logs(log: Any, order: Sequence[str]) -> int:
     Returns the number of records merged. A partial last line (a rank killed mid-write) is dropped."""
     shards = shard_logs(log.path)
     records = {item_id: record for item_id, (record, _) in
-               read_shard_records(shards, log.config_key, "remove it or pass --fresh").items()}
+               read_shard_records(shards, (log.config_key,), "remove it or pass --fresh").items()}
     rank = {item_id: k for k, item_id in enumerate(order)}
     merged = 0
     for item_id in sorted(records, key=lambda i: rank.get(i, len(rank))):

@@ -16,7 +16,7 @@ from matbench.engine.memory import cap_memory, check_memory_fraction, choose_bat
 from matbench.errors import MatbenchError
 from matbench.protocol.runspec import RunSpec
 from matbench.results.attempts import AttemptLog, attempts_path, totals
-from matbench.results.files import config_hash, item_hash, write_json
+from matbench.results.files import item_hash, legacy_run_key, rekey_lines, run_key, write_json
 from matbench.results.logs import ItemLog
 from matbench.results.payload import RunRecords, write_payload
 from matbench.results.shards import ShardManifest, manifest_path, manifests
@@ -250,8 +250,13 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
     run left, then every rank opens it (appending to its own shard log when sharded). Earlier
     attempts are forgotten with the records they made: under --fresh, or when the log holds none."""
     out = Path(cfg.output)
-    keys = [config_hash({k: v for k, v in c.items() if k not in ("n_items", "check", "check_pairs")}) for c in configs]
+    keys = [run_key(c) for c in configs]
     paths = [out / f"{spec.stem}.items.jsonl" for spec in specs]
+    if shard.is_main or shard.independent:  # logs of matbench before schema 1.15 (the device in the key)
+        for c, key, path in zip(configs, keys, paths):
+            log = shard.shard_log(path) if shard.independent else path
+            for kept in (log, attempts_path(log), *(() if shard.independent else shard_logs(path))):
+                rekey_lines(kept, legacy_run_key(c), key)
     if shard.independent:  # its own shard log, read and appended as one process's log is
         return [_open_shard(spec, c, key, path, cfg, shard) for spec, c, key, path in zip(specs, configs, keys, paths)]
     if shard.is_main:
