@@ -148,3 +148,22 @@ def test_cache_clear_frees_what_it_names_and_refuses_what_is_not_there(tmp_path,
     assert capsys.readouterr().out == f"cleared 1 entries, freed {sizes['qwen2.5-coder-0.5b'] / 1e9:.2f} GB\n"
     assert not (tmp_path / "qwen2.5-coder-0.5b").exists() and (tmp_path / "gguf").is_dir()
     assert main(["cache", "clear", "--all"]) == 0 and not any((tmp_path / "gguf").iterdir())
+
+
+def test_a_missing_gguf_package_is_named_before_any_conversion(tmp_path, monkeypatch, capsys):
+    """The GPU image lacked `gguf`: transformers then asks for torch and gguf, and matbench said the
+    file was truncated or corrupt. A converted folder needs no gguf; a conversion says what to install."""
+    import sys
+
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    source = resolve_source(str(write_gguf(tmp_path / "m.gguf", "M")))
+    monkeypatch.setitem(sys.modules, "gguf", None)  # `import gguf` raises ImportError
+    with pytest.raises(ImportError):
+        import gguf  # noqa: F401
+    code = main(["eval", "--model", str(tmp_path / "m.gguf"), "--limit", "1", "--output", str(tmp_path / "o")])
+    assert code == 2 and one_line_error(capsys.readouterr().err) == (
+        "matbench: error: loading m.gguf needs the gguf package, which is not installed: run `pip install 'gguf>=0.10'`")
+    target = gguf_cache_dir(source)
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")
+    assert convert_gguf(source, False) == target  # already converted: no gguf needed

@@ -100,6 +100,16 @@ def _record_source(folder: Path, source: ModelSource, file: Path) -> None:
                                                   "sha256": gguf_sha256(source), "bytes": file.stat().st_size}) + "\n")
 
 
+def require_gguf(source: ModelSource) -> None:
+    """Refuse, in one line, to read a GGUF file without the gguf package: transformers' own message
+    asks for torch too, and matbench's reading errors would blame the file."""
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        raise MatbenchError(f"loading {source.gguf_file} needs the gguf package, which is not installed: "
+                            "run `pip install 'gguf>=0.10'`") from None
+
+
 def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = True) -> Path:
     """Dequantise a GGUF file once and keep it as safetensors: later loads take ~1 s instead of ~30 s.
 
@@ -117,6 +127,7 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
         if not (target / SOURCE_FILE).is_file():  # converted by an earlier matbench
             _record_source(target, source, file)
         return target
+    require_gguf(source)
     print(f"matbench: dequantising {source.gguf_file} ({file.stat().st_size / 1e9:.2f} GB) once into {target}: "
           "a float32 copy several times its size, 20 s to a few minutes (`matbench cache list` / `clear`)",
           file=sys.stderr)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError, first_line
-from matbench.models.gguf import convert_gguf, gguf_cache_dir, gguf_name, gguf_sha256
+from matbench.models.gguf import convert_gguf, gguf_cache_dir, gguf_name, gguf_sha256, require_gguf
 from matbench.models.servable import check_servable
 from matbench.models.sources import ModelSource, require_weights, resolve_source, unknown_model_message
 
@@ -27,6 +27,7 @@ def load_config(source: ModelSource, trust_remote_code: bool = False) -> Any:
         converted = gguf_cache_dir(source)  # a GGUF converted before: its config.json, not a 5 s GGUF parse
         if (converted / "config.json").is_file():
             return AutoConfig.from_pretrained(converted, trust_remote_code=trust_remote_code)
+        require_gguf(source)
     try:
         return AutoConfig.from_pretrained(
             source.location,
