@@ -169,7 +169,8 @@ def test_shards_run_on_a_cpu_and_a_gpu_merge_naming_both_devices(runs, tmp_path,
     path.write_text(json.dumps(described, sort_keys=True) + "\n")
     line = _refused([str(runs / "a"), str(gpu), "--output", str(tmp_path / "n")], capsys)
     assert "ran different configurations (model.attn_implementation: sdpa_grouped vs eager); run the shards " \
-           "with the same options (--dtype, --attn-implementation" in line
+           "with the same options (--dtype, --attn-implementation, --decode-graphs, --fused-kernels: their " \
+           "defaults differ on CPU and GPU)" in line
 
 
 def test_a_log_keyed_with_its_device_resumes_under_the_new_key(runs, tiny_dir, tmp_path, capsys):
@@ -208,3 +209,34 @@ def test_rekey_lines_changes_only_the_old_key(tmp_path):
     assert rekey_lines(path, "aaaa", "cccc") == 1
     assert path.read_text() == text.replace('"aaaa"', '"cccc"', 2)  # a line's other fields too: a whole-token
     assert rekey_lines(path, "aaaa", "cccc") == 0 and rekey_lines(tmp_path / "none", "a", "b") == 0
+
+
+CPU_GPU = Path(__file__).resolve().parent / "data" / "cpu-gpu-merge"
+
+
+def test_a_cpu_shard_and_an_h200_shard_merge_into_the_file_one_process_writes(tmp_path, capsys):
+    """SmolLM2-135M, discovery, 32 pairs, every readout (results/device/cpu-gpu-merge.md): shard
+    0/2 ran on a 2-core CPU, shard 1/2 on an H200 (float32, sdpa_grouped), and `one-process` is
+    what a single CPU process wrote from the merged records (the log copied into an empty folder,
+    the same `matbench eval` resumed there: nothing left to score)."""
+    assert main(["merge", str(CPU_GPU / "cpu-shard0"), str(CPU_GPU / "gpu-shard1"), "--output", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"merged 2 shards of 5 results files into {tmp_path}"
+    assert sum(line.startswith("merged ") for line in printed) == 1 and printed.count("") >= 5
+    expected = sorted((CPU_GPU / "one-process").glob("*.json"))
+    assert [p.name for p in expected] == [f"discovery_{r}_compact.json" for r in ("logit", "menu", "probe", "short",
+                                                                                  "trace")]
+    for path in expected:
+        stem = path.name.removesuffix(".json")
+        assert (tmp_path / f"{stem}.items.jsonl").read_bytes() == (CPU_GPU / "one-process" /
+                                                                   f"{stem}.items.jsonl").read_bytes()
+        one, merged = json.loads(path.read_text()), json.loads((tmp_path / path.name).read_text())
+        assert (one["config"]["model"]["device"], merged["config"]["model"]["device"]) == ("cpu", "cpu+cuda")
+        assert [(p["device"], p["environment"]["gpu"]) for p in merged["merged"]["shards"]] == \
+            [("cpu", None), ("cuda", "NVIDIA H200")]
+        merged["config"]["model"]["device"] = "cpu"
+        # n_from_log too describes the attempt: the process found all 32 in its log, the shards none
+        assert (one["items"].pop("n_from_log"), merged["items"].pop("n_from_log")) == (32, 0)
+        assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == \
+            {k: v for k, v in one.items() if k not in ATTEMPT_FIELDS}
+        assert merged["gates"]["A"] == {**merged["gates"]["A"], "checked": 32, "passed": 32}

@@ -11,10 +11,12 @@ MERGE_EPILOG = """example (Slurm, four machines, then on the login node):
   matbench eval --model M --shard $SLURM_ARRAY_TASK_ID/4 --output out/m
   matbench merge out/m --output out/m
 
-Shards must be of one run: one configuration (the model with its device and dtype, the suite and
-every eval option but --output), every slice present and finished. The log is the one process
-writes byte for byte; wall_seconds and resources add up every shard's, and `merged` lists each
-shard's machine. The shard files are left as they are."""
+Shards must be of one run: one configuration (the model with its dtype and kernels, the suite and
+every eval option but --output; not the device: a CPU shard and a GPU shard merge given the same
+--dtype, --attn-implementation, --decode-graphs and --fused-kernels), every slice present and
+finished. The results file is the one a process writes from the shards' records; wall_seconds and
+resources add up every shard's, and `merged` lists each shard's machine and device. The shard files
+are left as they are."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -36,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
     payloads = merge_folders(args.folders, args.output)
     if not args.json:  # the end matbench eval has, with the shard count
-        for payload in payloads:
-            print(f"merged {len(payload['merged']['shards'])} shards into {args.output}")
+        shards = sorted({len(p["merged"]["shards"]) for p in payloads})
+        runs = f" of {len(payloads)} results files" if len(payloads) > 1 else ""
+        print(f"merged {'/'.join(map(str, shards))} shards{runs} into {args.output}")
         print_arm_tables(payloads, args.output)
         return 0
     for payload in payloads:

@@ -95,8 +95,9 @@ def check_complete(stem: str, shards: list[FoundShard]) -> list[FoundShard]:
                                              for c in (first.config, m.config))))
             raise MatbenchError(f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
                                 f"ran different configurations ({named or f'config hash {shards[0].key} vs {other.key}'}); "
-                                "run the shards with the same options (--dtype, --attn-implementation: their defaults "
-                                "differ on CPU and GPU) or merge each run's shards on their own")
+                                "run the shards with the same options (--dtype, --attn-implementation, --decode-graphs, "
+                                "--fused-kernels: their defaults differ on CPU and GPU) or merge each run's shards "
+                                "on their own")
         if without_place(m.config) != without_place(first.config):  # the key leaves out n_items, check and check_pairs
             raise MatbenchError(f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
                                 "ran different configurations (--limit, --check or --check-pairs differ); merge each "
