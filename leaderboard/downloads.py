@@ -7,7 +7,7 @@ value` where any cell of the column sorts by something other than its text (the 
 behind "0.531 [0.412, 0.647]", the full revision behind its 16 shown digits; null where the page
 has no sort key), and `<header> link` where any cell links (the evidence, a model page). Built
 with pandas; the JSON is written by the json module so floats keep every digit (pandas' writer
-stops at 15).
+stops at 15). In the CSV a text a spreadsheet would run as a formula starts with an apostrophe.
 
 `leaderboard.parquet` at the site root holds one row per validated results file: who and how
 (model, revision, suite, readout, serving, policy, budget, ...), each suite's headline metrics
@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,8 +87,24 @@ def write_table(out: Path, stem: str, header: Sequence[str], rows: Sequence[Row]
     return write_frame(out, stem, table_frame(header, rows))
 
 
+# A cell a spreadsheet would run as a formula (CSV injection, OWASP): a submitted model name such
+# as "=HYPERLINK(...)" or "@SUM(...)" is written to the CSV behind an apostrophe, which spreadsheets
+# show as text; the JSON keeps it as submitted. The signed numbers the tables show ("-0.260",
+# "+0.005 [-0.002, +0.011]", "12.5%") are left as they are.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?%?"
+SHOWN_NUMBER = re.compile(rf"{_NUMBER}(?: \[{_NUMBER}, {_NUMBER}\])?")
+
+
+def csv_cell(value: Any) -> Any:
+    """`value` as the CSV holds it: a text a spreadsheet would take for a formula behind an apostrophe."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not SHOWN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def write_frame(out: Path, stem: str, frame: pd.DataFrame) -> TableDownload:
-    frame.to_csv(out / f"{stem}.csv", index=False)
+    frame.apply(lambda column: column.map(csv_cell)).to_csv(out / f"{stem}.csv", index=False)
     (out / f"{stem}.json").write_text(json.dumps(_records(frame), ensure_ascii=False, indent=0) + "\n",
                                       encoding="utf-8")
     return TableDownload(f"{stem}.csv", f"{stem}.json")

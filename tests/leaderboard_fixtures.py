@@ -8,7 +8,9 @@ from matbench.leaderboard import synthetic
 from matbench.leaderboard.submit import SUBMISSIONS
 from matbench.leaderboard.synthetic import copy_run
 
-HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">../../etc"
+# Markup that must stay text, a path that must pick no folder, and a spreadsheet formula that the
+# CSV downloads must hold as text (behind an apostrophe).
+HOSTILE = "=HYPERLINK(\"http://x\")<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">../../etc"
 
 __all__ = ["HOSTILE", "SUBMISSIONS", "committed_runs", "copy_run", "synthetic_runs"]
 

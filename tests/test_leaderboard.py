@@ -153,6 +153,30 @@ def test_a_hostile_model_name_stays_text_and_cannot_pick_a_path(tmp_path):
     assert written and all(p.is_relative_to(site.resolve()) or p.is_relative_to((tmp_path / "runs").resolve())
                            for p in written)
     assert not (tmp_path / "etc").exists()
+    # In the CSV downloads the name is text behind an apostrophe; the JSON keeps it as submitted.
+    import csv
+
+    runs_csv = list(csv.DictReader((site / "index.runs.csv").open()))
+    assert [r["model"] for r in runs_csv] == ["'" + HOSTILE]
+    assert [r["model"] for r in json.loads((site / "index.runs.json").read_text())] == [HOSTILE]
+
+
+def test_a_csv_cell_a_spreadsheet_would_run_goes_behind_an_apostrophe(tmp_path):
+    import csv
+
+    import pandas as pd
+
+    from matbench.leaderboard.downloads import write_frame
+
+    cells = ["=1+1", "@SUM(A1)", "+cmd", "-2+3+cmd|' /C calc'!A0", "\tx", "-0.260", "+0.005 [-0.002, +0.011]",
+             "12.5%", "1e-05", "-1.5e-05 [-2e-05, 3.1]", "—", "smollm2-135m", "-", 3, -0.5, None]
+    frame = pd.DataFrame({"cell": pd.Series(cells, dtype=object)})
+    write_frame(tmp_path, "t", frame)
+    written = [r["cell"] for r in csv.DictReader((tmp_path / "t.csv").open())]
+    assert written == ["'=1+1", "'@SUM(A1)", "'+cmd", "'-2+3+cmd|' /C calc'!A0", "'\tx", "-0.260",
+                       "+0.005 [-0.002, +0.011]", "12.5%", "1e-05", "-1.5e-05 [-2e-05, 3.1]", "—", "smollm2-135m",
+                       "'-", "3", "-0.5", ""]
+    assert [r["cell"] for r in json.loads((tmp_path / "t.json").read_text())] == cells
 
 
 def _tamper(tmp_path: Path, edit) -> Path:

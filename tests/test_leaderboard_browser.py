@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from matbench.leaderboard.downloads import csv_cell
 from matbench.leaderboard.reported import load_reported
 from matbench.leaderboard.site import build_site
 from tests.leaderboard_fixtures import HOSTILE, committed_runs, copy_run
@@ -135,7 +136,7 @@ def _check_download(page, site, table_id):
     for record, line, row in zip(records, frame.to_dict(orient="records"), table["rows"]):
         assert record["row"] == line["row"] == row["kind"]
         for name, cell in zip(table["header"], row["cells"]):
-            assert record[name] == line[name] == cell["text"], (table_id, name)
+            assert record[name] == cell["text"] and line[name] == csv_cell(cell["text"]), (table_id, name)
             if f"{name} value" in record:
                 value = record[f"{name} value"]
                 assert (None if value is None else str(value)) == cell["sort"], (table_id, name)
@@ -238,8 +239,11 @@ def test_the_rows_shown_download_as_csv_in_their_order(page, site):
     header = page.locator("#runs thead th").all_inner_texts()
     shown = page.evaluate("""() => Array.from(document.querySelectorAll('#runs tbody tr:not([hidden])'))
         .map(r => Array.from(r.cells).map(c => c.textContent.trim()))""")
-    assert rows[0] == [h.strip() for h in header] and rows[1:] == shown and len(shown) == discovery
+    assert rows[0] == [h.strip() for h in header] and len(shown) == discovery
+    assert rows[1:] == [[csv_cell(c) for c in r] for r in shown]  # the in-browser CSV escapes as the site's
     assert [r[2] for r in rows[1:]] == ["discovery"] * discovery
     readouts = [r[3] for r in rows[1:]]
     assert readouts == sorted(readouts, key=str.lower)  # the view's sort order, not the page's
-    assert HOSTILE in {r[0] for r in rows[1:]}  # quoted as data (its quotes escaped), read back intact
+    # quoted as data (its quotes escaped), read back intact, behind the apostrophe that keeps a
+    # spreadsheet from running it as a formula
+    assert "'" + HOSTILE in {r[0] for r in rows[1:]} and HOSTILE in {r[0] for r in shown}

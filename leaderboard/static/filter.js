@@ -38,8 +38,13 @@
       Array.prototype.forEach.call(copy.querySelectorAll(".badge"), function (b) { b.remove(); });
       return copy.textContent.trim();
     }
+    // A text a spreadsheet would run as a formula goes behind an apostrophe, as in the site's own
+    // CSV downloads (leaderboard/downloads.py: csv_cell); the signed numbers the table shows do not.
+    var NUMBER = "[-+]?(?:\\d+\\.?\\d*|\\.\\d+)(?:e[-+]?\\d+)?%?";
+    var SHOWN_NUMBER = new RegExp("^" + NUMBER + "(?: \\[" + NUMBER + ", " + NUMBER + "\\])?$");
     function csvLine(values) {
       return values.map(function (v) {
+        if (/^[=+\-@\t\r]/.test(v) && !SHOWN_NUMBER.test(v)) v = "'" + v;
         return /[",\n\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v;
       }).join(",");
     }
