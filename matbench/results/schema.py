@@ -204,7 +204,9 @@ class ResultsFile(_Strict):
     schema_version: Literal[READABLE_VERSIONS] = Field(description="version of this schema")
     config: RunConfig
     config_hash: str = Field(description="sha256 prefix of the config, without n_items, check and check_pairs, "
-                             "and (schema 1.15) without the model's and judge's device and location; it keys the per-item log")
+                             "and (schema 1.15) without the model's and judge's device and location; it keys the per-item log, "
+                             "so a file rescored from an older schema keeps that schema's hash "
+                             "(rescored.from_schema_version)")
     invocation: dict[str, Any] = Field(description="the command's arguments, as given")
     environment: Environment
     metrics: dict[str, Any] = Field(description="the suite evaluator's metrics; `headline` holds its summary; "
