@@ -22,6 +22,7 @@ from matbench.engine.layout import MemberLayout
 from matbench.engine.pair_engine import PairEngine
 from matbench.engine.policies import SelectionContext, parse_policy
 from matbench.engine.policies.kvpress_adapter import find_press, press_class
+from matbench.engine.runtime import cache_keyword
 
 CONTEXT = 200  # tokens: longer than SnapKV's 64-token window and Expected Attention's sinks
 
@@ -84,7 +85,7 @@ def kvpress_kept(model, ids: torch.Tensor, press, ratio: float) -> torch.Tensor:
         from transformers import DynamicCache
 
         with torch.no_grad():
-            model(input_ids=ids, past_key_values=DynamicCache(), use_cache=True)
+            model(input_ids=ids, use_cache=True, **{cache_keyword(model): DynamicCache()})
     finally:
         for h in handles:
             h.remove()
@@ -105,7 +106,7 @@ def matbench_kept(loaded, ids: torch.Tensor, spec: str, question: tuple[int, ...
 
     cache = DynamicCache()
     with torch.no_grad():
-        loaded.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        loaded.model(input_ids=ids, use_cache=True, **{cache_keyword(loaded.model): cache})
     total = ids.shape[1]
     rows = EventCache(tuple(layer.keys for layer in cache.layers), tuple(layer.values for layer in cache.layers),
                       torch.arange(total), (0, 0), (), total)

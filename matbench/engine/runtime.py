@@ -112,6 +112,12 @@ def cache_rows(cache: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     return [layer.keys for layer in cache.layers], [layer.values for layer in cache.layers]
 
 
+def cache_keyword(model: Any) -> str:
+    """The forward keyword that takes the KV cache: `cache` (transformers 5.x after 5.17, whose
+    `past_key_values` goes in 5.40) or `past_key_values` (5.17)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 @dataclass
 class ModelRunner:
     """Calls `model` with explicit position ids and explicit masks, whatever the transformers version."""
@@ -124,7 +130,7 @@ class ModelRunner:
 
     def __post_init__(self) -> None:
         params = inspect.signature(self.model.forward).parameters
-        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._cache_kw = cache_keyword(self.model)
         self._pass_cache_position = "cache_position" in params
         self._pass_logits_to_keep = "logits_to_keep" in params
         self.windows = layer_windows(self.text_config)
