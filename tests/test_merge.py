@@ -207,7 +207,7 @@ def test_rekey_lines_changes_only_the_old_key(tmp_path):
     text = '{"config_hash": "aaaa", "x": "aaaa"}\n{"config_hash": "bbbb"}\n\n{"config_hash": "aa'
     path.write_text(text)
     assert rekey_lines(path, "aaaa", "cccc") == 1
-    assert path.read_text() == text.replace('"aaaa"', '"cccc"', 2)  # a line's other fields too: a whole-token
+    assert path.read_text() == text.replace('"config_hash": "aaaa"', '"config_hash": "cccc"')  # x is kept
     assert rekey_lines(path, "aaaa", "cccc") == 0 and rekey_lines(tmp_path / "none", "a", "b") == 0
 
 

@@ -43,10 +43,14 @@ def without_place(config: dict[str, Any]) -> dict[str, Any]:
             for k, v in config.items()}
 
 
+def keyed_config(config: dict[str, Any]) -> dict[str, Any]:
+    """What of `config` keys its run: all but `UNKEYED` and `PLACE`."""
+    return without_place({k: v for k, v in config.items() if k not in UNKEYED})
+
+
 def run_key(config: dict[str, Any]) -> str:
-    """The hash that keys a run's per-item log and attempts: its config without `UNKEYED` and
-    without `PLACE`."""
-    return config_hash(without_place({k: v for k, v in config.items() if k not in UNKEYED}))
+    """The hash that keys a run's per-item log and attempts."""
+    return config_hash(keyed_config(config))
 
 
 def legacy_run_key(config: dict[str, Any]) -> str:
@@ -57,21 +61,17 @@ def legacy_run_key(config: dict[str, Any]) -> str:
 def rekey_lines(path: Path, old: str, new: str) -> int:
     """Give the JSON lines of `path` keyed `old` the key `new`, in place (atomically, every other
     byte kept): a log or attempts file written before the place left the key resumes, and merges,
-    under the new one. Returns the lines changed."""
+    under the new one. Both are written by `json.dumps` with its default separators, and a quote
+    inside a string is escaped, so `"config_hash": "<old>"` can only be a line's key. Returns the
+    lines changed; a file without the old key is read once and left alone."""
     if old == new or not Path(path).exists():
         return 0
-    lines, changed = Path(path).read_bytes().split(b"\n"), 0
-    quoted_old, quoted_new = json.dumps(old).encode(), json.dumps(new).encode()
-    for i, line in enumerate(lines):
-        try:
-            keyed = json.loads(line).get("config_hash") == old if line.strip() else False
-        except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
-            continue  # a line cut short by a killed writer: the log's reader drops it
-        if keyed:
-            lines[i], changed = line.replace(quoted_old, quoted_new), changed + 1
+    data = Path(path).read_bytes()
+    needle = f'"config_hash": {json.dumps(old)}'.encode()
+    changed = data.count(needle)
     if changed:
         tmp = Path(path).with_name(Path(path).name + ".rekey")
-        tmp.write_bytes(b"\n".join(lines))
+        tmp.write_bytes(data.replace(needle, f'"config_hash": {json.dumps(new)}'.encode()))
         tmp.replace(path)
     return changed
 

@@ -26,7 +26,7 @@ from matbench import __version__
 from matbench.errors import MatbenchError
 from matbench.protocol.records import PairRecord
 from matbench.results.attempts import AttemptLog, Totals, attempts_path, combined, totals
-from matbench.results.files import PLACED, UNKEYED, legacy_run_key, run_key, without_place
+from matbench.results.files import PLACED, keyed_config, legacy_run_key, run_key, without_place
 from matbench.results.logs import record_line
 from matbench.results.payload import RunRecords, write_payload
 from matbench.results.provenance import git_revision
@@ -91,10 +91,9 @@ def check_complete(stem: str, shards: list[FoundShard]) -> list[FoundShard]:
     for other in shards[1:]:
         m = other.manifest
         if other.key != shards[0].key:
-            named = "; ".join(differences(*(without_place({k: v for k, v in c.items() if k not in UNKEYED})
-                                             for c in (first.config, m.config))))
+            named = "; ".join(differences(keyed_config(first.config), keyed_config(m.config)))  # keys differ: never empty
             raise MatbenchError(f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
-                                f"ran different configurations ({named or f'config hash {shards[0].key} vs {other.key}'}); "
+                                f"ran different configurations ({named}); "
                                 "run the shards with the same options (--dtype, --attn-implementation, --decode-graphs, "
                                 "--fused-kernels: their defaults differ on CPU and GPU) or merge each run's shards "
                                 "on their own")

@@ -252,7 +252,7 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
     out = Path(cfg.output)
     keys = [run_key(c) for c in configs]
     paths = [out / f"{spec.stem}.items.jsonl" for spec in specs]
-    if shard.is_main or shard.independent:  # logs of matbench before schema 1.15 (the device in the key)
+    if shard.is_main or shard.independent:  # logs of matbench before schema 1.15 (device and location in the key)
         for c, key, path in zip(configs, keys, paths):
             log = shard.shard_log(path) if shard.independent else path
             for kept in (log, attempts_path(log), *(() if shard.independent else shard_logs(path))):
