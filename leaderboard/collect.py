@@ -1,7 +1,7 @@
 """Results files -> leaderboard entries: one per (model, revision), each with its scorecard.
 
 Every file is validated against the results schema and its per-item log (sha256) before it can
-reach a page; the same run found twice (in results/ and in submissions/) counts once.
+reach a page; the same run found twice (an eval output file and its copy in a store) counts once.
 """
 
 from __future__ import annotations
@@ -13,25 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError
-from matbench.results.rescore import results_files, verified_log
-from matbench.results.schema import ResultsFile, parse_results
+from matbench.results.schema import ResultsFile
+from matbench.results.store import results_files
+from matbench.results.validate import Run, check_run
 from matbench.results.scorecard import scorecard_of_runs
 
-MAX_RESULTS_BYTES = 5 * 2**20  # a results file holds metrics only; the largest committed one is ~60 KB
-MAX_LOG_BYTES = 200 * 2**20
-
-
-@dataclass(frozen=True)
-class Run:
-    """One validated results file and its per-item log."""
-
-    path: Path
-    results: ResultsFile
-    sha256: str
-
-    @property
-    def log(self) -> Path:
-        return self.path.parent / self.results.items.log
+__all__ = ["ModelEntry", "Run", "check_run", "find_runs", "group_models", "model_revision"]
 
 
 @dataclass
@@ -74,18 +61,6 @@ class ModelEntry:
         """A file name that cannot leave the output folder, unique per (name, revision)."""
         readable = re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")[:48] or "model"
         return f"{readable}-{hashlib.sha256(f'{self.name}@{self.revision}'.encode()).hexdigest()[:8]}"
-
-
-def check_run(path: Path) -> Run:
-    """A results file that passes the schema, whose log is the one the run wrote; else one line."""
-    size = path.stat().st_size
-    if size > MAX_RESULTS_BYTES:
-        raise MatbenchError(f"{path}: {size} bytes is over the {MAX_RESULTS_BYTES} byte limit "
-                            "for a results file; results hold metrics, the items go in the log")
-    data = path.read_bytes()  # read once: parsed and hashed
-    _, results = parse_results(data, path)
-    verified_log(path, results, max_bytes=MAX_LOG_BYTES)
-    return Run(path, results, hashlib.sha256(data).hexdigest())
 
 
 def find_runs(roots: list[Path]) -> list[Run]:

@@ -3,16 +3,17 @@
 `copy` (the default) copies every run's results file and per-item log under
 evidence/<model slug>/ with content-addressed names: the site is whole and works from file://,
 and its size is mostly those copies (a per-item log is up to 200 MB). `link` points every
-evidence link at the run's files in the submissions dataset on the Hub instead: a run stored
-by `matbench submit` sits in `submissions/<address>/` (the first 16 hex digits of its results
-file's sha256), the same path `matbench submit --to-hub` opens its pull request with, so the
-address names the file's content and the link cannot drift to another file. A run found
-anywhere else (results/, a folder of one's own) has no address: its evidence is copied, and the
-build says so in one line.
+evidence link at the run's files in the store's Hub dataset instead: a run stored by
+`matbench submit` sits in `submissions/<address>/` (`matbench.results.store.run_address`: the
+first 16 hex digits of the sha256 of its results), the same path `matbench submit --to-hub`
+opens its pull request with, so the address names the file's content and the link cannot drift
+to another file. A run found anywhere else (a collection of the store, a folder of one's own) has
+no address: its evidence is copied, and the build says so in one line.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from urllib.parse import quote
 
 from matbench.errors import MatbenchError
 from matbench.leaderboard.collect import ModelEntry, Run
+from matbench.results.store import GZ, results_bytes
 
 EVIDENCE_MODES = ("copy", "link")
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -28,7 +30,7 @@ _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 
 @dataclass(frozen=True)
 class HubDataset:
-    """A Hub dataset repository holding submissions, at one revision (a branch, tag or commit)."""
+    """A Hub dataset repository holding a results store, at one revision (a branch, tag or commit)."""
 
     repo_id: str
     revision: str = "main"
@@ -76,17 +78,18 @@ class PlacedEvidence:
 
 def submission_address(run: Run) -> str | None:
     """The run's content address where it is stored as a submission (`<address>/<file>`), else None."""
-    address = run.sha256[:16]
-    return address if run.path.parent.name == address else None
+    return run.address if run.path.parent.name == run.address else None
 
 
 def _copy(out: Path, entry: ModelEntry, run: Run) -> tuple[str, str]:
     folder = out / "evidence" / entry.slug
     folder.mkdir(parents=True, exist_ok=True)
-    stem = run.sha256[:16]
-    shutil.copyfile(run.path, folder / f"{stem}.json")
-    shutil.copyfile(run.log, folder / f"{stem}.items.jsonl")
-    return f"evidence/{entry.slug}/{stem}.json", f"evidence/{entry.slug}/{stem}.items.jsonl"
+    stem = run.address
+    log = f"{stem}.items.jsonl" + (GZ if run.log.name.endswith(GZ) else "")  # copied as stored
+    # The results in the store's serialization: the copy's sha256 is the run's (`Run.sha256`).
+    (folder / f"{stem}.json").write_bytes(results_bytes(json.loads(run.path.read_bytes())))
+    shutil.copyfile(run.log, folder / log)
+    return f"evidence/{entry.slug}/{stem}.json", f"evidence/{entry.slug}/{log}"
 
 
 def place_evidence(out: Path, entries: list[ModelEntry], plan: EvidencePlan) -> PlacedEvidence:
@@ -105,5 +108,5 @@ def place_evidence(out: Path, entries: list[ModelEntry], plan: EvidencePlan) -> 
     notes = ()
     if plan.mode == "link" and copied:
         notes = ((f"{copied} of {copied + linked} results files have no Hub address (not stored as "
-                  "submissions/<sha256[:16]>/ by matbench submit): their evidence is copied under evidence/"),)
+                  "submissions/<address>/ by matbench submit): their evidence is copied under evidence/"),)
     return PlacedEvidence(links, copied, linked, notes)

@@ -26,6 +26,7 @@ from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry
 from matbench.protocol.records import PairRecord
+from matbench.results.store import read_log_bytes
 
 ALPHA = 0.05
 METHOD = ("Ranks are paired: two models are compared on the discovery pairs both ran (same items), the root "
@@ -99,7 +100,7 @@ def item_outcomes(entry: ModelEntry, home: Path) -> dict[tuple[str, str | None],
     if run is None:
         return None
     out = {}
-    for number, line in enumerate(run.log.read_text().splitlines(), 1):
+    for number, line in enumerate(read_log_bytes(run.log).decode().splitlines(), 1):
         record = PairRecord.from_json(json.loads(line), f"{run.log} line {number}")
         out[(record.item_id, record.item_hash)] = ItemOutcome(record.arms[arm].outcome == "follow",
                                                               record.arms[arm].shift)

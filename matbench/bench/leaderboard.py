@@ -11,7 +11,7 @@ from matbench.bench.common import BENCHMARKS, machine
 
 # `--evidence link` needs a dataset to point at; nothing is fetched, so any well-formed id does
 # (only its length enters the site's size).
-BENCH_HUB = "org/matbench-submissions"
+BENCH_HUB = "org/matbench-results"
 
 
 def _megabytes(folder: Path) -> float:
@@ -20,8 +20,8 @@ def _megabytes(folder: Path) -> float:
 
 @BENCHMARKS.register("leaderboard")
 def leaderboard_build(n: int = 1000, source: str | None = None) -> dict[str, Any]:
-    """Build the site from `n` synthetic results files (the committed SmolLM2 submissions under
-    n/7 model names, stored as submissions): validation with log sha256 (once), then grouping,
+    """Build the site from `n` synthetic results files (the SmolLM2 contract runs of the store
+    under n/7 model names, stored as submissions): validation with log sha256 (once), then grouping,
     scorecards, pages, plots, downloads and evidence, once per evidence mode (copy: the files
     into the site; link: addresses in a Hub dataset); each phase timed on its own, each site
     measured on disk."""
@@ -29,9 +29,8 @@ def leaderboard_build(n: int = 1000, source: str | None = None) -> dict[str, Any
     from matbench.leaderboard.collect import find_runs
     from matbench.leaderboard.evidence import EvidencePlan, HubDataset
     from matbench.leaderboard.site import render_site
-    from matbench.leaderboard.submit import SUBMISSIONS
 
-    sources = synthetic.sources(Path(source) if source else SUBMISSIONS)
+    sources = synthetic.sources(Path(source)) if source else synthetic.sources()
     plans = {"copy": EvidencePlan("copy"), "link": EvidencePlan("link", HubDataset(BENCH_HUB))}
     sites: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,16 +14,14 @@ def _git(here: Path, *args: str) -> subprocess.CompletedProcess | None:
 
 
 # What matbench installs from a checkout: only changes here make a run's code differ from HEAD.
-# Results and submissions are data (a rescore rewrites them one by one; the first must not mark
-# the rest as run from a modified matbench).
-CODE_PATHS = (":(top)matbench", ":(top)data_gen", ":(top)evaluators", ":(top)leaderboard", ":(top)pyproject.toml",
-              ":(top,exclude)leaderboard/submissions")
+# The results store (results/) is data and lies outside them: a rescore rewrites its files one by
+# one, and the first must not mark the rest as run from a modified matbench.
+CODE_PATHS = (":(top)matbench", ":(top)data_gen", ":(top)evaluators", ":(top)leaderboard", ":(top)pyproject.toml")
 
 
 def git_revision(here: Path | None = None) -> str | None:
     """HEAD of the checkout matbench runs from, with "+dirty" when its tracked code differs from
-    HEAD: a copied tree whose .git lags behind (as on a lent GPU machine) must not claim a commit
-    it was not run from."""
+    HEAD: a copied tree whose .git lags behind must not claim a commit it was not run from."""
     here = here or Path(__file__).resolve().parent
     head = _git(here, "rev-parse", "HEAD")
     if head is None or head.returncode != 0 or not head.stdout.strip():

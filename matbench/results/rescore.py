@@ -9,6 +9,7 @@ matbench recomputed the metrics.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from matbench import __version__
 from matbench.errors import MatbenchError, first_line
 from matbench.protocol.records import PairRecord
-from matbench.results.files import file_sha256, write_json
+from matbench.results.files import write_json
 from matbench.results.provenance import git_revision
 from matbench.results.schema import (
     SCHEMA_VERSION,
@@ -24,19 +25,23 @@ from matbench.results.schema import (
     parse_results,
     validate_results,
 )
+from matbench.results.store import find_log, read_log_bytes, results_bytes, results_files
 
-RESULTS_GLOB = "*_*_*.json"  # <suite>_<readout>_<serving>.json; scorecard.json does not match
+__all__ = ["log_records", "read_records", "recompute_metrics", "rescore_file", "results_files", "verified_log"]
 
 
 def verified_log(path: Path, parsed: ResultsFile, max_bytes: int | None = None) -> Path:
-    """The per-item log of the results file `path`, after checking it is there, at most
-    `max_bytes` long (when given) and the one the run wrote (sha256); else one line."""
-    log = path.parent / parsed.items.log
-    if not log.is_file():
+    """The per-item log of the results file `path` (plain or `.gz`), after checking it is there,
+    at most `max_bytes` long decompressed (when given) and the one the run wrote (sha256 of the
+    decompressed bytes); else one line."""
+    log = find_log(path.parent, parsed.items.log)
+    if log is None:
         raise MatbenchError(f"{path}: its per-item log {parsed.items.log} is missing; keep it beside the results file")
-    if max_bytes is not None and log.stat().st_size > max_bytes:
-        raise MatbenchError(f"{path}: per-item log {log.name} is over the {max_bytes} byte limit")
-    if file_sha256(log) != parsed.items.sha256:
+    try:
+        data = read_log_bytes(log, max_bytes)
+    except MatbenchError as exc:
+        raise MatbenchError(f"{path}: {exc}") from None
+    if hashlib.sha256(data).hexdigest() != parsed.items.sha256:
         raise MatbenchError(f"{path}: per-item log {log.name} is not the one the run wrote: it changed since "
                             "the run wrote it (sha256 differs); use the log the run wrote")
     return log
@@ -52,7 +57,7 @@ def read_records(log: Path, n_records: int) -> list[PairRecord]:
     log and the line when a line is not a JSON record of the per-item shape."""
     records = []
     try:
-        lines = log.read_text().splitlines()
+        lines = read_log_bytes(log).decode().splitlines()
     except UnicodeDecodeError as exc:
         raise MatbenchError(f"per-item log {log} is not UTF-8 text ({first_line(exc)})") from None
     for number, line in enumerate(lines, 1):
@@ -79,22 +84,18 @@ def recompute_metrics(parsed: ResultsFile, records: list[PairRecord]) -> dict[st
 
 def rescore_file(path: Path) -> dict[str, Any]:
     """The results payload of `path` with metrics recomputed; written back in place."""
-    payload, parsed = parse_results(path.read_bytes(), path)  # read once; rewritten with new metrics
+    data = path.read_bytes()  # read once; rewritten with new metrics
+    payload, parsed = parse_results(data, path)
+    stored = data == results_bytes(payload)  # a store's one-line file stays one line
     payload["metrics"] = recompute_metrics(parsed, log_records(path, parsed))
     payload["rescored"] = {"matbench": __version__, "matbench_git": git_revision(),
                            "from_schema_version": parsed.schema_version}
     payload["schema_version"] = SCHEMA_VERSION
     validate_results(payload, f"rescored {path}")
-    write_json(path, payload)
+    if stored:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(results_bytes(payload))
+        tmp.replace(path)
+    else:
+        write_json(path, payload)
     return payload
-
-
-def results_files(target: Path, recursive: bool = False) -> list[Path]:
-    """`target` itself, or every results file in a directory (not the scorecard); in its
-    subfolders too when `recursive`."""
-    if target.is_dir():
-        found = target.rglob(RESULTS_GLOB) if recursive else target.glob(RESULTS_GLOB)
-        return sorted(p for p in found if p.name != "scorecard.json")
-    if not target.exists():
-        raise MatbenchError(f"{target} not found: pass a results file or an eval output directory")
-    return [target]

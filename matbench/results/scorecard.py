@@ -19,6 +19,7 @@ from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS, Evaluator
 from matbench.evaluators.base import suites_in_order
 from matbench.results.schema import read_results
+from matbench.results.store import find_log, results_files
 
 
 def _entry(path: Path, parsed: Any, evaluator: type[Evaluator], readout: str, home: Path) -> dict[str, Any]:
@@ -27,7 +28,8 @@ def _entry(path: Path, parsed: Any, evaluator: type[Evaluator], readout: str, ho
     metrics = [m for m in evaluator.contract if m.in_scorecard and m.valid_for(readout)]
     out = {m.key: m.value(parsed.metrics, f"results file {path}") for m in metrics}
     out["evidence"] = {"results": os.path.relpath(path, home),
-                       "items": os.path.relpath(path.parent / parsed.items.log, home),
+                       "items": os.path.relpath(find_log(path.parent, parsed.items.log)
+                                                or path.parent / parsed.items.log, home),
                        "keys": {m.key: f"metrics.{m.path}" for m in metrics},
                        "n_items": parsed.config.n_items, "device": parsed.config.model.device,
                        **({"judge": parsed.config.judge.model} if parsed.config.judge else {})}
@@ -44,7 +46,7 @@ def build_scorecard(directories: Path | Sequence[Path], readout: str = "probe", 
     for directory in directories:
         if not directory.is_dir():
             raise MatbenchError(f"{directory} is not a directory; pass matbench eval output directories")
-        runs += [(path, read_results(path)) for path in sorted(directory.glob(f"*_{readout}_*.json"))]
+        runs += [(path, read_results(path)) for path in results_files(directory) if f"_{readout}_" in path.name]
     return scorecard_of_runs(runs, readout, serving, home, ", ".join(map(str, directories)))
 
 
