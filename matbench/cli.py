@@ -22,14 +22,16 @@ from matbench.commands import (
     rescore,
     scorecard,
     show,
+    store,
     submit,
+    validate,
 )
 from matbench.commands import eval as eval_command
 from matbench.errors import MatbenchError, is_out_of_memory
 from matbench.plugins import load_plugins
 
-COMMANDS = (eval_command, merge, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, export,
-            cache, bench)
+COMMANDS = (eval_command, merge, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, store,
+            validate, export, cache, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
