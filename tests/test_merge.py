@@ -131,7 +131,7 @@ def _copy(source: Path, target: Path) -> Path:
 
 def _relabel_device(folder: Path, index: int, device: str) -> None:
     """Make a shard read as run on `device`: its description's config and machine, as a GPU
-    shard's are (this machine has no GPU; results/device holds the real CPU + H200 merge)."""
+    shard's are (results/cpu-gpu-merge holds the real CPU + H200 merge)."""
     path = folder / f"{STEM}.shard.rank{index}.jsonl"
     described = json.loads(path.read_text())
     described["config"]["model"]["device"] = device
@@ -215,7 +215,7 @@ CPU_GPU = Path(__file__).resolve().parent / "data" / "cpu-gpu-merge"
 
 
 def test_a_cpu_shard_and_an_h200_shard_merge_into_the_file_one_process_writes(tmp_path, capsys):
-    """SmolLM2-135M, discovery, 32 pairs, every readout (results/device/cpu-gpu-merge.md): shard
+    """SmolLM2-135M, discovery, 32 pairs, every readout (results/cpu-gpu-merge/README.md): shard
     0/2 ran on a 2-core CPU, shard 1/2 on an H200 (float32, sdpa_grouped), and `one-process` is
     what a single CPU process wrote from the merged records (the log copied into an empty folder,
     the same `matbench eval` resumed there: nothing left to score)."""

@@ -1,4 +1,4 @@
-"""cpu_gpu_merge.py ROOT OUT.json: compare a CPU + GPU `matbench merge` with single processes.
+"""python tools/cpu_gpu_merge.py ROOT OUT.json: compare a CPU + GPU `matbench merge` with single processes.
 
 ROOT holds, for one command (`matbench eval ... --readout all`): `cpu-shard0` (`--shard 0/2` on the
 CPU), `gpu-shard1` (`--shard 1/2` on the GPU), `merged` (`matbench merge` of the two), `resumed` (the
