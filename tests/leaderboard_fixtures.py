@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from matbench.leaderboard import synthetic
-from matbench.leaderboard.submit import SUBMISSIONS
 from matbench.leaderboard.synthetic import copy_run
+
+# The runs of the store as `matbench submit` stored them before the store existed: plain logs,
+# indented results, one folder per run under its former address.
+SUBMISSIONS = Path(__file__).resolve().parents[1] / "leaderboard" / "submissions"
 
 # Markup that must stay text, a path that must pick no folder, and a spreadsheet formula that the
 # CSV downloads must hold as text (behind an apostrophe).

@@ -12,7 +12,7 @@ import pytest
 from matbench.cli import main
 from matbench.errors import MatbenchError
 from matbench.evaluators.base import suites_in_order
-from matbench.leaderboard.collect import MAX_RESULTS_BYTES, find_runs
+from matbench.leaderboard.collect import find_runs
 from matbench.leaderboard.reported import load_reported
 from matbench.leaderboard.site import build_site
 from matbench.leaderboard.submit import (
@@ -21,6 +21,8 @@ from matbench.leaderboard.submit import (
     verify_submission,
 )
 from matbench.results.files import file_sha256
+from matbench.results.store import results_files, run_address
+from matbench.results.validate import MAX_RESULTS_BYTES
 from tests.leaderboard_fixtures import (
     HOSTILE,
     SUBMISSIONS,
@@ -56,17 +58,13 @@ def _parse(path: Path) -> _Links:
     return parser
 
 
-def test_every_committed_submission_verifies_and_is_stored_under_its_address():
+def test_the_submissions_are_the_stores_contract_experiment_and_audit_runs():
     runs = committed_runs()
-    # The submissions are exactly the committed runs of the offline models: the contract's, the
-    # paper's further experiments' and the eviction audit's.
+    # The same runs, whatever their formatting: the address is of the payload, not the file's bytes.
     results = Path(__file__).resolve().parents[1] / "results"
-    contract = [p for p in [*results.glob("contract/*/*.json"), *results.glob("experiments/*/*.json"),
-                            *results.glob("audit/*/*.json")] if p.name != "scorecard.json"]
-    assert sorted(file_sha256(p) for p in runs) == sorted(file_sha256(p) for p in contract) and runs
-    for path in runs:
-        run = verify_submission(path)
-        assert path.parent.name == run.sha256[:16]  # content-addressed
+    stored = [p for c in ("contract", "experiments", "audit") for p in results_files(results / c, recursive=True)]
+    assert sorted(run_address(json.loads(p.read_bytes())) for p in runs) == sorted(
+        run_address(json.loads(p.read_bytes())) for p in stored) and runs
 
 
 def test_site_from_the_committed_submissions(tmp_path):
@@ -197,7 +195,7 @@ def _tamper(tmp_path: Path, edit) -> Path:
 ])
 def test_a_doctored_submission_is_refused_in_one_line(tmp_path, capsys, edit, message):
     path = _tamper(tmp_path, edit)
-    assert main(["submit", str(path), "--submissions", str(tmp_path / "store")]) == 2
+    assert main(["submit", str(path), "--store", str(tmp_path / "store")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
     assert not (tmp_path / "store").exists()  # nothing written
@@ -240,7 +238,7 @@ def test_a_submission_whose_log_lacks_records_is_refused_in_one_line(tmp_path, c
     payload = json.loads(path.read_text())
     payload["items"]["sha256"] = file_sha256(log)
     path.write_text(json.dumps(payload))
-    assert main(["submit", str(path), "--submissions", str(tmp_path / "store")]) == 2
+    assert main(["submit", str(path), "--store", str(tmp_path / "store")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "discovery_probe_compact" in err
     assert not (tmp_path / "store").exists()
@@ -250,10 +248,17 @@ def test_store_is_content_addressed_and_idempotent(tmp_path):
     run = verify_submission(copy_run(RUN, tmp_path / "sub"))
     first = store_submission(run, tmp_path / "store")
     second = store_submission(run, tmp_path / "store")
-    assert first == second and first.address == run.sha256[:16]
-    assert sorted(p.name for p in (tmp_path / "store" / first.address).iterdir()) == [
-        "discovery_probe_compact.items.jsonl", "discovery_probe_compact.json"]
-    assert verify_submission(tmp_path / "store" / first.address / "discovery_probe_compact.json").sha256 == run.sha256
+    folder = tmp_path / "store" / "submissions" / first.address
+    assert first == second and first.address == run.sha256[:16] == run_address(json.loads(RUN.read_bytes()))
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "discovery_probe_compact.items.jsonl.gz", "discovery_probe_compact.json"]
+    assert first.files == (folder / "discovery_probe_compact.json", folder / "discovery_probe_compact.items.jsonl.gz")
+    bytes_once = [p.read_bytes() for p in first.files]
+    store_submission(run, tmp_path / "store")  # the same bytes again: deterministic compression
+    assert [p.read_bytes() for p in first.files] == bytes_once
+    stored = verify_submission(folder / "discovery_probe_compact.json")
+    assert stored.sha256 == run.sha256 and stored.log == folder / "discovery_probe_compact.items.jsonl.gz"
+    assert (folder / "discovery_probe_compact.json").read_text().count("\n") == 1  # one line
 
 
 def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
@@ -270,8 +275,8 @@ def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
     assert open_hub_pull_request(run, "org/matbench-submissions", api=api).endswith("/discussions/1")
     assert api.kw["create_pr"] is True and api.kw["repo_type"] == "dataset"
     assert [op.path_in_repo for op in api.kw["operations"]] == [
-        f"submissions/{run.sha256[:16]}/discovery_probe_compact.json",
-        f"submissions/{run.sha256[:16]}/discovery_probe_compact.items.jsonl"]
+        f"submissions/{run.address}/discovery_probe_compact.json",
+        f"submissions/{run.address}/discovery_probe_compact.items.jsonl.gz"]
 
 
 def _http_error(message: str) -> Exception:
@@ -514,6 +519,15 @@ def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(t
     assert _oracle_run(entry, "harvest", "probe", "compact", _model_settings(templated)) is None
 
 
+def _run_sha256(path: Path) -> str:
+    """A run's sha256 as the leaderboard names it: of its results in the store's serialization."""
+    import hashlib
+
+    from matbench.results.store import results_bytes
+
+    return hashlib.sha256(results_bytes(json.loads(path.read_bytes()))).hexdigest()
+
+
 @pytest.fixture(scope="module")
 def committed_site(tmp_path_factory):
     return build_site([SUBMISSIONS], tmp_path_factory.mktemp("committed") / "site")
@@ -528,8 +542,8 @@ def test_the_parquet_holds_one_row_per_results_file_with_its_headline_metrics(co
     site = committed_site.out
     frame = pd.read_parquet(site / "leaderboard.parquet")
     runs = committed_runs()
-    assert len(frame) == len(runs) and sorted(frame["sha256"]) == sorted(file_sha256(p) for p in runs)
-    by_sha = {file_sha256(p): json.loads(p.read_text()) for p in runs}
+    assert len(frame) == len(runs) and sorted(frame["sha256"]) == sorted(_run_sha256(p) for p in runs)
+    by_sha = {_run_sha256(p): json.loads(p.read_text()) for p in runs}
     index = _parse(site / "index.html").hrefs
     checked = 0
     for row in frame.astype(object).where(frame.notna(), None).to_dict(orient="records"):  # missing -> None
@@ -630,10 +644,10 @@ def test_evidence_link_points_each_number_at_its_submission_on_the_hub(tmp_path,
     loose = copy_run(trigger, tmp_path / "loose" / "x", model="loose-model")
     assert main([*args, "--results", str(tmp_path / "loose"), "--out", str(tmp_path / "mixed")]) == 0
     err = capsys.readouterr().err
-    assert err == ("note: 1 of 3 results files have no Hub address (not stored as submissions/<sha256[:16]>/ by "
+    assert err == ("note: 1 of 3 results files have no Hub address (not stored as submissions/<address>/ by "
                    "matbench submit): their evidence is copied under evidence/\n")
     copied = sorted(p.relative_to(tmp_path / "mixed") for p in (tmp_path / "mixed" / "evidence").rglob("*") if p.is_file())
-    stem = file_sha256(loose)[:16]
+    stem = run_address(json.loads(loose.read_bytes()))
     assert [p.name for p in copied] == [f"{stem}.items.jsonl", f"{stem}.json"]
     mixed = {h for page in (tmp_path / "mixed").glob("*.html") for h in _parse(page).hrefs}
     assert expected <= mixed and {str(p) for p in copied} <= mixed
