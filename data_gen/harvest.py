@@ -55,10 +55,7 @@ N_CARRIERS = 4
 N_INJECTED = 4
 OPTIONS = ("A", "B")
 _WORD = re.compile(r"[a-z0-9_]+")
-_STOP = frozenset((
-    "the a an to of and in is are was were on at for with as by it this that be been you your what which who "
-    "how when where did does do i we they he she from about their his her have has had will would can could "
-    "there not no yes but or if so its it's im i'm").split())
+_STOP = frozenset(["the", "a", "an", "to", "of", "and", "in", "is", "are", "was", "were", "on", "at", "for", "with", "as", "by", "it", "this", "that", "be", "been", "you", "your", "what", "which", "who", "how", "when", "where", "did", "does", "do", "i", "we", "they", "he", "she", "from", "about", "their", "his", "her", "have", "has", "had", "will", "would", "can", "could", "there", "not", "no", "yes", "but", "or", "if", "so", "its", "it's", "im", "i'm"])
 
 
 def content_words(text: str) -> set[str]:

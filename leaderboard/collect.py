@@ -14,9 +14,9 @@ from typing import Any
 
 from matbench.errors import MatbenchError
 from matbench.results.schema import ResultsFile
+from matbench.results.scorecard import scorecard_of_runs
 from matbench.results.store import results_files
 from matbench.results.validate import Run, check_run
-from matbench.results.scorecard import scorecard_of_runs
 
 __all__ = ["ModelEntry", "Run", "check_run", "find_runs", "group_models", "model_revision"]
 

@@ -19,8 +19,8 @@ VOCAB = 49152  # the SmolLM2 tokenizer's, used by every tiny model
 def tiny_config(kind: str):
     from transformers import Gemma3TextConfig, LlamaConfig, Qwen3Config
 
-    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_attention_heads=4,
-                  num_key_value_heads=2, initializer_range=0.3)
+    common = {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "initializer_range": 0.3}
     if kind == "llama":
         cfg = LlamaConfig(num_hidden_layers=2, **common)
     elif kind == "qwen3":  # QK-norm

@@ -41,7 +41,7 @@ def eval_refused_before_loading(argv: list[str], monkeypatch, capsys) -> str:
 
 
 def test_help_lists_eval():
-    out = subprocess.run([sys.executable, "-m", "matbench.cli", "eval", "--help"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "matbench.cli", "eval", "--help"], capture_output=True, text=True, check=False)
     assert out.returncode == 0
     for flag in ("--model", "--readout", "--serving", "--limit", "--check", "--output", "examples:"):
         assert flag in out.stdout
@@ -114,7 +114,7 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
     out = tmp_path / "run"
     args = ["eval", "--model", str(tiny_dir), "--limit", "3", "--check", "--readout", "short",
             "--no-progress", "--output", str(out)]
-    code, stdout, _ = run_cli(args, capsys)
+    code, _stdout, _ = run_cli(args, capsys)
     assert code == 0
     results = json.loads((out / "discovery_short_compact.json").read_text())
     log = (out / "discovery_short_compact.items.jsonl").read_text().splitlines()
@@ -207,7 +207,7 @@ def test_console_script_reports_one_line(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     script = Path(sys.executable).with_name("matbench")  # the console script of this environment
     out = subprocess.run([str(script), "eval", "--model", "smollm2-135m", "--limit", "0", "--output", str(tmp_path)],
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True, env=env, check=False)
     assert out.returncode == 2
     assert out.stderr.strip() == "matbench: error: --limit must be at least 1 (got 0)"
 

@@ -56,7 +56,7 @@ def test_card_documents_configs_fields_and_hashes(repo):
         return f"| {name} | {suite.summary} | {'yes' if suite.contract else 'no'} | {suite.version} | 6 |"
 
     assert "config_name: harvest" in card and row("harvest") in card
-    pairs, info = load_pairs(str(repo), "discovery")
+    _pairs, info = load_pairs(str(repo), "discovery")
     assert f"`{info['config_content_hash']}`" in card and row("discovery") in card
     assert "config_name: landing" in card and row("landing") in card
     assert "config_name: edge_swap" in card and "| edge_swap | does the served leaf edge select" in card

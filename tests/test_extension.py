@@ -22,7 +22,7 @@ def _matbench(*args: str, plugins: str | None = str(PLUGIN)) -> subprocess.Compl
     if plugins is not None:
         env["MATBENCH_PLUGINS"] = plugins
     return subprocess.run([sys.executable, "-m", "matbench", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+                          timeout=600, check=False)
 
 
 def test_a_plugin_suite_readout_and_policy_run_end_to_end(tiny_dir, tmp_path):

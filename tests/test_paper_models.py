@@ -24,8 +24,8 @@ from matbench.errors import MatbenchError
 from matbench.models.loading import load_model
 from tests.helpers import VOCAB
 
-COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_attention_heads=4,
-              num_key_value_heads=2, head_dim=16, initializer_range=0.3)
+COMMON = {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 16, "initializer_range": 0.3}
 
 # kind: (model_type of the checkpoint, class it loads as, model_type of its language model)
 KINDS = {
@@ -67,17 +67,17 @@ def tiny_paper_config(kind: str):
     if kind == "gemma4-text":
         return AutoConfig.for_model("gemma4_text", **_gemma4_text())
     if kind == "gemma4":
-        vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=2, head_dim=16, patch_size=4, position_embedding_size=64)
+        vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+                      "num_key_value_heads": 2, "head_dim": 16, "patch_size": 4, "position_embedding_size": 64}
         return AutoConfig.for_model("gemma4", text_config=_gemma4_text(), vision_config=vision)
     if kind == "gemma4-unified":  # wider global heads through global_head_dim, no per-layer inputs
         text = dict(model_type="gemma4_unified_text", num_hidden_layers=4, sliding_window=64,
                     layer_types=["sliding_attention"] * 3 + ["full_attention"], global_head_dim=32, **COMMON)
-        vision = dict(patch_size=4, pooling_kernel_size=2, mm_embed_dim=32, mm_posemb_size=16, output_proj_dims=64)
+        vision = {"patch_size": 4, "pooling_kernel_size": 2, "mm_embed_dim": 32, "mm_posemb_size": 16, "output_proj_dims": 64}
         return AutoConfig.for_model("gemma4_unified", text_config=text, vision_config=vision)
     # Ministral-3: a Pixtral vision tower and an untied lm_head over a ministral3 (or mistral) decoder.
-    vision = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                  num_attention_heads=2, head_dim=16, image_size=32, patch_size=8)
+    vision = {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                  "num_attention_heads": 2, "head_dim": 16, "image_size": 32, "patch_size": 8}
     text = dict(model_type=text_type, num_hidden_layers=2, tie_word_embeddings=False, **COMMON)
     return AutoConfig.for_model("mistral3", text_config=text, vision_config=vision, tie_word_embeddings=False)
 

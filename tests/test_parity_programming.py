@@ -130,7 +130,7 @@ def test_matbench_renders_the_papers_item_from_the_same_draws(script, item):
 
 
 def test_the_papers_probe_free_readout_is_matbench_short_and_the_probe_only_adds_answer_prefix():
-    script, item = ITEMS[0]
+    _script, item = ITEMS[0]
     pair = build(draws(item), "x", "nld", item["template"])
     recorded = next(s for s in cell(item, "nld", "hi")["serves"] if s["question"] == "qmain")["query"]
     probe = RENDERER.arm_query(pair, pair.arm("both"), READOUTS.get("probe"))

@@ -24,7 +24,7 @@ def test_draws_are_the_papers():
         (hi, thr), (lo, thr_b) = (map(int, re.findall(r"\d+", body)) for body in p.source_bodies)
         assert thr == thr_b and 200 <= thr < 800 and thr + 30 <= hi < 999 and 100 <= lo < thr - 29
         assert 8 <= p.source < 16 and p.values == VALUES
-        decoy, sensor, target, unrelated = p.registers
+        decoy, sensor, _target, unrelated = p.registers
         assert len(set(p.registers)) == 4 and set(p.registers) <= set(REGISTER_POOL)
         assert p.events[0] == f"sensor {decoy} logged a routine idle reading"
         state = re.fullmatch(rf"register {unrelated} set to state (ONLINE|OFFLINE)", p.events[2]).group(1)
@@ -64,7 +64,7 @@ def test_serve_sets_and_questions():
     for p in pairs:
         kind = p.variant.split("/")[0]
         carrier = p.source + 1
-        decoy, sensor, target, unrelated = p.registers
+        _decoy, sensor, target, unrelated = p.registers
         assert p.arm("car").served == (0, 2, carrier) and p.arm("rev").served == (0, 2, REVIEW_AT)
         assert p.arm("both").served == (0, 2, carrier, REVIEW_AT) == p.arm("unrel").served == p.arm("sel").served
         assert p.arm("car@L").query_at_end and not p.arm("both").query_at_end

@@ -143,7 +143,7 @@ def test_a_plugin_generating_readout_gets_the_paper_parse_metrics():
         "assert not metric.valid_for('probe') and not metric.valid_for('logit')\n"
         "assert metric.describe()['readouts'] == ['brief', 'menu', 'short', 'trace'], metric.describe()\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
 
 

@@ -42,7 +42,7 @@ def test_serving_and_decoding_do_not_depend_on_the_room(tiny, pairs, serving, mo
 
     engine = engine_for(tiny, serving=serving)
     pair = pairs[0]
-    layout, caches = engine.prepare(pair)
+    _layout, caches = engine.prepare(pair)
     requests = [ServeRequest(caches[m], arm.served, engine.query_ids(pair, arm, engine.probe_readout))
                 for arm in pair.arms for m in (0, 1)]
     out = {}

@@ -164,8 +164,8 @@ def test_the_count_matched_leak_removes_what_the_ratio_budgets_row_count_explain
 @pytest.mark.parametrize("spec, message", [
     ("snapkv", "policy 'snapkv' needs a budget: --budget 0.5 (fraction removed) or 256 (tokens kept), or snapkv@0.5"),
     ("snapkv:windw=3@0.5", "policy 'snapkv' takes window=, kernel=, question= (got 'windw=3')"),
-    ("knorm:question=true@0.5", "policy 'knorm' scores keys and values only: a question cannot change its picks; "
-                                "drop question=true (it applies to snapkv, tova, h2o, ...)"),
+    ("knorm:question=true@0.5", ("policy 'knorm' scores keys and values only: a question cannot change its picks; "
+                                "drop question=true (it applies to snapkv, tova, h2o, ...)")),
     ("snapkv:window=x@0.5", "policy 'snapkv': window must be int (got 'x')"),
     ("knorm@1.5", "a budget ratio is the fraction removed, in [0, 1) (got 1.5)"),
     ("knorm@lots", "budget 'lots' is neither a removed fraction such as 0.5 nor a token count such as 256"),

@@ -42,4 +42,5 @@ for shape, tok, impl, dtype in [("qwen3-8b", "/tmp/tok/smollm2", "sdpa_grouped",
                                                        "arms": len(probes["fused"])}
     print(shape, impl, dtype, "fused vs unfused: max |d probe logp|", diff, "same class", same, "of", len(probes["fused"]), flush=True)
     del loaded; torch.cuda.empty_cache()
-json.dump(out, open(sys.argv[1], "w"), indent=1)
+with open(sys.argv[1], "w") as fh:
+    json.dump(out, fh, indent=1)

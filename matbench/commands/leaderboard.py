@@ -34,11 +34,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from matbench.errors import MatbenchError
     from matbench.leaderboard.evidence import EvidencePlan, HubDataset
     from matbench.leaderboard.reported import load_reported
     from matbench.leaderboard.site import build_site
-
-    from matbench.errors import MatbenchError
     from matbench.results.publish import download_store
 
     if not args.results and not args.hub_store:

@@ -15,6 +15,7 @@ pair at a time.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import torch
@@ -51,7 +52,7 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
     ids_d, pos_d, valid_d = (to_device(t, device) for t in (ids, pos, valid))
     past_coords, past_valid = to_device(past_coords, device), to_device(past_valid, device)
     # No past and strictly increasing positions: the explicit mask is the causal one.
-    causal = not past and all(all(a < b for a, b in zip(p, p[1:])) for _, p in new)
+    causal = not past and all(all(a < b for a, b in itertools.pairwise(p)) for _, p in new)
     step = chunk_size or width
     for start in range(0, width, step):
         end = min(start + step, width)

@@ -8,9 +8,7 @@ from matbench.errors import MatbenchError
 
 # model_type values whose layers keep no per-token K/V rows (or not in every layer).
 NON_TOKEN_KV_TYPES = frozenset(
-    "mamba mamba2 falcon_mamba rwkv rwkv5 rwkv6 rwkv7 jamba zamba zamba2 bamba qwen3_next "
-    "qwen3_5 qwen3_5_moe lfm2 lfm2_moe granitemoehybrid recurrent_gemma xlstm nemotron_h "
-    "falcon_h1 minimax plamo2 kimi_linear olmo_hybrid".split()
+    ["mamba", "mamba2", "falcon_mamba", "rwkv", "rwkv5", "rwkv6", "rwkv7", "jamba", "zamba", "zamba2", "bamba", "qwen3_next", "qwen3_5", "qwen3_5_moe", "lfm2", "lfm2_moe", "granitemoehybrid", "recurrent_gemma", "xlstm", "nemotron_h", "falcon_h1", "minimax", "plamo2", "kimi_linear", "olmo_hybrid"]
 )
 TOKEN_KV_LAYER_TYPES = frozenset({"full_attention", "sliding_attention"})
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def _git(here: Path, *args: str) -> subprocess.CompletedProcess | None:
     try:
-        return subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5)
+        return subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
 
