@@ -83,8 +83,9 @@ class AccessDraw:
     fillers: tuple[str, ...]
 
 
-def slot_fillers(rng: random.Random, taken: tuple[str, ...], source: int,
-             avoid: frozenset[int] = frozenset()) -> tuple[str, ...]:
+def slot_fillers(
+    rng: random.Random, taken: tuple[str, ...], source: int, avoid: frozenset[int] = frozenset()
+) -> tuple[str, ...]:
     """Filler bodies for the slots that are not the decoy, source or carrier, in slot order (the
     paper draws register then number per slot), about registers not in `taken` (the item's own)."""
     return tuple("" if i in (DECOY_AT, source, CARRIER_AT) else filler_body(rng, taken, avoid) for i in range(N_EVENTS))
@@ -134,8 +135,7 @@ def _arms(source: int, questions: list[tuple[str, str, dict]]) -> list[Arm]:
     for suffix, question, extra in questions:
         tag = f"/{suffix}" if suffix else ""
         arms += [Arm(f"{name}{tag}", served, question, encoding=enc, **extra) for name, enc in ENCODINGS]
-        arms.append(Arm(f"full_txt{tag}", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text",
-                        **extra))
+        arms.append(Arm(f"full_txt{tag}", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text", **extra))
     arms.append(Arm("control", tuple(range(source)), questions[0][1], **questions[0][2]))
     return arms
 
@@ -156,14 +156,23 @@ def build(d: AccessDraw, item_id: str) -> DonorPair:
         decoy = f"register {D} completed a routine self-test"
         carrier = f"register {T} mirrors register {S}"
         above = tuple("YES" if int(n) > 500 else "NO" for n in d.values)
-        arms = _arms(d.source, [
-            # kv_digit generates 12 tokens for the exact number, whatever the run's readout budget.
-            ("exact", DIGIT_QUESTIONS["exact"].format(T=T), {"open_question": True, "budget": 12}),
-            ("above500", DIGIT_QUESTIONS["above500"].format(T=T),
-             {"open_question": True, "menu": ("YES", "NO"), "values": above}),
-            ("first_digit", DIGIT_QUESTIONS["first_digit"].format(T=T),
-             {"open_question": True, "menu": DIGITS, "values": tuple(n[0] for n in d.values)}),
-        ])
+        arms = _arms(
+            d.source,
+            [
+                # kv_digit generates 12 tokens for the exact number, whatever the run's readout budget.
+                ("exact", DIGIT_QUESTIONS["exact"].format(T=T), {"open_question": True, "budget": 12}),
+                (
+                    "above500",
+                    DIGIT_QUESTIONS["above500"].format(T=T),
+                    {"open_question": True, "menu": ("YES", "NO"), "values": above},
+                ),
+                (
+                    "first_digit",
+                    DIGIT_QUESTIONS["first_digit"].format(T=T),
+                    {"open_question": True, "menu": DIGITS, "values": tuple(n[0] for n in d.values)},
+                ),
+            ],
+        )
         leak = rf"\bregister {S} refreshed to\b"
     else:
         menu = PHRASES
@@ -171,25 +180,50 @@ def build(d: AccessDraw, item_id: str) -> DonorPair:
         decoy = f'register {D} logged the note "{d.decoy_value}"'
         carrier = f"register {T} copied the note of register {S}"
         polarity = tuple("GOOD" if p in POSITIVE else "BAD" for p in d.values)
-        arms = _arms(d.source, [
-            ("verbatim", f"Which note did register {T} copy?", {}),
-            ("polarity", f"Was the note copied by register {T} good news or bad news?",
-             {"menu": ("GOOD", "BAD"), "values": polarity}),
-        ])
+        arms = _arms(
+            d.source,
+            [
+                ("verbatim", f"Which note did register {T} copy?", {}),
+                (
+                    "polarity",
+                    f"Was the note copied by register {T} good news or bad news?",
+                    {"menu": ("GOOD", "BAD"), "values": polarity},
+                ),
+            ],
+        )
         leak = rf"\bregister {S} logged\b"
     events = list(d.fillers)
     events[DECOY_AT] = decoy
     events[d.source] = f"<donor of register {S}>"
     events[CARRIER_AT] = carrier
-    return DonorPair(item_id=item_id, events=tuple(events), source=d.source, source_bodies=bodies,  # type: ignore[arg-type]
-                     values=d.values, menu=menu, arms=tuple(arms), leak_patterns=(leak,), registers=(S, T, D),
-                     decoys=(DECOY_AT,), variant=d.variant)
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=d.source,
+        source_bodies=bodies,  # type: ignore[arg-type]
+        values=d.values,
+        menu=menu,
+        arms=tuple(arms),
+        leak_patterns=(leak,),
+        registers=(S, T, D),
+        decoys=(DECOY_AT,),
+        variant=d.variant,
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(draw(rng, VARIANTS[index % len(VARIANTS)]), item_id)
 
 
-SUITE = SUITES.register("access")(Suite("access", VERSION, default_n=160, make_item=make_item,
-          summary=("how much of a dropped source a mirror carrier's rows carry: a bin2 / dir4 / name8 state "
-                   "and a three-digit number (kv_sweepmenu, kv_digit)")))
+SUITE = SUITES.register("access")(
+    Suite(
+        "access",
+        VERSION,
+        default_n=160,
+        make_item=make_item,
+        summary=(
+            "how much of a dropped source a mirror carrier's rows carry: a bin2 / dir4 / name8 state "
+            "and a three-digit number (kv_sweepmenu, kv_digit)"
+        ),
+    )
+)

@@ -93,8 +93,15 @@ def ask_state(register: str) -> str:
     return f"What state is register {register} in?"
 
 
-def register_source_pair(item_id: str, events: list[str], source: int, source_reg: str, arms,
-                         registers: tuple[str, ...], trace: str = RELEVANT_TRACE) -> DonorPair:
+def register_source_pair(
+    item_id: str,
+    events: list[str],
+    source: int,
+    source_reg: str,
+    arms,
+    registers: tuple[str, ...],
+    trace: str = RELEVANT_TRACE,
+) -> DonorPair:
     """A pair whose dropped source is "register S set to state v" (member A: ONLINE, B: OFFLINE)
     and whose event 0 is the served decoy, a register state drawn independently of the donor;
     `trace` is the trace readout's instruction (the paper's wording for the suite)."""

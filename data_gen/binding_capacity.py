@@ -80,16 +80,24 @@ def build(d: BicapDraw, item_id: str, layout: str) -> DonorPair:
     for tag, target, values in asks:
         question = f"What state is register {target} in?"
         arms += [Arm(f"{name}/{tag}", served, question, encoding=enc, values=values) for name, enc in ENCODINGS]
-        arms.append(Arm(f"full_txt/{tag}", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text",
-                        values=values))
+        arms.append(
+            Arm(f"full_txt/{tag}", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text", values=values)
+        )
     arms.append(Arm("control", tuple(range(d.m1)), f"What state is register {d.t1} in?"))
-    return DonorPair(item_id=item_id, events=tuple(events), source=d.m1,
-                     source_bodies=tuple(f"register {d.s1} set to state {v}" for v in v1),  # type: ignore[arg-type]
-                     values=v1, menu=STATUS2, arms=tuple(arms),
-                     leak_patterns=(rf"\bregister {d.s1} set to\b", rf"\bregister {d.s2} set to\b"),
-                     registers=(d.decoy, d.s1, d.t1, d.s2, d.t2), decoys=(DECOY_AT,),
-                     donor_events=((d.m2, *(f"register {d.s2} set to state {v}" for v in v2)),),
-                     variant=layout)
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=d.m1,
+        source_bodies=tuple(f"register {d.s1} set to state {v}" for v in v1),  # type: ignore[arg-type]
+        values=v1,
+        menu=STATUS2,
+        arms=tuple(arms),
+        leak_patterns=(rf"\bregister {d.s1} set to\b", rf"\bregister {d.s2} set to\b"),
+        registers=(d.decoy, d.s1, d.t1, d.s2, d.t2),
+        decoys=(DECOY_AT,),
+        donor_events=((d.m2, *(f"register {d.s2} set to state {v}" for v in v2)),),
+        variant=layout,
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -98,7 +106,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("binding_capacity")(
-    Suite("binding_capacity", VERSION, default_n=len(LAYOUTS) * 32, make_item=make_item, group_size=len(LAYOUTS),
-          contract=False, paraphrase=False,
-          summary="is a served row's ~1 bit per row or per bound variable: one binding, two in one event, "
-                  "two events (kv_bicap)"))
+    Suite(
+        "binding_capacity",
+        VERSION,
+        default_n=len(LAYOUTS) * 32,
+        make_item=make_item,
+        group_size=len(LAYOUTS),
+        contract=False,
+        paraphrase=False,
+        summary="is a served row's ~1 bit per row or per bound variable: one binding, two in one event, "
+        "two events (kv_bicap)",
+    )
+)

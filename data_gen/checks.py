@@ -48,7 +48,7 @@ def check_pair(pair: DonorPair) -> None:
         texts = list(pair.events) + [a.question for a in pair.arms]
         for text in texts:
             for match in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text, re.IGNORECASE):
-                if not re.search(r"\bregisters?\s+$", text[:match.start()], re.IGNORECASE):
+                if not re.search(r"\bregisters?\s+$", text[: match.start()], re.IGNORECASE):
                     raise MatbenchError(
                         f"generation check refused {pair.item_id}: register {name} is also a menu word and "
                         f"appears without 'register' before it ({text!r}), where a reply could echo it"

@@ -82,12 +82,21 @@ def build(d: DecoyDraw, item_id: str, mode: str) -> DonorPair:
     )
     if not visible:  # an opposite decoy at slot 0 precedes every row: no event lies before the donor
         arms += (Arm("control", tuple(range(d.source)), question),)
-    return DonorPair(item_id=item_id, events=tuple(events), source=d.source,
-                     source_bodies=tuple(f"register {S} set to state {v}" for v in STATES),  # type: ignore[arg-type]
-                     values=STATES, menu=STATES, arms=arms, leak_patterns=(rf"\bregister {S} set to\b",),
-                     registers=(S, T, D), decoys=() if visible else (DECOY_AT,), donor_events=donor_events,
-                     # the independent decoy's state rides in the variant, so the evaluator can count echoes
-                     variant=f"{mode}/{d.decoy_value}" if mode == "independent" else mode)
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=d.source,
+        source_bodies=tuple(f"register {S} set to state {v}" for v in STATES),  # type: ignore[arg-type]
+        values=STATES,
+        menu=STATES,
+        arms=arms,
+        leak_patterns=(rf"\bregister {S} set to\b",),
+        registers=(S, T, D),
+        decoys=() if visible else (DECOY_AT,),
+        donor_events=donor_events,
+        # the independent decoy's state rides in the variant, so the evaluator can count echoes
+        variant=f"{mode}/{d.decoy_value}" if mode == "independent" else mode,
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -96,7 +105,14 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("decoy_audit")(
-    Suite("decoy_audit", VERSION, default_n=len(MODES) * 32, make_item=make_item, group_size=len(MODES),
-          contract=False,
-          summary="how much of bin2's recall is read off the served decoy: opposite, independent and no decoy "
-                  "(kv_decoyctl2)"))
+    Suite(
+        "decoy_audit",
+        VERSION,
+        default_n=len(MODES) * 32,
+        make_item=make_item,
+        group_size=len(MODES),
+        contract=False,
+        summary="how much of bin2's recall is read off the served decoy: opposite, independent and no decoy "
+        "(kv_decoyctl2)",
+    )
+)

@@ -93,9 +93,17 @@ def load_locomo(path: str | Path) -> list[Conversation]:
     if not isinstance(data, list) or not all(isinstance(d, dict) and "conversation" in d for d in data):
         raise MatbenchError(f"{path} is not LoCoMo's locomo10.json (expected a list of samples with 'conversation')")
     digest = file_sha256(path)
-    return [Conversation("locomo", str(d.get("sample_id", f"conv-{i}")), path.name, digest,
-                         _turns(d["conversation"], "text", captions=True), tuple(d.get("qa", [])))
-            for i, d in enumerate(data)]
+    return [
+        Conversation(
+            "locomo",
+            str(d.get("sample_id", f"conv-{i}")),
+            path.name,
+            digest,
+            _turns(d["conversation"], "text", captions=True),
+            tuple(d.get("qa", [])),
+        )
+        for i, d in enumerate(data)
+    ]
 
 
 def load_realtalk(directory: str | Path) -> list[Conversation]:
@@ -109,8 +117,11 @@ def load_realtalk(directory: str | Path) -> list[Conversation]:
         d = _read_json(f, f"REALTALK file {f.name}")
         if not isinstance(d, dict) or "qa" not in d:
             raise MatbenchError(f"{f} is not a REALTALK chat (expected a mapping with 'qa' and session_<N> keys)")
-        out.append(Conversation("realtalk", f.stem, f.name, file_sha256(f), _turns(d, "clean_text", captions=False),
-                                tuple(d["qa"])))
+        out.append(
+            Conversation(
+                "realtalk", f.stem, f.name, file_sha256(f), _turns(d, "clean_text", captions=False), tuple(d["qa"])
+            )
+        )
     return out
 
 
@@ -142,8 +153,10 @@ def participant_components(conversations: list[str]) -> dict[str, str]:
     members: dict[str, set[str]] = {}
     for person in list(parent):
         members.setdefault(find(person), set()).add(person)
-    return {name: "+".join(sorted(members[find(participants(name)[0])])) if participants(name) else name
-            for name in conversations}
+    return {
+        name: "+".join(sorted(members[find(participants(name)[0])])) if participants(name) else name
+        for name in conversations
+    }
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 # 256: the paper's replication size (kv_causal Part A, 130:0 follow:anti at 256 pairs on Qwen3-8B).
-SUITE = SUITES.register("discovery")(Suite("discovery", VERSION, default_n=256, make_item=make_item,
-          summary=("does a mirror statement's kept row carry the dropped source's state, and through a three-"
-                   "hop chain? (kv_causal Part A)")))
+SUITE = SUITES.register("discovery")(
+    Suite(
+        "discovery",
+        VERSION,
+        default_n=256,
+        make_item=make_item,
+        summary=(
+            "does a mirror statement's kept row carry the dropped source's state, and through a three-"
+            "hop chain? (kv_causal Part A)"
+        ),
+    )
+)

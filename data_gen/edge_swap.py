@@ -107,6 +107,13 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("edge_swap")(
-    Suite("edge_swap", VERSION, default_n=len(LEAVES) * 64, make_item=make_item, group_size=len(LEAVES),
-          contract=False,
-          summary="does the served leaf edge select which of two dropped roots is read? (kv_causal Part B)"))
+    Suite(
+        "edge_swap",
+        VERSION,
+        default_n=len(LEAVES) * 64,
+        make_item=make_item,
+        group_size=len(LEAVES),
+        contract=False,
+        summary="does the served leaf edge select which of two dropped roots is read? (kv_causal Part B)",
+    )
+)

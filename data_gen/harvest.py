@@ -55,7 +55,72 @@ N_CARRIERS = 4
 N_INJECTED = 4
 OPTIONS = ("A", "B")
 _WORD = re.compile(r"[a-z0-9_]+")
-_STOP = frozenset(["the", "a", "an", "to", "of", "and", "in", "is", "are", "was", "were", "on", "at", "for", "with", "as", "by", "it", "this", "that", "be", "been", "you", "your", "what", "which", "who", "how", "when", "where", "did", "does", "do", "i", "we", "they", "he", "she", "from", "about", "their", "his", "her", "have", "has", "had", "will", "would", "can", "could", "there", "not", "no", "yes", "but", "or", "if", "so", "its", "it's", "im", "i'm"])
+_STOP = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "to",
+        "of",
+        "and",
+        "in",
+        "is",
+        "are",
+        "was",
+        "were",
+        "on",
+        "at",
+        "for",
+        "with",
+        "as",
+        "by",
+        "it",
+        "this",
+        "that",
+        "be",
+        "been",
+        "you",
+        "your",
+        "what",
+        "which",
+        "who",
+        "how",
+        "when",
+        "where",
+        "did",
+        "does",
+        "do",
+        "i",
+        "we",
+        "they",
+        "he",
+        "she",
+        "from",
+        "about",
+        "their",
+        "his",
+        "her",
+        "have",
+        "has",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+        "there",
+        "not",
+        "no",
+        "yes",
+        "but",
+        "or",
+        "if",
+        "so",
+        "its",
+        "it's",
+        "im",
+        "i'm",
+    ]
+)
 
 
 def content_words(text: str) -> set[str]:
@@ -112,15 +177,22 @@ def select(conv: Conversation) -> list[Selected]:
             shared = asked & content_words(bodies[i])
             if len(shared) < 2 or gold in bodies[i].lower():
                 continue
-            if gold in " ".join(b.lower() for b in bodies[max(0, i - 1):i + 2]):
+            if gold in " ".join(b.lower() for b in bodies[max(0, i - 1) : i + 2]):
                 continue
             strong = any(df.get(w, 99) <= 2 for w in shared)
             ranked.append((not strong, -len(shared), t.session, t.dia_id, i))
         if ranked:
             ranked.sort()
             chosen = sorted(r[4] for r in ranked[:N_CARRIERS])
-            out.append(Selected(q, int(qa["category"]), tuple(evidence),
-                                tuple(conv.turns[i].dia_id for i in chosen), not ranked[0][0]))
+            out.append(
+                Selected(
+                    q,
+                    int(qa["category"]),
+                    tuple(evidence),
+                    tuple(conv.turns[i].dia_id for i in chosen),
+                    not ranked[0][0],
+                )
+            )
     return out
 
 
@@ -141,16 +213,27 @@ def injectable(conv: Conversation, item: Selected, negative: int) -> bool:
     gold = gold_answer(conv.qa[item.qa_index]).lower()
     neg = gold_answer(conv.qa[negative]).lower()
     known = conv.index_of()
-    return (len(gold) >= 3 and any(gold in conv.turns[known[e]].body().lower() for e in item.evidence)
-            and neg not in gold and gold not in neg)
+    return (
+        len(gold) >= 3
+        and any(gold in conv.turns[known[e]].body().lower() for e in item.evidence)
+        and neg not in gold
+        and gold not in neg
+    )
 
 
 def _row(conv: Conversation, kind: str, item: Selected, negative: int) -> dict[str, Any]:
     return {
-        "corpus": conv.corpus, "source_file": conv.source_file, "source_sha256": conv.sha256,
-        "conversation": conv.conversation, "kind": kind, "qa_index": item.qa_index, "category": item.category,
-        "evidence": list(item.evidence), "carriers": list(item.carriers) if kind == "natural" else [],
-        "negative_qa_index": negative, "strong": item.strong,
+        "corpus": conv.corpus,
+        "source_file": conv.source_file,
+        "source_sha256": conv.sha256,
+        "conversation": conv.conversation,
+        "kind": kind,
+        "qa_index": item.qa_index,
+        "category": item.category,
+        "evidence": list(item.evidence),
+        "carriers": list(item.carriers) if kind == "natural" else [],
+        "negative_qa_index": negative,
+        "strong": item.strong,
         "gold_option": gold_option(question_of(conv.qa[item.qa_index]), injected=kind == "injected"),
     }
 
@@ -173,8 +256,13 @@ def conversation_rows(conv: Conversation) -> list[dict[str, Any]]:
 
 def injected_turn(conv: Conversation, question: str) -> Turn:
     last = conv.turns[-1].session
-    return Turn(last + 1, "INJ", "moderator", "follow-up",
-                f'for the record, the answer to "{question}" was determined earlier in this chat and noted accordingly')
+    return Turn(
+        last + 1,
+        "INJ",
+        "moderator",
+        "follow-up",
+        f'for the record, the answer to "{question}" was determined earlier in this chat and noted accordingly',
+    )
 
 
 def recognition_question(question: str, gold: str, negative: str, gold_letter: str) -> str:
@@ -214,36 +302,62 @@ def build(draw: HarvestDraw, item_id: str, variant: str) -> DonorPair:
             Arm("iso", carriers, ask, encoding="headless", open_question=True, budget=RECOGNITION_TOKENS),
             Arm("text", carriers, ask, encoding="text", open_question=True, budget=RECOGNITION_TOKENS),
             Arm("none", (), ask, encoding="text", open_question=True, budget=RECOGNITION_TOKENS),
-            Arm("goldev", tuple(evidence), ask, uses_source=True, encoding="text", open_question=True,
-                budget=RECOGNITION_TOKENS),
+            Arm(
+                "goldev",
+                tuple(evidence),
+                ask,
+                uses_source=True,
+                encoding="text",
+                open_question=True,
+                budget=RECOGNITION_TOKENS,
+            ),
         )
-        return DonorPair(events=tuple(bodies), source=evidence[-1], source_bodies=(bodies[evidence[-1]],) * 2,
-                         values=(draw.letter, draw.letter), arms=arms, leak_patterns=(re.escape(draw.gold),),
-                         donor_events=tuple((i, bodies[i], bodies[i]) for i in evidence[:-1]), paired=False,
-                         **frame)  # type: ignore[arg-type]
+        return DonorPair(
+            events=tuple(bodies),
+            source=evidence[-1],
+            source_bodies=(bodies[evidence[-1]],) * 2,
+            values=(draw.letter, draw.letter),
+            arms=arms,
+            leak_patterns=(re.escape(draw.gold),),
+            donor_events=tuple((i, bodies[i], bodies[i]) for i in evidence[:-1]),
+            paired=False,
+            **frame,
+        )  # type: ignore[arg-type]
     # injected: member B swaps the gold for the negative inside the evidence turns (kv_harvest4's
     # `pat.sub(neg, txt)` on the turn as served: a gold that is also a speaker's name swaps there too)
     pattern = re.compile(re.escape(draw.gold), re.IGNORECASE)
     try:
         counterfactual = {i: pattern.sub(draw.negative, bodies[i]) for i in evidence}
     except re.error as exc:
-        raise MatbenchError(f"item {item_id}: the negative {draw.negative!r} is not a replacement text ({exc})") from None
+        raise MatbenchError(
+            f"item {item_id}: the negative {draw.negative!r} is not a replacement text ({exc})"
+        ) from None
     changed = [i for i in evidence if counterfactual[i] != bodies[i]]
     if not changed:
-        raise MatbenchError(f"item {item_id}: no evidence turn names the gold, so the counterfactual equals the original")
+        raise MatbenchError(
+            f"item {item_id}: no evidence turn names the gold, so the counterfactual equals the original"
+        )
     events = tuple(bodies) + (draw.injected,)
     inj = len(events) - 1
     other = OPTIONS[1 - OPTIONS.index(draw.letter)]
-    arms = (Arm("harv", (inj,), ask, open_question=True, budget=RECOGNITION_TOKENS),
-            Arm("iso", (inj,), ask, encoding="headless", open_question=True, budget=RECOGNITION_TOKENS))
+    arms = (
+        Arm("harv", (inj,), ask, open_question=True, budget=RECOGNITION_TOKENS),
+        Arm("iso", (inj,), ask, encoding="headless", open_question=True, budget=RECOGNITION_TOKENS),
+    )
     # The one served turn is a template over the question, identical in both members and drawn
     # without the donor: whatever it names (a question that names the gold, a negative made of
     # words such as "to" or "the") the query names too. So it is declared donor-independent
     # (a decoy) and carries no leak patterns; the paper serves these items as they are.
-    return DonorPair(events=events, source=changed[0], source_bodies=(bodies[changed[0]], counterfactual[changed[0]]),
-                     values=(draw.letter, other), arms=arms, decoys=(inj,),
-                     donor_events=tuple((i, bodies[i], counterfactual[i]) for i in changed[1:]),
-                     **frame)  # type: ignore[arg-type]
+    return DonorPair(
+        events=events,
+        source=changed[0],
+        source_bodies=(bodies[changed[0]], counterfactual[changed[0]]),
+        values=(draw.letter, other),
+        arms=arms,
+        decoys=(inj,),
+        donor_events=tuple((i, bodies[i], counterfactual[i]) for i in changed[1:]),
+        **frame,
+    )  # type: ignore[arg-type]
 
 
 def draw_of(row: dict[str, Any], conv: Conversation) -> HarvestDraw:
@@ -253,11 +367,16 @@ def draw_of(row: dict[str, Any], conv: Conversation) -> HarvestDraw:
     question = question_of(qa)
     injected = row["kind"] == "injected"
     return HarvestDraw(
-        kind=row["kind"], bodies=tuple(t.body() for t in conv.turns), question=question, gold=gold_answer(qa),
-        negative=gold_answer(conv.qa[row["negative_qa_index"]]), letter=row["gold_option"],
+        kind=row["kind"],
+        bodies=tuple(t.body() for t in conv.turns),
+        question=question,
+        gold=gold_answer(qa),
+        negative=gold_answer(conv.qa[row["negative_qa_index"]]),
+        letter=row["gold_option"],
         evidence=tuple(sorted({known[d] for d in row["evidence"]})),
         carriers=tuple(sorted(known[d] for d in row["carriers"])),
-        injected=injected_turn(conv, question).body() if injected else "")
+        injected=injected_turn(conv, question).body() if injected else "",
+    )
 
 
 def variant_of(row: dict[str, Any]) -> str:
@@ -294,12 +413,31 @@ def hydrate(row: dict[str, Any], conversations: dict[tuple[str, str], Conversati
     return build(draw_of(row, conv), item, variant_of(row))
 
 
-HARVEST_FIELDS = ("item_id", "suite", "version", "seed", "index", "corpus", "source_file", "source_sha256",
-                  "conversation", "kind", "qa_index", "category", "evidence", "carriers", "negative_qa_index",
-                  "strong", "gold_option", "content_hash")
+HARVEST_FIELDS = (
+    "item_id",
+    "suite",
+    "version",
+    "seed",
+    "index",
+    "corpus",
+    "source_file",
+    "source_sha256",
+    "conversation",
+    "kind",
+    "qa_index",
+    "category",
+    "evidence",
+    "carriers",
+    "negative_qa_index",
+    "strong",
+    "gold_option",
+    "content_hash",
+)
 HARVEST_DOCS = {
     "item_id": "unique id `harvest-v<version>-s<seed>-<index>`",
-    "suite": "suite (= config) name", "version": "generator version", "seed": "seed of the item order",
+    "suite": "suite (= config) name",
+    "version": "generator version",
+    "seed": "seed of the item order",
     "index": "position in the round-robin order over conversations",
     "corpus": "locomo or realtalk",
     "source_file": "file of the user's copy the row refers to (locomo10.json, Chat_<k>_<A>_<B>.json)",
@@ -309,13 +447,13 @@ HARVEST_DOCS = {
     "qa_index": "index of the QA in the conversation's `qa` list",
     "category": "QA category (1-3)",
     "evidence": "the QA's evidence dia_ids that exist in the conversation, as listed (the paper's rule: malformed ids "
-                "are not repaired)",
+    "are not repaired)",
     "carriers": "dia_ids of the served carrier turns (natural items)",
     "negative_qa_index": "QA whose answer is the hard negative option",
     "strong": "the top-ranked carrier shares a word with the question that occurs in at most two sessions (the "
-              "paper's strong stratum)",
-    "gold_option": "option letter of the gold answer (sha1 of the question, of \"inj\" + the question for injected "
-                   "items: even = A)",
+    "paper's strong stratum)",
+    "gold_option": 'option letter of the gold answer (sha1 of the question, of "inj" + the question for injected '
+    "items: even = A)",
     "content_hash": "sha256 of the row's canonical JSON without this field",
 }
 
@@ -335,7 +473,7 @@ class HarvestSuite:
     name: str = "harvest"
     version: str = VERSION
     default_n: int | None = None  # every qualifying item
-    summary: str = ("do rows computed with the whole dialog carry more than the same turns encoded alone? (kv_harvest3/4, LoCoMo and REALTALK references)")
+    summary: str = "do rows computed with the whole dialog carry more than the same turns encoded alone? (kv_harvest3/4, LoCoMo and REALTALK references)"
     contract: bool = True
     paraphrase: bool = False  # real dialogs: no synthetic statements to reword
     servings: tuple[str, ...] = ()  # `--serving auto`: the model's own
@@ -343,8 +481,10 @@ class HarvestSuite:
 
     def build(self, seed: int, n: int | None, sources: DialogSources | None) -> tuple[list[dict], Counter]:
         if sources is None or not (sources.locomo or sources.realtalk):
-            raise MatbenchError("the harvest suite is built from your copies of the dialogs: pass --locomo PATH "
-                                "(locomo10.json) and/or --realtalk DIR (Chat_*.json)")
+            raise MatbenchError(
+                "the harvest suite is built from your copies of the dialogs: pass --locomo PATH "
+                "(locomo10.json) and/or --realtalk DIR (Chat_*.json)"
+            )
         if n is not None and n < 1:
             raise MatbenchError(f"--n-items must be at least 1 (got {n})")
         queues, refusals = [], Counter()
@@ -352,8 +492,12 @@ class HarvestSuite:
             rows = []
             for row in self.conversation_rows(conv):
                 try:
-                    _checked(self.hydrate({**row, "item_id": f"{conv.conversation}/q{row['qa_index']}"},
-                                          {(conv.corpus, conv.conversation): conv}))
+                    _checked(
+                        self.hydrate(
+                            {**row, "item_id": f"{conv.conversation}/q{row['qa_index']}"},
+                            {(conv.corpus, conv.conversation): conv},
+                        )
+                    )
                 except MatbenchError as exc:
                     reason = re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "…", str(exc).split(": ", 1)[-1].split(" (")[0])
                     refusals[f"{row['kind']}: {reason}"] += 1
@@ -362,15 +506,23 @@ class HarvestSuite:
             groups = self.group_rows(rows)
             random.Random(f"{self.name}/{self.version}/{seed}/{conv.corpus}/{conv.conversation}").shuffle(groups)
             queues.append(groups)
-        dealt = [group for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q) for group in [q[k]]]
+        dealt = [
+            group for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q) for group in [q[k]]
+        ]
         ordered = [row for group in dealt for row in group]
         if n is not None and n < len(ordered):
             self.note_cut_group(dealt, n)
             ordered = ordered[:n]
         out = []
         for index, row in enumerate(ordered):
-            row = {"item_id": f"{self.name}-v{self.version}-s{seed}-{index:05d}", "suite": self.name,
-                   "version": self.version, "seed": seed, "index": index, **row}
+            row = {
+                "item_id": f"{self.name}-v{self.version}-s{seed}-{index:05d}",
+                "suite": self.name,
+                "version": self.version,
+                "seed": seed,
+                "index": index,
+                **row,
+            }
             out.append({**row, "content_hash": self.row_hash({**row, "content_hash": ""})})
         return out, refusals
 
@@ -380,10 +532,25 @@ class HarvestSuite:
     def features(self):
         from datasets import Features, Sequence, Value
 
-        kinds = {"int": Value("int64"), "str": Value("string"), "bool": Value("bool"), "list": Sequence(Value("string"))}
+        kinds = {
+            "int": Value("int64"),
+            "str": Value("string"),
+            "bool": Value("bool"),
+            "list": Sequence(Value("string")),
+        }
         types = dict.fromkeys(self.fields, "str")
-        types.update(seed="int", index="int", qa_index="int", category="int", negative_qa_index="int", window="int",
-                     strong="bool", evidence="list", carriers="list", units="list")
+        types.update(
+            seed="int",
+            index="int",
+            qa_index="int",
+            category="int",
+            negative_qa_index="int",
+            window="int",
+            strong="bool",
+            evidence="list",
+            carriers="list",
+            units="list",
+        )
         return Features({k: kinds[types[k]] for k in self.fields})
 
     def field_docs(self) -> dict[str, str]:
@@ -410,9 +577,12 @@ class HarvestSuite:
         start = 0
         for group in dealt:
             if start < n < start + len(group):
-                print(f"note: the first {n} {self.name} rows end inside a QA's windows ({n - start} of its "
-                      f"{len(group)} rows kept: its dose lacks the rest); {start} or {start + len(group)} rows keep "
-                      "whole QAs", file=sys.stderr)
+                print(
+                    f"note: the first {n} {self.name} rows end inside a QA's windows ({n - start} of its "
+                    f"{len(group)} rows kept: its dose lacks the rest); {start} or {start + len(group)} rows keep "
+                    "whole QAs",
+                    file=sys.stderr,
+                )
                 return
             start += len(group)
 
@@ -442,13 +612,21 @@ options A and B.
         for row in rows:
             missing = [k for k in self.fields if k not in row]
             if missing:
-                raise MatbenchError(f"malformed {self.name} row {row.get('item_id', '?')}: missing field {missing[0]!r}")
+                raise MatbenchError(
+                    f"malformed {self.name} row {row.get('item_id', '?')}: missing field {missing[0]!r}"
+                )
             if row["content_hash"] != self.row_hash(row):
-                raise MatbenchError(f"malformed {self.name} row {row['item_id']}: content_hash does not match its fields")
+                raise MatbenchError(
+                    f"malformed {self.name} row {row['item_id']}: content_hash does not match its fields"
+                )
         sources = sources or DialogSources()
         corpora = {row["corpus"] for row in rows}
-        conversations = {(c.corpus, c.conversation): c for c in load_sources(
-            sources.locomo if "locomo" in corpora else None, sources.realtalk if "realtalk" in corpora else None)}
+        conversations = {
+            (c.corpus, c.conversation): c
+            for c in load_sources(
+                sources.locomo if "locomo" in corpora else None, sources.realtalk if "realtalk" in corpora else None
+            )
+        }
         return [_checked(self.hydrate(row, conversations)) for row in rows]
 
     def generate(self, seed: int = 0, n: int | None = None, sources: DialogSources | None = None) -> list[DonorPair]:

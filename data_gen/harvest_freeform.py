@@ -46,16 +46,32 @@ INSTRUCTION = "Answer with as few words as possible (a name, a date, a short phr
 ANSWER_TOKENS = 24  # kv_harvest3.py: 24-token greedy
 WINDOWS = (0, 1, 2)
 
-FREEFORM_FIELDS = ("item_id", "suite", "version", "seed", "index", "corpus", "source_file", "source_sha256",
-                   "conversation", "qa_index", "category", "evidence", "carriers", "strong", "window", "units",
-                   "content_hash")
+FREEFORM_FIELDS = (
+    "item_id",
+    "suite",
+    "version",
+    "seed",
+    "index",
+    "corpus",
+    "source_file",
+    "source_sha256",
+    "conversation",
+    "qa_index",
+    "category",
+    "evidence",
+    "carriers",
+    "strong",
+    "window",
+    "units",
+    "content_hash",
+)
 FREEFORM_DOCS = {
     **HARVEST_DOCS,
     "item_id": "unique id `harvest_freeform-v<version>-s<seed>-<index>`",
     "index": "position in the round-robin order over conversations (a QA's windows are consecutive)",
     "carriers": "dia_ids of the top-4 carrier turns (kv_harvest3's selection)",
     "window": f"the dose: served units are the turns within +-window of a carrier that pass the screens (one of "
-              f"{', '.join(map(str, WINDOWS))}; 0 = the carriers)",
+    f"{', '.join(map(str, WINDOWS))}; 0 = the carriers)",
     "units": "dia_ids of the served turns, in turn order",
 }
 
@@ -69,9 +85,15 @@ def window_units(conv: Conversation, item: Selected, window: int) -> tuple[int, 
     gold = gold_answer(conv.qa[item.qa_index]).lower()
     last = max(conv.turns[known[e]].session for e in item.evidence)
     evidence = set(item.evidence)
-    units = {j for i in carriers for j in range(i - window, i + window + 1)
-             if 0 <= j < len(conv.turns) and conv.turns[j].session > last and conv.turns[j].dia_id not in evidence
-             and gold not in conv.turns[j].body().lower()}
+    units = {
+        j
+        for i in carriers
+        for j in range(i - window, i + window + 1)
+        if 0 <= j < len(conv.turns)
+        and conv.turns[j].session > last
+        and conv.turns[j].dia_id not in evidence
+        and gold not in conv.turns[j].body().lower()
+    }
     return tuple(sorted(units))
 
 
@@ -80,8 +102,15 @@ def freeform_question(question: str) -> str:
     return f"{question}\n{INSTRUCTION}"
 
 
-def build(bodies: tuple[str, ...], question: str, gold: str, evidence: tuple[int, ...], units: tuple[int, ...],
-          item_id: str, variant: str) -> DonorPair:
+def build(
+    bodies: tuple[str, ...],
+    question: str,
+    gold: str,
+    evidence: tuple[int, ...],
+    units: tuple[int, ...],
+    item_id: str,
+    variant: str,
+) -> DonorPair:
     """The (unpaired) pair of one QA at one window, rendered by the "dialog" frame."""
     ask = freeform_question(question)
     arm: dict[str, Any] = {"open_question": True, "budget": ANSWER_TOKENS}
@@ -92,10 +121,20 @@ def build(bodies: tuple[str, ...], question: str, gold: str, evidence: tuple[int
         Arm("none", (), ask, encoding="text", **arm),
         Arm("goldev", evidence, ask, uses_source=True, encoding="text", **arm),
     )
-    return DonorPair(item_id=item_id, events=bodies, source=evidence[-1], source_bodies=(bodies[evidence[-1]],) * 2,
-                     values=(gold, gold), menu=(gold,), arms=arms, leak_patterns=(re.escape(gold),),
-                     donor_events=tuple((i, bodies[i], bodies[i]) for i in evidence[:-1]), paired=False,
-                     frame="dialog", variant=variant)
+    return DonorPair(
+        item_id=item_id,
+        events=bodies,
+        source=evidence[-1],
+        source_bodies=(bodies[evidence[-1]],) * 2,
+        values=(gold, gold),
+        menu=(gold,),
+        arms=arms,
+        leak_patterns=(re.escape(gold),),
+        donor_events=tuple((i, bodies[i], bodies[i]) for i in evidence[:-1]),
+        paired=False,
+        frame="dialog",
+        variant=variant,
+    )
 
 
 class HarvestFreeformSuite(HarvestSuite):
@@ -111,10 +150,21 @@ class HarvestFreeformSuite(HarvestSuite):
         for item in select(conv):
             for window in WINDOWS:
                 units = window_units(conv, item, window)
-                rows.append({"corpus": conv.corpus, "source_file": conv.source_file, "source_sha256": conv.sha256,
-                             "conversation": conv.conversation, "qa_index": item.qa_index, "category": item.category,
-                             "evidence": list(item.evidence), "carriers": list(item.carriers), "strong": item.strong,
-                             "window": window, "units": [conv.turns[i].dia_id for i in units]})
+                rows.append(
+                    {
+                        "corpus": conv.corpus,
+                        "source_file": conv.source_file,
+                        "source_sha256": conv.sha256,
+                        "conversation": conv.conversation,
+                        "qa_index": item.qa_index,
+                        "category": item.category,
+                        "evidence": list(item.evidence),
+                        "carriers": list(item.carriers),
+                        "strong": item.strong,
+                        "window": window,
+                        "units": [conv.turns[i].dia_id for i in units],
+                    }
+                )
         return rows
 
     def group_rows(self, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -130,20 +180,32 @@ class HarvestFreeformSuite(HarvestSuite):
         known = conv.index_of()
         missing = [d for d in row["evidence"] + row["units"] if d not in known]
         if missing or not row["evidence"] or not row["units"]:
-            what = (f"turn {missing[0]} is not in {conv.source_file}" if missing
-                    else f"it lists no {'evidence' if not row['evidence'] else 'served'} turn")
+            what = (
+                f"turn {missing[0]} is not in {conv.source_file}"
+                if missing
+                else f"it lists no {'evidence' if not row['evidence'] else 'served'} turn"
+            )
             raise MatbenchError(f"malformed {self.name} row {item}: {what}")
         if not 0 <= row["qa_index"] < len(conv.qa):
-            raise MatbenchError(f"malformed {self.name} row {item}: qa_index {row['qa_index']} is not a QA of "
-                                f"{conv.source_file}")
+            raise MatbenchError(
+                f"malformed {self.name} row {item}: qa_index {row['qa_index']} is not a QA of {conv.source_file}"
+            )
         if row["window"] not in WINDOWS:
             raise MatbenchError(f"malformed {self.name} row {item}: window {row['window']} is not one of {WINDOWS}")
         qa = conv.qa[row["qa_index"]]
-        variant = (f"natural/{row['corpus']}/{row['conversation']}/{'strong' if row['strong'] else 'weak'}/"
-                   f"q{row['qa_index']}/w{row['window']}")
-        return build(tuple(t.body() for t in conv.turns), question_of(qa), gold_answer(qa),
-                     tuple(sorted({known[d] for d in row["evidence"]})), tuple(sorted(known[d] for d in row["units"])),
-                     item, variant)
+        variant = (
+            f"natural/{row['corpus']}/{row['conversation']}/{'strong' if row['strong'] else 'weak'}/"
+            f"q{row['qa_index']}/w{row['window']}"
+        )
+        return build(
+            tuple(t.body() for t in conv.turns),
+            question_of(qa),
+            gold_answer(qa),
+            tuple(sorted({known[d] for d in row["evidence"]})),
+            tuple(sorted(known[d] for d in row["units"])),
+            item,
+            variant,
+        )
 
     def judge_prompt(self, pair: DonorPair) -> tuple[str, str]:
         """(question, reference) the judge grades an answer of `pair` against: the QA's question
@@ -164,7 +226,13 @@ possible ...", 24 greedy tokens) and the answer is scored against the gold.
 """
 
 
-SUITE = SUITES.register("harvest_freeform")(HarvestFreeformSuite(
-    name="harvest_freeform", version=VERSION, contract=False, readouts=("short",),
-    summary="free answers on real dialogs, judged, and the carrier-window dose (kv_harvest3, LoCoMo and REALTALK "
-            "references)"))
+SUITE = SUITES.register("harvest_freeform")(
+    HarvestFreeformSuite(
+        name="harvest_freeform",
+        version=VERSION,
+        contract=False,
+        readouts=("short",),
+        summary="free answers on real dialogs, judged, and the carrier-window dose (kv_harvest3, LoCoMo and REALTALK "
+        "references)",
+    )
+)

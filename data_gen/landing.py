@@ -119,8 +119,9 @@ def draw_depth3(rng: random.Random) -> Depth3Draw:
     decoy_state = rng.choice(STATES)
     source = rng.randrange(SOURCE_LO, SOURCE_HI)
     own = {DECOY_AT, source, C1_AT, C2_AT, C3_AT}
-    fillers = tuple("" if i in own else filler_body(rng, (decoy, source_reg, mirror, mirror2, target))
-                    for i in range(N_EVENTS))
+    fillers = tuple(
+        "" if i in own else filler_body(rng, (decoy, source_reg, mirror, mirror2, target)) for i in range(N_EVENTS)
+    )
     return Depth3Draw(decoy, source_reg, mirror, mirror2, target, paper_value, decoy_state, source, fillers)
 
 
@@ -146,8 +147,10 @@ def _events(fillers: tuple[str, ...], decoy: str, decoy_state: str, source: int,
 
 
 def _common(question: str, source: int) -> tuple[Arm, Arm]:
-    return (Arm("txt", tuple(range(N_EVENTS)), question, uses_source=True),
-            Arm("control", tuple(range(source)), question))
+    return (
+        Arm("txt", tuple(range(N_EVENTS)), question, uses_source=True),
+        Arm("control", tuple(range(source)), question),
+    )
 
 
 def build_edge(d: EdgeDraw, item_id: str) -> DonorPair:
@@ -227,6 +230,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 # 64 groups: 64 pairs per experiment (the paper: 24-128 items per script), 64 of each perturbation arm.
 SUITE = SUITES.register("landing")(
-    Suite("landing", VERSION, default_n=len(KINDS) * 64, make_item=make_item, group_size=len(KINDS),
-          summary=("where the state lands: root x edge factorial, depth-3 chains, a position-controlled "
-                   "perturbation (kv_causal3, kv_hops, kv_poscontrol)")))
+    Suite(
+        "landing",
+        VERSION,
+        default_n=len(KINDS) * 64,
+        make_item=make_item,
+        group_size=len(KINDS),
+        summary=(
+            "where the state lands: root x edge factorial, depth-3 chains, a position-controlled "
+            "perturbation (kv_causal3, kv_hops, kv_poscontrol)"
+        ),
+    )
+)

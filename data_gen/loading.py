@@ -11,8 +11,14 @@ from matbench.errors import MatbenchError, first_line
 from matbench.protocol.pairs import DonorPair
 
 
-def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str | None = None,
-               cache_dir: str | None = None, sources: Any = None) -> tuple[list[DonorPair], dict[str, Any]]:
+def load_pairs(
+    dataset: str,
+    suite: str,
+    limit: int | None = None,
+    revision: str | None = None,
+    cache_dir: str | None = None,
+    sources: Any = None,
+) -> tuple[list[DonorPair], dict[str, Any]]:
     """Donor pairs of config `suite` from a dataset repository (Hub id or local directory);
     `sources` are the user's dialog copies that the harvest config's references are read from."""
     import tempfile
@@ -40,6 +46,11 @@ def load_pairs(dataset: str, suite: str, limit: int | None = None, revision: str
     for row in all_rows:
         digest.update(str(row.get("content_hash", "")).encode())
     pairs = SUITES.get(suite).pairs_from_rows(rows, sources)
-    info = {"dataset": dataset, "dataset_revision": revision, "config_content_hash": digest.hexdigest(),
-            "suite_version": rows[0]["version"], "seed": rows[0]["seed"]}
+    info = {
+        "dataset": dataset,
+        "dataset_revision": revision,
+        "config_content_hash": digest.hexdigest(),
+        "suite_version": rows[0]["version"],
+        "seed": rows[0]["seed"],
+    }
     return pairs, info

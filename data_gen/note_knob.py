@@ -67,15 +67,13 @@ BUDGET = 12  # kv_noteknob2 generates 12 tokens for every arm
 # kv_noteknob2.NOTE_T and FILL_T, verbatim: the note prompts a computation about S and names
 # neither the answer nor an operand; the filler is neutral.
 NOTE_T = {
-    "bin2": ("audit note: resolve and record the current state of register {S} here for "
-             "the final report"),
-    "num": ("audit note: resolve and record the current numeric value of register {S} here "
-            "for the final report"),
-    "verdict": ("audit note: determine the threshold verdict for sensor {S} now and record "
-                "it here for the final report"),
+    "bin2": ("audit note: resolve and record the current state of register {S} here for the final report"),
+    "num": ("audit note: resolve and record the current numeric value of register {S} here for the final report"),
+    "verdict": (
+        "audit note: determine the threshold verdict for sensor {S} now and record it here for the final report"
+    ),
 }
-FILL_T = ("routine note: the scheduled maintenance sweep completed its pass without "
-          "incident for the auxiliary bus")
+FILL_T = "routine note: the scheduled maintenance sweep completed its pass without incident for the auxiliary bus"
 # kv_noteknob2's questions without the "\n\nQuestion: " the renderer puts before them; bin2's and
 # num's carry their own answer instruction (open questions), verdict's is the readouts' menu suffix.
 QUESTIONS = {
@@ -184,9 +182,19 @@ def build(d: NoteDraw, item_id: str, kind: str) -> DonorPair:
         Arm("full_txt", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text", **ask),
         Arm("control", tuple(range(m)), question, **ask),
     )
-    return DonorPair(item_id=item_id, events=tuple(events), source=m, source_bodies=bodies,  # type: ignore[arg-type]
-                     values=values, menu=values, arms=arms, leak_patterns=(leak,), registers=(S, T, D),
-                     decoys=(DECOY_AT,), variant=f"{kind}/{d.setting}")
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=m,
+        source_bodies=bodies,  # type: ignore[arg-type]
+        values=values,
+        menu=values,
+        arms=arms,
+        leak_patterns=(leak,),
+        registers=(S, T, D),
+        decoys=(DECOY_AT,),
+        variant=f"{kind}/{d.setting}",
+    )
 
 
 def condition(index: int) -> tuple[str, str]:
@@ -201,7 +209,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("note_knob")(
-    Suite("note_knob", VERSION, default_n=len(KINDS) * len(SETTINGS) * 24, make_item=make_item,
-          group_size=len(KINDS), contract=False, paraphrase=False,
-          summary="does an answer-free audit note after the source compute the dropped value into its own rows: "
-                  "note vs neutral filler on one draw, bin2 / num / verdict (kv_noteknob2)"))
+    Suite(
+        "note_knob",
+        VERSION,
+        default_n=len(KINDS) * len(SETTINGS) * 24,
+        make_item=make_item,
+        group_size=len(KINDS),
+        contract=False,
+        paraphrase=False,
+        summary="does an answer-free audit note after the source compute the dropped value into its own rows: "
+        "note vs neutral filler on one draw, bin2 / num / verdict (kv_noteknob2)",
+    )
+)

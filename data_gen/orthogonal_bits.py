@@ -63,10 +63,16 @@ def questions(target: str, values: tuple[str, str]) -> list[tuple[str, str, dict
     """(tag, question, arm overrides) of kv_orthobit2's three readouts of register `target`."""
     return [
         ("q4", f"What state is register {target} in?", {}),
-        ("bit_a", f"If register {target}'s state is NORTH or SOUTH, answer RED. If it is EAST or WEST, answer BLUE.",
-         {"menu": BITS, "values": tuple(AXIS[v] for v in values)}),
-        ("bit_b", f"If register {target}'s state is NORTH or EAST, answer RED. If it is SOUTH or WEST, answer BLUE.",
-         {"menu": BITS, "values": tuple(DIAGONAL[v] for v in values)}),
+        (
+            "bit_a",
+            f"If register {target}'s state is NORTH or SOUTH, answer RED. If it is EAST or WEST, answer BLUE.",
+            {"menu": BITS, "values": tuple(AXIS[v] for v in values)},
+        ),
+        (
+            "bit_b",
+            f"If register {target}'s state is NORTH or EAST, answer RED. If it is SOUTH or WEST, answer BLUE.",
+            {"menu": BITS, "values": tuple(DIAGONAL[v] for v in values)},
+        ),
     ]
 
 
@@ -77,17 +83,27 @@ def build(d: OrthoDraw, item_id: str) -> DonorPair:
     arms = []
     for tag, question, extra in questions(T, values):
         arms += [Arm(f"{name}/{tag}", served, question, encoding=enc, **extra) for name, enc in ENCODINGS]
-        arms.append(Arm(f"full_txt/{tag}", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text",
-                        **extra))
+        arms.append(
+            Arm(f"full_txt/{tag}", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text", **extra)
+        )
     arms.append(Arm("control", tuple(range(d.source)), questions(T, values)[0][1]))
     events = list(d.fillers)
     events[DECOY_AT] = f"register {D} set to state {d.decoy_value}"
     events[d.source] = f"<donor of register {S}>"
     events[CARRIER_AT] = f"register {T} copied from register {S}"
-    return DonorPair(item_id=item_id, events=tuple(events), source=d.source,
-                     source_bodies=tuple(f"register {S} set to state {v}" for v in values),  # type: ignore[arg-type]
-                     values=values, menu=DIR4, arms=tuple(arms), leak_patterns=(rf"\bregister {S} set to\b",),
-                     registers=(S, T, D), decoys=(DECOY_AT,), variant=f"{values[0]}/{values[1]}")
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=d.source,
+        source_bodies=tuple(f"register {S} set to state {v}" for v in values),  # type: ignore[arg-type]
+        values=values,
+        menu=DIR4,
+        arms=tuple(arms),
+        leak_patterns=(rf"\bregister {S} set to\b",),
+        registers=(S, T, D),
+        decoys=(DECOY_AT,),
+        variant=f"{values[0]}/{values[1]}",
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -95,6 +111,13 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("orthogonal_bits")(
-    Suite("orthogonal_bits", VERSION, default_n=32, make_item=make_item, contract=False, paraphrase=False,
-          summary="do dir4 rows carry the state as two orthogonal RED/BLUE bits the 4-way menu misses "
-                  "(kv_orthobit2)"))
+    Suite(
+        "orthogonal_bits",
+        VERSION,
+        default_n=32,
+        make_item=make_item,
+        contract=False,
+        paraphrase=False,
+        summary="do dir4 rows carry the state as two orthogonal RED/BLUE bits the 4-way menu misses (kv_orthobit2)",
+    )
+)

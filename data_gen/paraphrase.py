@@ -40,16 +40,25 @@ PARA_BODIES = (
     (re.compile(r"register (\w+) refreshed to (\d+)"), r"a reading of \2 was recorded for register \1"),
     (re.compile(r"register (\w+) mirrors register (\w+)"), r"register \1 tracks register \2"),
     (re.compile(r"register (\w+) completed a routine self-test"), r"register \1 passed its scheduled self-check"),
-    (re.compile(r"sensor (\w+) measured (\d+); the alert threshold is (\d+)"),
-     r"sensor \1 returned a reading of \2 against an alert limit of \3"),
-    (re.compile(r"alert check result for sensor (\w+): threshold (\w+)"), r"the \1 alert evaluation concluded: limit \2"),
+    (
+        re.compile(r"sensor (\w+) measured (\d+); the alert threshold is (\d+)"),
+        r"sensor \1 returned a reading of \2 against an alert limit of \3",
+    ),
+    (
+        re.compile(r"alert check result for sensor (\w+): threshold (\w+)"),
+        r"the \1 alert evaluation concluded: limit \2",
+    ),
     # kv_frozen's three carrier wordings (its binding-gradient cell); no matbench suite serves the
     # first two, and the third is trigger's `accord` construction, which is not reworded.
     (re.compile(r"checkpoint saved for the sensor (\w+) review"), r"a checkpoint of the \1 review was written to disk"),
-    (re.compile(r"the outcome of the sensor (\w+) alert check was archived for the report"),
-     r"the conclusion of the \1 check was filed in the report"),
-    (re.compile(r"the alert status flag for sensor (\w+) was set according to the check result"),
-     r"the alarm flag for \1 was updated in line with the check outcome"),
+    (
+        re.compile(r"the outcome of the sensor (\w+) alert check was archived for the report"),
+        r"the conclusion of the \1 check was filed in the report",
+    ),
+    (
+        re.compile(r"the alert status flag for sensor (\w+) was set according to the check result"),
+        r"the alarm flag for \1 was updated in line with the check outcome",
+    ),
 )
 # A suite's leak pattern for a statement, and the same pattern for its rewording.
 PARA_LEAKS = (
@@ -84,8 +93,10 @@ def check_template(template: str, suite: str, paraphrasable: bool) -> None:
     if template not in TEMPLATES:
         raise MatbenchError(f"unknown --template {template!r}; choose from {', '.join(TEMPLATES)}")
     if template != "orig" and not paraphrasable:
-        raise MatbenchError(f"--template {template} rewords the synthetic trajectories; suite {suite} cannot take it "
-                            "(trigger's point is its wording; update, harvest and reference_gradient have their own frames)")
+        raise MatbenchError(
+            f"--template {template} rewords the synthetic trajectories; suite {suite} cannot take it "
+            "(trigger's point is its wording; update, harvest and reference_gradient have their own frames)"
+        )
 
 
 def with_template(pair: DonorPair, template: str, suite: str, paraphrasable: bool) -> DonorPair:

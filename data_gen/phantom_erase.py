@@ -35,8 +35,10 @@ STEPS = (  # kv_phantom.py exp_erase's steps 2-4 (action, observation), verbatim
     ("verify_config()", "the configured timeout value was checked and accepted by the validator"),
     ("run_smoke()", "smoke suite finished, 3 cases, all green"),
 )
-QUESTION = ("What is the configured timeout value in seconds, based only on the trajectory above? If it is not "
-            "specified, answer 'not specified'. Answer:")
+QUESTION = (
+    "What is the configured timeout value in seconds, based only on the trajectory above? If it is not "
+    "specified, answer 'not specified'. Answer:"
+)
 BUDGET = 24  # kv_phantom's ntok for E2
 
 
@@ -59,10 +61,18 @@ def build(item_id: str, old_a: int, old_b: int, conflict: bool) -> DonorPair:
         Arm("oracle", kept, QUESTION, encoding="text", **ask),
         Arm("txt", tuple(range(len(events))), QUESTION, uses_source=True, encoding="text", **ask),
     )
-    return DonorPair(item_id=item_id, events=tuple(events), source=SOURCE,
-                     source_bodies=(set_timeout(old_a), set_timeout(old_b)), values=values, menu=menu, arms=arms,
-                     leak_patterns=(r"timeout configured to",), variant="conflict" if conflict else "noconflict",
-                     frame="deploy_tools")
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=SOURCE,
+        source_bodies=(set_timeout(old_a), set_timeout(old_b)),
+        values=values,
+        menu=menu,
+        arms=arms,
+        leak_patterns=(r"timeout configured to",),
+        variant="conflict" if conflict else "noconflict",
+        frame="deploy_tools",
+    )
 
 
 def first_digit(value: int) -> str:
@@ -81,5 +91,13 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("phantom_erase")(
-    Suite("phantom_erase", VERSION, default_n=48, make_item=make_item, contract=False, paraphrase=False,
-          summary="after the event that wrote a value is deleted, do later rows give it back (kv_phantom E2)"))
+    Suite(
+        "phantom_erase",
+        VERSION,
+        default_n=48,
+        make_item=make_item,
+        contract=False,
+        paraphrase=False,
+        summary="after the event that wrote a value is deleted, do later rows give it back (kv_phantom E2)",
+    )
+)

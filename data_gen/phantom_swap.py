@@ -27,19 +27,32 @@ from matbench.protocol.pairs import Arm, DonorPair
 VERSION = "1"
 # kv_phantom.py PAIRS: (object, field, value A, value B), verbatim.
 PAIRS = (
-    ("server", "status", "ONLINE", "OFFLINE"), ("database", "state", "LOCKED", "OPEN"),
-    ("firewall", "mode", "ENABLED", "DISABLED"), ("healthcheck", "result", "PASSED", "FAILED"),
-    ("api_gateway", "state", "UP", "DOWN"), ("license", "check", "VALID", "EXPIRED"),
-    ("backup_job", "status", "COMPLETE", "ABORTED"), ("build", "verdict", "GREEN", "RED"),
-    ("sandbox", "flag", "ACTIVE", "SUSPENDED"), ("replica", "sync", "CURRENT", "STALE"),
-    ("quota", "check", "GRANTED", "DENIED"), ("cluster", "reach", "HEALTHY", "DEGRADED"),
-    ("cache", "state", "WARM", "COLD"), ("tunnel", "link", "OPEN", "SHUT"),
-    ("node", "health", "READY", "FAULT"), ("token", "check", "FRESH", "STALE"),
-    ("disk", "state", "MOUNTED", "DETACHED"), ("session", "state", "AUTHED", "GUESTED"),
-    ("pipeline", "verdict", "PASS", "FAIL"), ("cert", "check", "TRUSTED", "REVOKED"),
-    ("route", "state", "PAIRED", "ORPHAN"), ("daemon", "status", "LIVE", "DEAD"),
-    ("index", "state", "SYNCED", "FAILED"), ("lease", "check", "HELD", "LOST"),
-    ("channel", "mode", "SECURE", "EXPOSED"), ("volume", "state", "ATTACHED", "RELEASED"),
+    ("server", "status", "ONLINE", "OFFLINE"),
+    ("database", "state", "LOCKED", "OPEN"),
+    ("firewall", "mode", "ENABLED", "DISABLED"),
+    ("healthcheck", "result", "PASSED", "FAILED"),
+    ("api_gateway", "state", "UP", "DOWN"),
+    ("license", "check", "VALID", "EXPIRED"),
+    ("backup_job", "status", "COMPLETE", "ABORTED"),
+    ("build", "verdict", "GREEN", "RED"),
+    ("sandbox", "flag", "ACTIVE", "SUSPENDED"),
+    ("replica", "sync", "CURRENT", "STALE"),
+    ("quota", "check", "GRANTED", "DENIED"),
+    ("cluster", "reach", "HEALTHY", "DEGRADED"),
+    ("cache", "state", "WARM", "COLD"),
+    ("tunnel", "link", "OPEN", "SHUT"),
+    ("node", "health", "READY", "FAULT"),
+    ("token", "check", "FRESH", "STALE"),
+    ("disk", "state", "MOUNTED", "DETACHED"),
+    ("session", "state", "AUTHED", "GUESTED"),
+    ("pipeline", "verdict", "PASS", "FAIL"),
+    ("cert", "check", "TRUSTED", "REVOKED"),
+    ("route", "state", "PAIRED", "ORPHAN"),
+    ("daemon", "status", "LIVE", "DEAD"),
+    ("index", "state", "SYNCED", "FAILED"),
+    ("lease", "check", "HELD", "LOST"),
+    ("channel", "mode", "SECURE", "EXPOSED"),
+    ("volume", "state", "ATTACHED", "RELEASED"),
 )
 # kv_phantom.py FILLERS: the step-2 note, one per repetition, verbatim.
 FILLERS = (
@@ -60,8 +73,10 @@ def build(index: int, item_id: str) -> DonorPair:
     events = (
         f"<state of {obj} {field}>",
         f"log_note('{note}'){TOOL_SEPARATOR}ok",
-        (f"record_to_report(){TOOL_SEPARATOR}the {obj} {field} from the step 1 check was copied into the incident "
-         "report for the auditor."),
+        (
+            f"record_to_report(){TOOL_SEPARATOR}the {obj} {field} from the step 1 check was copied into the incident "
+            "report for the auditor."
+        ),
     )
     question = f"According to the step 1 check, what was the {obj} {field}? Answer with the single status word only:"
     ask = {"open_question": True, "budget": 16}
@@ -70,10 +85,18 @@ def build(index: int, item_id: str) -> DonorPair:
         Arm("iso", (EVENT,), question, encoding="isolated", **ask),
         Arm("txt", (SOURCE, NOTE, EVENT), question, uses_source=True, encoding="text", **ask),
     )
-    return DonorPair(item_id=item_id, events=events, source=SOURCE,
-                     source_bodies=tuple(f"check_{obj}(){TOOL_SEPARATOR}{obj} {field} = {v}" for v in (a, b)),  # type: ignore[arg-type]
-                     values=(a, b), menu=(a, b), arms=arms, leak_patterns=(rf"\b{obj} {field} =",),
-                     variant=obj, frame="deploy_tools")
+    return DonorPair(
+        item_id=item_id,
+        events=events,
+        source=SOURCE,
+        source_bodies=tuple(f"check_{obj}(){TOOL_SEPARATOR}{obj} {field} = {v}" for v in (a, b)),  # type: ignore[arg-type]
+        values=(a, b),
+        menu=(a, b),
+        arms=arms,
+        leak_patterns=(rf"\b{obj} {field} =",),
+        variant=obj,
+        frame="deploy_tools",
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -81,5 +104,13 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("phantom_swap")(
-    Suite("phantom_swap", VERSION, default_n=2 * len(PAIRS), make_item=make_item, contract=False, paraphrase=False,
-          summary="does an event's row carry a conclusion about a prefix the reader never sees (kv_phantom E1)"))
+    Suite(
+        "phantom_swap",
+        VERSION,
+        default_n=2 * len(PAIRS),
+        make_item=make_item,
+        contract=False,
+        paraphrase=False,
+        summary="does an event's row carry a conclusion about a prefix the reader never sees (kv_phantom E1)",
+    )
+)

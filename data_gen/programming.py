@@ -46,16 +46,26 @@ KINDS = ("pas", "bind", "dir", "nld", "exp")
 T_KINDS = ("bind", "dir", "exp")  # carriers that name a target register (asked by tgt_*)
 # kv_mater2.py ARMS, verbatim; item i of the paper uses template i % 2.
 TEMPLATES = {
-    "pas": ("note: the threshold check for sensor {S} has completed and its result was archived",
-            "log entry: the outcome of the {S} threshold comparison was filed in the maintenance record"),
-    "bind": ("status register {T} is now set according to the threshold verdict for sensor {S}",
-             "register {T} now holds the outcome of the threshold check for sensor {S}"),
-    "dir": ('<MATERIALIZE target="{T}" relation="threshold_verdict" subject="{S}"/>',
-            '<MATERIALIZE subject="{S}" relation="threshold_verdict" target="{T}"/>'),
-    "nld": ("audit note: determine the threshold verdict for sensor {S} now and record it here for the final report",
-            "reminder: work out whether sensor {S} went above its alert threshold and note the verdict here"),
-    "exp": ("status register {T} recorded the threshold verdict for sensor {S}: {V}",
-            "verdict for sensor {S} filed in register {T}: {V}"),
+    "pas": (
+        "note: the threshold check for sensor {S} has completed and its result was archived",
+        "log entry: the outcome of the {S} threshold comparison was filed in the maintenance record",
+    ),
+    "bind": (
+        "status register {T} is now set according to the threshold verdict for sensor {S}",
+        "register {T} now holds the outcome of the threshold check for sensor {S}",
+    ),
+    "dir": (
+        '<MATERIALIZE target="{T}" relation="threshold_verdict" subject="{S}"/>',
+        '<MATERIALIZE subject="{S}" relation="threshold_verdict" target="{T}"/>',
+    ),
+    "nld": (
+        "audit note: determine the threshold verdict for sensor {S} now and record it here for the final report",
+        "reminder: work out whether sensor {S} went above its alert threshold and note the verdict here",
+    ),
+    "exp": (
+        "status register {T} recorded the threshold verdict for sensor {S}: {V}",
+        "verdict for sensor {S} filed in register {T}: {V}",
+    ),
 }
 DECOY = "sensor {D} logged a routine idle reading"
 UNRELATED = "register {U} set to state {us}"
@@ -124,11 +134,21 @@ def build(d: ProgrammingDraw, item_id: str, kind: str, template: int) -> DonorPa
     arms = [Arm(name, served, main, uses_source=visible and carrier in served) for name, served in sets.items()]
     arms.append(Arm("car@L", sets["car"], main, uses_source=visible, query_at_end=True))
     if kind in T_KINDS:
-        arms += [Arm(f"tgt_{name}", served, target, uses_source=visible and carrier in served)
-                 for name, served in sets.items()]
+        arms += [
+            Arm(f"tgt_{name}", served, target, uses_source=visible and carrier in served)
+            for name, served in sets.items()
+        ]
     arms += [
-        Arm("unrel", sets["both"], QUNREL.format(U=d.unrelated), uses_source=visible, expected=d.unrelated_state,
-            menu=STATES, values=STATES, open_question=True),
+        Arm(
+            "unrel",
+            sets["both"],
+            QUNREL.format(U=d.unrelated),
+            uses_source=visible,
+            expected=d.unrelated_state,
+            menu=STATES,
+            values=STATES,
+            open_question=True,
+        ),
         Arm("sel", sets["both"], main, uses_source=visible, encoding="text"),
         Arm("txt", tuple(range(N_EVENTS)), main, uses_source=True),
         Arm("control", tuple(range(d.source)), main),
@@ -161,6 +181,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 # Groups of ten share every draw: each base item appears with all five carrier kinds x two templates
 # (the paper pairs the five kinds within an item and alternates templates across items).
 SUITE = SUITES.register("programming")(
-    Suite("programming", VERSION, default_n=160, make_item=make_item, group_size=len(KINDS) * 2,
-          summary=("which carrier kinds (pas, bind, dir, nld, exp) get the dropped verdict computed into their"
-                   " rows (kv_mater2/3)")))
+    Suite(
+        "programming",
+        VERSION,
+        default_n=160,
+        make_item=make_item,
+        group_size=len(KINDS) * 2,
+        summary=(
+            "which carrier kinds (pas, bind, dir, nld, exp) get the dropped verdict computed into their"
+            " rows (kv_mater2/3)"
+        ),
+    )
+)

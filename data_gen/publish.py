@@ -19,7 +19,6 @@ from matbench.data_gen.base import SUITES, Suite
 PARQUET = "data/{config}/test-00000-of-00001.parquet"
 
 
-
 @dataclass(frozen=True)
 class ConfigSummary:
     name: str
@@ -51,8 +50,9 @@ def config_hash(rows: list[dict[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-def write_repo(out: Path, suites: list[str], seed: int, n: int | None, revision: str | None,
-               sources: Any = None) -> list[ConfigSummary]:
+def write_repo(
+    out: Path, suites: list[str], seed: int, n: int | None, revision: str | None, sources: Any = None
+) -> list[ConfigSummary]:
     """Generate every named suite into `out` and write its dataset card (`sources`: the user's
     dialog copies, for the harvest suite)."""
     summaries = []
@@ -60,7 +60,9 @@ def write_repo(out: Path, suites: list[str], seed: int, n: int | None, revision:
         suite = SUITES.get(name)
         rows = suite.dataset_rows(seed, n, sources)
         write_config(out, suite, rows)
-        summaries.append(ConfigSummary(name, suite.version, len(rows), config_hash(rows), suite.summary, suite.contract))
+        summaries.append(
+            ConfigSummary(name, suite.version, len(rows), config_hash(rows), suite.summary, suite.contract)
+        )
     (out / "README.md").write_text(dataset_card(summaries, seed, revision))
     benchmark = eval_yaml([s.name for s in summaries])
     if benchmark:
@@ -78,11 +80,21 @@ def eval_yaml(configs: list[str]) -> str | None:
     tasks = [t for t in HUB_TASKS if t.suite in configs]
     if not tasks:
         return None
-    description = ("matbench: semantic materialization in sparse KV-cache serving. Donor pairs differ in one "
-                   "evicted source event; the model is served the same kept cache rows in both and asked about "
-                   "the source. Tasks: " + "; ".join(f"{t.id} = {t.what}" for t in tasks) + ".")
-    return yaml.safe_dump({"name": "matbench", "description": description, "evaluation_framework": FRAMEWORK,
-                           "tasks": [t.as_eval_yaml() for t in tasks]}, sort_keys=False, width=100)
+    description = (
+        "matbench: semantic materialization in sparse KV-cache serving. Donor pairs differ in one "
+        "evicted source event; the model is served the same kept cache rows in both and asked about "
+        "the source. Tasks: " + "; ".join(f"{t.id} = {t.what}" for t in tasks) + "."
+    )
+    return yaml.safe_dump(
+        {
+            "name": "matbench",
+            "description": description,
+            "evaluation_framework": FRAMEWORK,
+            "tasks": [t.as_eval_yaml() for t in tasks],
+        },
+        sort_keys=False,
+        width=100,
+    )
 
 
 def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None) -> str:
@@ -93,11 +105,15 @@ def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None
         pretty_name="matbench donor-pair suites",
         task_categories=["text-generation"],
         tags=["kv-cache", "kv-eviction", "materialization", "donor-pairs", "matbench"],
-        configs=[{"config_name": s.name, "data_files": [{"split": "test", "path": PARQUET.format(config=s.name)}]}
-                 for s in summaries],
+        configs=[
+            {"config_name": s.name, "data_files": [{"split": "test", "path": PARQUET.format(config=s.name)}]}
+            for s in summaries
+        ],
     )
-    table = "\n".join(f"| {s.name} | {s.summary} | {'yes' if s.contract else 'no'} | {s.version} | {s.rows} | "
-                      f"`{s.content_hash}` |" for s in summaries)
+    table = "\n".join(
+        f"| {s.name} | {s.summary} | {'yes' if s.contract else 'no'} | {s.version} | {s.rows} | `{s.content_hash}` |"
+        for s in summaries
+    )
     # Configs of references to the user's dialogs (harvest, harvest_freeform) describe their own
     # fields in a section of their own; the donor-pair configs share one field table.
     sections = {s.name: getattr(SUITES.get(s.name), "card_section", None) for s in summaries}
@@ -105,9 +121,18 @@ def dataset_card(summaries: list[ConfigSummary], seed: int, revision: str | None
     fields = field_table(SUITES.get(donor_configs[0] if donor_configs else "discovery"))
     harvest = "".join(section() for section in sections.values() if section is not None)
     template = resources.files("matbench.data_gen").joinpath("templates", "dataset_card.md").read_text()
-    return str(DatasetCard.from_template(data, template_str=template, example_config=summaries[0].name if summaries
-                                         else "discovery", seed=seed, revision=revision or "unknown", table=table,
-                                         fields=fields, harvest=harvest))
+    return str(
+        DatasetCard.from_template(
+            data,
+            template_str=template,
+            example_config=summaries[0].name if summaries else "discovery",
+            seed=seed,
+            revision=revision or "unknown",
+            table=table,
+            fields=fields,
+            harvest=harvest,
+        )
+    )
 
 
 def feature_type(feature: Any) -> str:
@@ -137,8 +162,12 @@ def push_to_hub(out: Path, repo_id: str, revision: str | None = None, api: Any =
 
     api = api or HfApi()
     api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-    commit = api.upload_folder(folder_path=str(out), repo_id=repo_id, repo_type="dataset",
-                               commit_message=f"matbench suites {revision or ''}".strip())
+    commit = api.upload_folder(
+        folder_path=str(out),
+        repo_id=repo_id,
+        repo_type="dataset",
+        commit_message=f"matbench suites {revision or ''}".strip(),
+    )
     if revision:
         api.create_tag(repo_id, tag=revision, repo_type="dataset", tag_message=f"matbench suites {revision}")
     return str(getattr(commit, "commit_url", commit))

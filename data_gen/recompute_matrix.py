@@ -190,8 +190,11 @@ def delta_bodies(d: RecompDraw) -> dict[str, tuple[str, ...]]:
     if d.row == "B_oper":
         return {
             "d_src": (patch(f"sensor {S} measured {new}"),),
-            "d_mtn": (patch(f"[STATE UPDATE] sensor {S} measurement \u2192 {new}; overrides any earlier value and "
-                            "conclusion"),),
+            "d_mtn": (
+                patch(
+                    f"[STATE UPDATE] sensor {S} measurement \u2192 {new}; overrides any earlier value and conclusion"
+                ),
+            ),
             "d_der": (patch(f"sensor {S} measured {new}; the verdict is now {gold(d)}"),),
             "oracle": (patch(f"sensor {S} measured {new}; the alert threshold is {d.threshold}"),),
         }
@@ -223,8 +226,10 @@ def build(item_id: str, d: RecompDraw, partner: str = "") -> DonorPair:
         bodies = tuple(f"register {S} set to state {v}" for v in written)
         values, menu, leak = STATES, STATES, rf"\bregister {S} set to\b"
     elif d.row == "B_oper":
-        decoy, carrier = f"sensor {D} logged a routine idle reading", \
-            f"the operator reviewed sensor {S} against the alert threshold"
+        decoy, carrier = (
+            f"sensor {D} logged a routine idle reading",
+            f"the operator reviewed sensor {S} against the alert threshold",
+        )
         bodies = tuple(f"sensor {S} measured {v}; the alert threshold is {d.threshold}" for v in written)
         values, menu, leak = VERDICTS, VERDICTS, rf"\bsensor {S} measured\b"
     else:
@@ -239,12 +244,26 @@ def build(item_id: str, d: RecompDraw, partner: str = "") -> DonorPair:
     events[d.source_at] = f"<donor of {'sensor' if d.row == 'B_oper' else 'register'} {S}>"
     ask = {"open_question": d.row != "B_oper", "budget": BUDGETS[d.row]}
     q, served, deltas, current = question(d), (DECOY_AT, CARRIER_AT), delta_bodies(d), gold(d)
-    arms = (Arm("stale", served, q, **ask),
-            *(Arm(a, served, q, appended=deltas[a], expected=current, **ask) for a in DELTAS),
-            Arm("control", tuple(range(d.source_at)), q, **ask))
-    return DonorPair(item_id=item_id, events=tuple(events), source=d.source_at, source_bodies=bodies,  # type: ignore[arg-type]
-                     values=values, menu=menu, arms=arms, leak_patterns=(leak,), registers=(S, T, D),  # type: ignore[arg-type]
-                     decoys=(DECOY_AT,), variant=d.row, frame=FRAME, trace=TRACE)
+    arms = (
+        Arm("stale", served, q, **ask),
+        *(Arm(a, served, q, appended=deltas[a], expected=current, **ask) for a in DELTAS),
+        Arm("control", tuple(range(d.source_at)), q, **ask),
+    )
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=d.source_at,
+        source_bodies=bodies,  # type: ignore[arg-type]
+        values=values,
+        menu=menu,
+        arms=arms,
+        leak_patterns=(leak,),
+        registers=(S, T, D),  # type: ignore[arg-type]
+        decoys=(DECOY_AT,),
+        variant=d.row,
+        frame=FRAME,
+        trace=TRACE,
+    )
 
 
 def first_digit(number: int | str) -> str:
@@ -258,8 +277,9 @@ def partner_of(rng: random.Random, d: RecompDraw) -> str | None:
         return ""
     if d.row == "B_oper":
         if paper_member(d) == 0:  # the paper's operand is above: the partner lies 30 or more below
-            return str(rng.randrange(NUMBERS[0], d.threshold - MARGIN + 1)) if d.threshold - MARGIN >= NUMBERS[0] \
-                else None
+            return (
+                str(rng.randrange(NUMBERS[0], d.threshold - MARGIN + 1)) if d.threshold - MARGIN >= NUMBERS[0] else None
+            )
         return str(rng.randrange(d.threshold + MARGIN, NUMBERS[1])) if d.threshold + MARGIN < NUMBERS[1] else None
     if first_digit(d.update) == first_digit(d.value):
         return None
@@ -280,8 +300,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("recompute_matrix")(
-    Suite("recompute_matrix", VERSION, default_n=len(ROWS) * 32, make_item=make_item, contract=False,
-          paraphrase=False,
-          summary="which write-time state needs a recompute after an out-of-band update of its dropped source: "
-                  "materialized / operands-only / high-cardinality x stale, source, note, derived and oracle "
-                  "deltas appended at query time (kv_recomp)"))
+    Suite(
+        "recompute_matrix",
+        VERSION,
+        default_n=len(ROWS) * 32,
+        make_item=make_item,
+        contract=False,
+        paraphrase=False,
+        summary="which write-time state needs a recompute after an out-of-band update of its dropped source: "
+        "materialized / operands-only / high-cardinality x stale, source, note, derived and oracle "
+        "deltas appended at query time (kv_recomp)",
+    )
+)

@@ -71,8 +71,10 @@ def draw(rng: random.Random) -> ReferenceDraw:
     # Fillers never show a member's reading (a served donor-specific number); the paper's unpaired
     # item has one reading and no such rule (as the programming suite, README protocol notes).
     readings_ = frozenset((high, low))
-    fillers = tuple("" if i in (DECOY_AT, source, source + 1, CARRIER_AT) else filler_body(rng, own, readings_)
-                    for i in range(N_EVENTS))
+    fillers = tuple(
+        "" if i in (DECOY_AT, source, source + 1, CARRIER_AT) else filler_body(rng, own, readings_)
+        for i in range(N_EVENTS)
+    )
     return ReferenceDraw(decoy, sensor, target, thr, high, low, source, fillers)
 
 
@@ -89,11 +91,15 @@ def build(d: ReferenceDraw, item_id: str, kind: str) -> DonorPair:
     events[d.source] = f"<operand of sensor {S}>"
     events[d.source + 1] = f"<verdict of sensor {S}>"
     events[CARRIER_AT] = carrier(d, kind)
-    operands = tuple(tool("read_sensor()", f"sensor {S} measured {gv}; the alert threshold is {d.thr}")
-                     for gv in (d.high, d.low))
+    operands = tuple(
+        tool("read_sensor()", f"sensor {S} measured {gv}; the alert threshold is {d.thr}") for gv in (d.high, d.low)
+    )
     verdicts = tuple(tool("evaluate_alert()", f"alert check result for sensor {S}: threshold {v}") for v in VERDICTS)
-    question = (f"What verdict did register {d.target} record for sensor {S}?" if kind == "copy"
-                else f"Was sensor {S} above the alert threshold?")
+    question = (
+        f"What verdict did register {d.target} record for sensor {S}?"
+        if kind == "copy"
+        else f"Was sensor {S} above the alert threshold?"
+    )
     served = (DECOY_AT, CARRIER_AT)
     arms = (
         Arm("harv", served, question),
@@ -101,12 +107,22 @@ def build(d: ReferenceDraw, item_id: str, kind: str) -> DonorPair:
         Arm("txt", tuple(range(N_EVENTS)), question, uses_source=True, encoding="text"),
         Arm("control", tuple(range(d.source)), question),
     )
-    return DonorPair(item_id=item_id, events=tuple(events), source=d.source, source_bodies=operands,  # type: ignore[arg-type]
-                     values=VERDICTS, menu=VERDICTS, arms=arms,
-                     leak_patterns=(rf"\bsensor {S} measured\b", rf"\balert check result for sensor {S}\b"),
-                     registers=(d.decoy, S, d.target), decoys=(DECOY_AT,),
-                     donor_events=((d.source + 1, *verdicts),), variant=kind,
-                     slot_alternatives=((CARRIER_AT, tuple(carrier(d, k) for k in KINDS)),), frame="tool_steps")
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=d.source,
+        source_bodies=operands,  # type: ignore[arg-type]
+        values=VERDICTS,
+        menu=VERDICTS,
+        arms=arms,
+        leak_patterns=(rf"\bsensor {S} measured\b", rf"\balert check result for sensor {S}\b"),
+        registers=(d.decoy, S, d.target),
+        decoys=(DECOY_AT,),
+        donor_events=((d.source + 1, *verdicts),),
+        variant=kind,
+        slot_alternatives=((CARRIER_AT, tuple(carrier(d, k) for k in KINDS)),),
+        frame="tool_steps",
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -115,7 +131,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("reference_gradient")(
-    Suite("reference_gradient", VERSION, default_n=len(KINDS) * 32, make_item=make_item, group_size=len(KINDS),
-          contract=False, paraphrase=False,
-          summary="what must a served row say to inherit a dropped verdict: neutral, outcome, state and copy "
-                  "carriers (kv_refcarrier)"))
+    Suite(
+        "reference_gradient",
+        VERSION,
+        default_n=len(KINDS) * 32,
+        make_item=make_item,
+        group_size=len(KINDS),
+        contract=False,
+        paraphrase=False,
+        summary="what must a served row say to inherit a dropped verdict: neutral, outcome, state and copy "
+        "carriers (kv_refcarrier)",
+    )
+)

@@ -14,9 +14,29 @@ from typing import Any
 from matbench.errors import MatbenchError
 from matbench.protocol.pairs import Arm, DonorPair
 
-ROW_FIELDS = ("item_id", "suite", "version", "seed", "index", "events", "source", "source_bodies",
-              "values", "menu", "arms", "leak_patterns", "registers", "decoys", "donor_events", "variant",
-              "slot_alternatives", "trace", "frame", "padded", "content_hash")
+ROW_FIELDS = (
+    "item_id",
+    "suite",
+    "version",
+    "seed",
+    "index",
+    "events",
+    "source",
+    "source_bodies",
+    "values",
+    "menu",
+    "arms",
+    "leak_patterns",
+    "registers",
+    "decoys",
+    "donor_events",
+    "variant",
+    "slot_alternatives",
+    "trace",
+    "frame",
+    "padded",
+    "content_hash",
+)
 
 FIELD_DOCS = {
     "item_id": "unique id `<suite>-v<version>-s<seed>-<index>`",
@@ -30,15 +50,15 @@ FIELD_DOCS = {
     "values": "donor values of member A and member B (the gold answers)",
     "menu": "answer menu of the readouts (candidates of the probe)",
     "arms": "serving arms: name, served event indices (the header is always served), question, uses_source "
-            "(serves donor-dependent text), query_at_end (compact serving asks at L), appended (events appended at "
-            "query time, e.g. a patch), expected (the answer the arm should give when it is not the donor value), "
-            "encoding (joint: rows of the global prefill; isolated: each served event encoded alone after the header at "
-            "its original positions; text: header and served events re-prefilled as text), menu and values (this arm's "
-            "own menu and donor values when it asks another question of the same rows; empty = the row's), "
-            "open_question (the question carries its own answer instruction; no menu is appended), swapped (served "
-            "events whose rows each member takes from the other member's prefill: the root x downstream factorial), "
-            "trace (this arm's trace instruction when it differs from the row's; empty = the row's), budget (greedy "
-            "tokens for this arm's answer under generating readouts where the paper set one; 0 = the readout's)",
+    "(serves donor-dependent text), query_at_end (compact serving asks at L), appended (events appended at "
+    "query time, e.g. a patch), expected (the answer the arm should give when it is not the donor value), "
+    "encoding (joint: rows of the global prefill; isolated: each served event encoded alone after the header at "
+    "its original positions; text: header and served events re-prefilled as text), menu and values (this arm's "
+    "own menu and donor values when it asks another question of the same rows; empty = the row's), "
+    "open_question (the question carries its own answer instruction; no menu is appended), swapped (served "
+    "events whose rows each member takes from the other member's prefill: the root x downstream factorial), "
+    "trace (this arm's trace instruction when it differs from the row's; empty = the row's), budget (greedy "
+    "tokens for this arm's answer under generating readouts where the paper set one; 0 = the readout's)",
     "leak_patterns": "regular expressions no served event may match",
     "registers": "the item's own register names (echoes of these are not answers)",
     "decoys": "events drawn independently of the donor (they may name a menu value)",
@@ -56,35 +76,48 @@ def features():
     """The typed schema of every suite config (one row = one donor pair)."""
     from datasets import Features, Sequence, Value
 
-    return Features({
-        "item_id": Value("string"),
-        "suite": Value("string"),
-        "version": Value("string"),
-        "seed": Value("int64"),
-        "index": Value("int64"),
-        "events": Sequence(Value("string")),
-        "source": Value("int32"),
-        "source_bodies": Sequence(Value("string"), length=2),
-        "values": Sequence(Value("string"), length=2),
-        "menu": Sequence(Value("string")),
-        "arms": [{"name": Value("string"), "served": Sequence(Value("int32")),
-                  "question": Value("string"), "uses_source": Value("bool"), "query_at_end": Value("bool"),
-                  "appended": Sequence(Value("string")), "expected": Value("string"),
-                  "encoding": Value("string"), "menu": Sequence(Value("string")),
-                  "values": Sequence(Value("string")), "open_question": Value("bool"),
-                  "swapped": Sequence(Value("int32")), "trace": Value("string"),
-                  "budget": Value("int32")}],
-        "leak_patterns": Sequence(Value("string")),
-        "registers": Sequence(Value("string")),
-        "decoys": Sequence(Value("int32")),
-        "donor_events": [{"index": Value("int32"), "bodies": Sequence(Value("string"), length=2)}],
-        "variant": Value("string"),
-        "slot_alternatives": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
-        "trace": Value("string"),
-        "frame": Value("string"),
-        "padded": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
-        "content_hash": Value("string"),
-    })
+    return Features(
+        {
+            "item_id": Value("string"),
+            "suite": Value("string"),
+            "version": Value("string"),
+            "seed": Value("int64"),
+            "index": Value("int64"),
+            "events": Sequence(Value("string")),
+            "source": Value("int32"),
+            "source_bodies": Sequence(Value("string"), length=2),
+            "values": Sequence(Value("string"), length=2),
+            "menu": Sequence(Value("string")),
+            "arms": [
+                {
+                    "name": Value("string"),
+                    "served": Sequence(Value("int32")),
+                    "question": Value("string"),
+                    "uses_source": Value("bool"),
+                    "query_at_end": Value("bool"),
+                    "appended": Sequence(Value("string")),
+                    "expected": Value("string"),
+                    "encoding": Value("string"),
+                    "menu": Sequence(Value("string")),
+                    "values": Sequence(Value("string")),
+                    "open_question": Value("bool"),
+                    "swapped": Sequence(Value("int32")),
+                    "trace": Value("string"),
+                    "budget": Value("int32"),
+                }
+            ],
+            "leak_patterns": Sequence(Value("string")),
+            "registers": Sequence(Value("string")),
+            "decoys": Sequence(Value("int32")),
+            "donor_events": [{"index": Value("int32"), "bodies": Sequence(Value("string"), length=2)}],
+            "variant": Value("string"),
+            "slot_alternatives": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
+            "trace": Value("string"),
+            "frame": Value("string"),
+            "padded": [{"index": Value("int32"), "bodies": Sequence(Value("string"))}],
+            "content_hash": Value("string"),
+        }
+    )
 
 
 def content_hash(row: dict[str, Any]) -> str:
@@ -105,12 +138,25 @@ def pair_to_row(pair: DonorPair, suite: str, version: str, seed: int, index: int
         "source_bodies": list(pair.source_bodies),
         "values": list(pair.values),
         "menu": list(pair.menu),
-        "arms": [{"name": a.name, "served": list(a.served), "question": a.question, "uses_source": a.uses_source,
-                  "query_at_end": a.query_at_end, "appended": list(a.appended), "expected": a.expected,
-                  "encoding": a.encoding, "menu": list(a.menu), "values": list(a.values),
-                  "open_question": a.open_question, "swapped": list(a.swapped), "trace": a.trace,
-                  "budget": a.budget}
-                 for a in pair.arms],
+        "arms": [
+            {
+                "name": a.name,
+                "served": list(a.served),
+                "question": a.question,
+                "uses_source": a.uses_source,
+                "query_at_end": a.query_at_end,
+                "appended": list(a.appended),
+                "expected": a.expected,
+                "encoding": a.encoding,
+                "menu": list(a.menu),
+                "values": list(a.values),
+                "open_question": a.open_question,
+                "swapped": list(a.swapped),
+                "trace": a.trace,
+                "budget": a.budget,
+            }
+            for a in pair.arms
+        ],
         "leak_patterns": list(pair.leak_patterns),
         "registers": list(pair.registers),
         "decoys": list(pair.decoys),
@@ -145,11 +191,25 @@ def row_to_pair(row: dict[str, Any]) -> DonorPair:
             source_bodies=tuple(row["source_bodies"]),
             values=tuple(row["values"]),
             menu=tuple(row["menu"]),
-            arms=tuple(Arm(a["name"], tuple(int(i) for i in a["served"]), a["question"], bool(a["uses_source"]),
-                           bool(a["query_at_end"]), tuple(a["appended"]), a["expected"], a["encoding"],
-                           tuple(a["menu"]), tuple(a["values"]), bool(a["open_question"]),
-                           tuple(int(i) for i in a["swapped"]), a["trace"], int(a["budget"]))
-                      for a in row["arms"]),
+            arms=tuple(
+                Arm(
+                    a["name"],
+                    tuple(int(i) for i in a["served"]),
+                    a["question"],
+                    bool(a["uses_source"]),
+                    bool(a["query_at_end"]),
+                    tuple(a["appended"]),
+                    a["expected"],
+                    a["encoding"],
+                    tuple(a["menu"]),
+                    tuple(a["values"]),
+                    bool(a["open_question"]),
+                    tuple(int(i) for i in a["swapped"]),
+                    a["trace"],
+                    int(a["budget"]),
+                )
+                for a in row["arms"]
+            ),
             leak_patterns=tuple(row["leak_patterns"]),
             registers=tuple(row["registers"]),
             decoys=tuple(int(i) for i in row["decoys"]),

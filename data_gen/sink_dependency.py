@@ -77,23 +77,52 @@ def build(item_id: str, d: SinkDraw, others: tuple[int, int]) -> DonorPair:
     """Member A holds the draw's values; member B initializes ALPHA to others[0] and reads
     others[1] at the asked sensor."""
     v_hop, v_retr = d.values[d.chain[0]], d.values[d.asked]
-    questions = {"retr": (f"What value did sensor {d.sensors[d.asked]} measure? Answer with the number only:",
-                          (str(v_retr), str(others[1]))),
-                 "hop": (f"What is the value of register {REGISTERS[2]}? Answer with the number only:",
-                         (str(v_hop), str(others[0])))}
+    questions = {
+        "retr": (
+            f"What value did sensor {d.sensors[d.asked]} measure? Answer with the number only:",
+            (str(v_retr), str(others[1])),
+        ),
+        "hop": (
+            f"What is the value of register {REGISTERS[2]}? Answer with the number only:",
+            (str(v_hop), str(others[0])),
+        ),
+    }
     everything = tuple(range(N_EVENTS))
     arms = tuple(
-        Arm(f"{mode}_{task}", everything, questions[task][0], uses_source=True, encoding=encoding,
-            menu=questions[task][1], values=questions[task][1], open_question=True, budget=BUDGET)
-        for mode, encoding in ENCODINGS for task in TASKS)
+        Arm(
+            f"{mode}_{task}",
+            everything,
+            questions[task][0],
+            uses_source=True,
+            encoding=encoding,
+            menu=questions[task][1],
+            values=questions[task][1],
+            open_question=True,
+            budget=BUDGET,
+        )
+        for mode, encoding in ENCODINGS
+        for task in TASKS
+    )
     bodies = tuple(body(d, i) for i in everything)
-    swapped = replace(d, values=tuple(others[0] if i == d.chain[0] else others[1] if i == d.asked else v
-                                      for i, v in enumerate(d.values)))
+    swapped = replace(
+        d,
+        values=tuple(
+            others[0] if i == d.chain[0] else others[1] if i == d.asked else v for i, v in enumerate(d.values)
+        ),
+    )
     source = d.chain[0]
-    return DonorPair(item_id=item_id, events=bodies, source=source,
-                     source_bodies=(bodies[source], body(swapped, source)), values=questions["hop"][1],
-                     menu=questions["hop"][1], arms=arms, registers=REGISTERS, frame="deploy_tools",
-                     donor_events=((d.asked, bodies[d.asked], body(swapped, d.asked)),))
+    return DonorPair(
+        item_id=item_id,
+        events=bodies,
+        source=source,
+        source_bodies=(bodies[source], body(swapped, source)),
+        values=questions["hop"][1],
+        menu=questions["hop"][1],
+        arms=arms,
+        registers=REGISTERS,
+        frame="deploy_tools",
+        donor_events=((d.asked, bodies[d.asked], body(swapped, d.asked)),),
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -102,6 +131,13 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("sink_dependency")(
-    Suite("sink_dependency", VERSION, default_n=32, make_item=make_item, contract=False, paraphrase=False,
-          summary="does a shared head fix retrieval but not multi-hop over independently encoded events "
-                  "(kv_phantom E3)"))
+    Suite(
+        "sink_dependency",
+        VERSION,
+        default_n=32,
+        make_item=make_item,
+        contract=False,
+        paraphrase=False,
+        summary="does a shared head fix retrieval but not multi-hop over independently encoded events (kv_phantom E3)",
+    )
+)

@@ -48,21 +48,36 @@ def draw(rng: random.Random, gap: int) -> WindowDraw:
     decoy, far, near = rng.sample(REGISTER_POOL, 3)
     others = [n for n in REGISTER_POOL if n not in (decoy, far, near)]
     decoy_value, near_value = rng.choice(STATUS2), rng.choice(STATUS2)
-    fillers = tuple(f"register {rng.choice(others)} refreshed to {rng.randrange(100, 999)}"
-                    for _ in range(max(1, gap // 20)))
+    fillers = tuple(
+        f"register {rng.choice(others)} refreshed to {rng.randrange(100, 999)}" for _ in range(max(1, gap // 20))
+    )
     return WindowDraw(gap, decoy, far, near, decoy_value, near_value, fillers)
 
 
 def build(item_id: str, d: WindowDraw, values: tuple[str, str] = STATUS2) -> DonorPair:
     """Member A's far row states values[0], member B's values[1]."""
     bodies = tuple(f"register {d.far} set to state {v}" for v in values)
-    events = (f"register {d.decoy} set to state {d.decoy_value}", f"<donor of register {d.far}>", *d.fillers,
-              f"register {d.near} set to state {d.near_value}")
+    events = (
+        f"register {d.decoy} set to state {d.decoy_value}",
+        f"<donor of register {d.far}>",
+        *d.fillers,
+        f"register {d.near} set to state {d.near_value}",
+    )
     served = (FAR_AT, len(events) - 1)
     arm = Arm("far_near", served, f"What state is register {d.far} in?", uses_source=True)
-    return DonorPair(item_id=item_id, events=events, source=FAR_AT, source_bodies=bodies,  # type: ignore[arg-type]
-                     values=values, menu=STATUS2, arms=(arm,), registers=(d.decoy, d.far, d.near),
-                     decoys=(DECOY_AT, len(events) - 1), variant=f"gap{d.gap}", padded=((FAR_AT, bodies),))
+    return DonorPair(
+        item_id=item_id,
+        events=events,
+        source=FAR_AT,
+        source_bodies=bodies,  # type: ignore[arg-type]
+        values=values,
+        menu=STATUS2,
+        arms=(arm,),
+        registers=(d.decoy, d.far, d.near),
+        decoys=(DECOY_AT, len(events) - 1),
+        variant=f"gap{d.gap}",
+        padded=((FAR_AT, bodies),),
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -71,7 +86,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("sliding_window")(
-    Suite("sliding_window", VERSION, default_n=len(GAPS) * 24, make_item=make_item, contract=False, paraphrase=False,
-          servings=("compact", "native"),
-          summary="how much more a far served row is followed under compact than native serving of a "
-                  "sliding-window model, by gap (kv_swgate)"))
+    Suite(
+        "sliding_window",
+        VERSION,
+        default_n=len(GAPS) * 24,
+        make_item=make_item,
+        contract=False,
+        paraphrase=False,
+        servings=("compact", "native"),
+        summary="how much more a far served row is followed under compact than native serving of a "
+        "sliding-window model, by gap (kv_swgate)",
+    )
+)

@@ -141,8 +141,9 @@ def draw(rng: random.Random) -> TriggerDraw:
     m2 = rng.randrange(*FLAG_RANGE)
     own = tuple(dict.fromkeys((decoy, source_reg, target, decoy2, sensor)))
     fillers = tuple(filler_body(rng, own, avoid=frozenset({high, low})) for _ in range(N_EVENTS))
-    return TriggerDraw(MirrorDraw(decoy, source_reg, target, m, fillers),
-                       FlagDraw(decoy2, sensor, threshold, high, low, m2, fillers))
+    return TriggerDraw(
+        MirrorDraw(decoy, source_reg, target, m, fillers), FlagDraw(decoy2, sensor, threshold, high, low, m2, fillers)
+    )
 
 
 def carriers(d: TriggerDraw, family: str) -> dict[str, str]:
@@ -233,7 +234,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("trigger")(
-    Suite("trigger", VERSION, default_n=16 * 24, make_item=make_item, group_size=len(CONSTRUCTIONS),
-          paraphrase=False,
-          summary=("which of the paper's 16 carrier constructions write the dropped state through "
-                   "(kv_parabank, kv_parabank2)")))
+    Suite(
+        "trigger",
+        VERSION,
+        default_n=16 * 24,
+        make_item=make_item,
+        group_size=len(CONSTRUCTIONS),
+        paraphrase=False,
+        summary=(
+            "which of the paper's 16 carrier constructions write the dropped state through (kv_parabank, kv_parabank2)"
+        ),
+    )
+)

@@ -80,10 +80,14 @@ def patch_bodies(source: str, target: str, wrong: str, value: str) -> dict[str, 
         "upd_bare": f"register {source} set to state {value}",
         "upd_ver": state_body(source, value, "2"),
         "patch_struct": f"<PATCH> source={source} version=2 supersedes=1 new_state={value} </PATCH>",
-        "patch_der": (f"<PATCH> source={source} version=2 supersedes=1 new_state={value} "
-                      f"affected={target} derived_state={value} </PATCH>"),
-        "noopx": (f"register {source} was re-checked: state remains {value}; this confirms the earlier value"
-                  f"   [{source} version 1 confirmed]"),
+        "patch_der": (
+            f"<PATCH> source={source} version=2 supersedes=1 new_state={value} "
+            f"affected={target} derived_state={value} </PATCH>"
+        ),
+        "noopx": (
+            f"register {source} was re-checked: state remains {value}; this confirms the earlier value"
+            f"   [{source} version 1 confirmed]"
+        ),
         "ctl_wrong": state_body(wrong, value, "2"),
         "ctl_dummy": DUMMY,
     }
@@ -139,10 +143,18 @@ def build_item(item_id: str, d: UpdateDraws) -> DonorPair:
         for arm in KV_ARMS:
             appended = () if arm == "stale" else (patches[arm],)
             arms.append(Arm(f"{arm}__{query}", served, question, appended=appended, expected=gold(d, arm, query)))
-        arms.append(Arm(f"txt_stale__{query}", served, question, expected=gold(d, "txt_stale", query),
-                        encoding="text"))
-        arms.append(Arm(f"txt_oracle__{query}", tuple(range(N_EVENTS)), question, uses_source=True,
-                        appended=(patches["upd_ver"],), expected=gold(d, "txt_oracle", query), encoding="text"))
+        arms.append(Arm(f"txt_stale__{query}", served, question, expected=gold(d, "txt_stale", query), encoding="text"))
+        arms.append(
+            Arm(
+                f"txt_oracle__{query}",
+                tuple(range(N_EVENTS)),
+                question,
+                uses_source=True,
+                appended=(patches["upd_ver"],),
+                expected=gold(d, "txt_oracle", query),
+                encoding="text",
+            )
+        )
     arms.append(Arm("control", tuple(range(d.source_at)), asked["cur"]))
     return DonorPair(
         item_id=item_id,
@@ -163,7 +175,15 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build_item(item_id, draw(rng))
 
 
-SUITE = SUITES.register("update")(Suite("update", VERSION, default_n=64, make_item=make_item,
-          paraphrase=False,
-          summary=("does an out-of-band patch of the dropped source win over the materialized old value? "
-                   "(kv_coherence2)")))
+SUITE = SUITES.register("update")(
+    Suite(
+        "update",
+        VERSION,
+        default_n=64,
+        make_item=make_item,
+        paraphrase=False,
+        summary=(
+            "does an out-of-band patch of the dropped source win over the materialized old value? (kv_coherence2)"
+        ),
+    )
+)

@@ -77,8 +77,11 @@ def bodies(d: ChainDraw, value: int) -> list[str]:
     out, fill, si = [], iter(d.fillers), 0
     for i in range(N_EVENTS):
         if si <= d.hops and i == d.slots[si]:
-            out.append(f"register {d.chain[0]} initialized to {value}" if si == 0
-                       else f"register {d.chain[si]} copied from register {d.chain[si - 1]}")
+            out.append(
+                f"register {d.chain[0]} initialized to {value}"
+                if si == 0
+                else f"register {d.chain[si]} copied from register {d.chain[si - 1]}"
+            )
             si += 1
         else:
             register, number = next(fill)
@@ -102,9 +105,17 @@ def build(item_id: str, d: ChainDraw, other: int) -> DonorPair:
         Arm("anch", everything, question, encoding="anchored", **ask),
     )
     values = (str(d.value), str(other))
-    return DonorPair(item_id=item_id, events=tuple(events), source=source,
-                     source_bodies=(events[source], bodies(d, other)[source]), values=values, menu=values,
-                     arms=arms, registers=NAMES, variant=f"h{d.hops}/{'far' if d.far else 'near'}")
+    return DonorPair(
+        item_id=item_id,
+        events=tuple(events),
+        source=source,
+        source_bodies=(events[source], bodies(d, other)[source]),
+        values=values,
+        menu=values,
+        arms=arms,
+        registers=NAMES,
+        variant=f"h{d.hops}/{'far' if d.far else 'near'}",
+    )
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
@@ -117,6 +128,13 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
 
 
 SUITE = SUITES.register("var_tracking")(
-    Suite("var_tracking", VERSION, default_n=96, make_item=make_item, contract=False, paraphrase=False,
-          summary="how do served rows resolve a 1-, 2- or 4-hop copy chain, near or far (kv_vartrack, "
-                  "kv_vardecomp)"))
+    Suite(
+        "var_tracking",
+        VERSION,
+        default_n=96,
+        make_item=make_item,
+        contract=False,
+        paraphrase=False,
+        summary="how do served rows resolve a 1-, 2- or 4-hop copy chain, near or far (kv_vartrack, kv_vardecomp)",
+    )
+)

@@ -16,8 +16,16 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 # The browser tests' flags: headless, no sandbox as root, no background traffic.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def main(site: Path, out: Path, suite: str = "harvest") -> None:
@@ -27,8 +35,9 @@ def main(site: Path, out: Path, suite: str = "harvest") -> None:
         page.goto((site / "index.html").as_uri())
         page.select_option("#overview-filter-suite", label=suite)
         box = page.locator("#overview").bounding_box()
-        page.screenshot(path=str(out), full_page=True,
-                        clip={"x": 0, "y": 0, "width": 1400, "height": box["y"] + box["height"] + 16})
+        page.screenshot(
+            path=str(out), full_page=True, clip={"x": 0, "y": 0, "width": 1400, "height": box["y"] + box["height"] + 16}
+        )
         browser.close()
 
 

@@ -71,8 +71,13 @@ def _readout(arm: ArmRecord) -> tuple | None:
 
 # Per question: how its answers are read, and what that reading is (recorded in the results).
 READS: dict[str, tuple[Callable[[ArmRecord], tuple | None], str]] = {
-    "": (_paper_or_probe, ("kv_sweepmenu: first menu word, upper-cased substring parse (generating readouts); "
-                           "candidate-logit argmax under the probe")),
+    "": (
+        _paper_or_probe,
+        (
+            "kv_sweepmenu: first menu word, upper-cased substring parse (generating readouts); "
+            "candidate-logit argmax under the probe"
+        ),
+    ),
     "exact": (_exact, "kv_digit: first three-digit number of the generated text"),
     "above500": (_probe, "kv_digit: candidate logits after 'Answer:' (YES vs NO)"),
     "first_digit": (_probe, "kv_digit: candidate logits after 'Answer:' (1..9)"),
@@ -81,8 +86,9 @@ READS: dict[str, tuple[Callable[[ArmRecord], tuple | None], str]] = {
 }
 
 
-def recovery(records: Sequence[PairRecord], arm: str, read: Callable[[ArmRecord], tuple | None],
-             chance: float) -> dict[str, Any] | None:
+def recovery(
+    records: Sequence[PairRecord], arm: str, read: Callable[[ArmRecord], tuple | None], chance: float
+) -> dict[str, Any] | None:
     """Accuracy of `read`'s answers against each member's own donor value, with its item-level 95%
     CI, and the classes of the same answers; None when some record has no answers to read."""
     answers = [read(r.arms[arm]) for r in records]
@@ -96,52 +102,116 @@ def recovery(records: Sequence[PairRecord], arm: str, read: Callable[[ArmRecord]
     accuracy = sum(per_pair) / (2 * len(records))
     ci = stats.clustered_wilson(per_pair, 2).as_list()
     shifts = [r.arms[arm].shift for r in records]
-    return {"accuracy": accuracy, "ci": ci, "chance": chance, "correct": sum(per_pair), "answers": 2 * len(records),
-            "recall_share": stats.recall_share(accuracy, chance),
-            "recall_share_ci": [stats.recall_share(x, chance) for x in ci],
-            "follow_anti": [counts["follow"], counts["anti"]],
-            "follow_anti_p": stats.sign_test(counts["follow"], counts["anti"]),
-            "classes": counts, "shift_mean": sum(shifts) / len(shifts)}
+    return {
+        "accuracy": accuracy,
+        "ci": ci,
+        "chance": chance,
+        "correct": sum(per_pair),
+        "answers": 2 * len(records),
+        "recall_share": stats.recall_share(accuracy, chance),
+        "recall_share_ci": [stats.recall_share(x, chance) for x in ci],
+        "follow_anti": [counts["follow"], counts["anti"]],
+        "follow_anti_p": stats.sign_test(counts["follow"], counts["anti"]),
+        "classes": counts,
+        "shift_mean": sum(shifts) / len(shifts),
+    }
 
 
-def _metric(key: str, question: str, label: str, what: str, chance: float, overview: bool = False,
-            readouts: tuple[str, ...] | None = None, optional: bool = False) -> Metric:
+def _metric(
+    key: str,
+    question: str,
+    label: str,
+    what: str,
+    chance: float,
+    overview: bool = False,
+    readouts: tuple[str, ...] | None = None,
+    optional: bool = False,
+) -> Metric:
     """harv_kv's entry of headline question `question` ("bin2", "digit3/exact", ...)."""
-    return Metric(key, f"headline.{question}.harv_kv", label, what, Scale.ACCURACY, Format.RATE_CI, chance=chance,
-                  readouts=readouts, overview=overview, fields=("accuracy", "ci"), optional=optional)
+    return Metric(
+        key,
+        f"headline.{question}.harv_kv",
+        label,
+        what,
+        Scale.ACCURACY,
+        Format.RATE_CI,
+        chance=chance,
+        readouts=readouts,
+        overview=overview,
+        fields=("accuracy", "ci"),
+        optional=optional,
+    )
 
 
 @EVALUATORS.register("access")
 class AccessEvaluator(Evaluator):
     order = 4
     contract = (
-        *(_metric(pool, pool, f"{pool} recovery",
-                  f"harv_kv recovery of the dropped {pool} state (kv_sweepmenu's metric): accuracy over member "
-                  "answers with its item-level 95% CI; the first menu word by the paper's parse under a generating "
-                  "readout, the probe's argmax under the probe", chance, overview=True)
-          for pool, chance in (("bin2", 0.5), ("dir4", 0.25), ("name8", 0.125))),
-        Metric("bin2_shift", "by_variant.bin2.arms.harv_kv.donor_shift", "bin2 donor shift", "harv_kv on bin2 "
-               "items: the donor margin shift toward the dropped state (SPEC 2.7), mean with bootstrap 95% CI",
-               Scale.SHIFT, Format.SIGNED_CI),
+        *(
+            _metric(
+                pool,
+                pool,
+                f"{pool} recovery",
+                f"harv_kv recovery of the dropped {pool} state (kv_sweepmenu's metric): accuracy over member "
+                "answers with its item-level 95% CI; the first menu word by the paper's parse under a generating "
+                "readout, the probe's argmax under the probe",
+                chance,
+                overview=True,
+            )
+            for pool, chance in (("bin2", 0.5), ("dir4", 0.25), ("name8", 0.125))
+        ),
+        Metric(
+            "bin2_shift",
+            "by_variant.bin2.arms.harv_kv.donor_shift",
+            "bin2 donor shift",
+            "harv_kv on bin2 "
+            "items: the donor margin shift toward the dropped state (SPEC 2.7), mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
         # Open recovery by generation (kv_digit: 12 tokens, the first three-digit number): the exact
         # arms carry kv_digit's 12-token budget under every generating readout; a probe run has no
         # text and leaves the metric out (the probe could only choose between the two donor numbers).
-        _metric("digit3_exact", "digit3/exact", "digit3 exact",
-                "harv_kv exact recovery of the dropped three-digit number (kv_digit's metric: the first three-digit "
-                "number of a 12-token generation; chance ~1/900)", EXACT_CHANCE, readouts=GENERATING_READOUTS,
-                optional=True),
-        _metric("digit3_above500", "digit3/above500", "digit3 > 500",
-                "harv_kv: is the dropped number above 500, by kv_digit's candidate-logit probe (YES/NO after "
-                "'Answer:')", 0.5),
-        _metric("digit3_first_digit", "digit3/first_digit", "digit3 first digit",
-                "harv_kv: the dropped number's first digit, by kv_digit's candidate-logit probe (1-9 after "
-                "'Answer:')", 1 / 9),
-        _metric("phrase_verbatim", "phrase/verbatim", "phrase verbatim (matbench)",
-                "matbench's own question, no paper script: which of 12 notes the dropped source logged (menu "
-                "accuracy, chance 1/12); not the paper's verbatim pair-transfer rate", 1 / 12),
-        _metric("phrase_polarity", "phrase/polarity", "phrase polarity (matbench)",
-                "matbench's own question, no paper script: was the dropped note good or bad news (menu accuracy, "
-                "chance .5); not the paper's polarity pair-transfer rate", 0.5),
+        _metric(
+            "digit3_exact",
+            "digit3/exact",
+            "digit3 exact",
+            "harv_kv exact recovery of the dropped three-digit number (kv_digit's metric: the first three-digit "
+            "number of a 12-token generation; chance ~1/900)",
+            EXACT_CHANCE,
+            readouts=GENERATING_READOUTS,
+            optional=True,
+        ),
+        _metric(
+            "digit3_above500",
+            "digit3/above500",
+            "digit3 > 500",
+            "harv_kv: is the dropped number above 500, by kv_digit's candidate-logit probe (YES/NO after 'Answer:')",
+            0.5,
+        ),
+        _metric(
+            "digit3_first_digit",
+            "digit3/first_digit",
+            "digit3 first digit",
+            "harv_kv: the dropped number's first digit, by kv_digit's candidate-logit probe (1-9 after 'Answer:')",
+            1 / 9,
+        ),
+        _metric(
+            "phrase_verbatim",
+            "phrase/verbatim",
+            "phrase verbatim (matbench)",
+            "matbench's own question, no paper script: which of 12 notes the dropped source logged (menu "
+            "accuracy, chance 1/12); not the paper's verbatim pair-transfer rate",
+            1 / 12,
+        ),
+        _metric(
+            "phrase_polarity",
+            "phrase/polarity",
+            "phrase polarity (matbench)",
+            "matbench's own question, no paper script: was the dropped note good or bad news (menu accuracy, "
+            "chance .5); not the paper's polarity pair-transfer rate",
+            0.5,
+        ),
         CONTROL_CLEAN,
     )
 
@@ -164,7 +234,11 @@ class AccessEvaluator(Evaluator):
                 entry = {name: recovery(subset, arm.replace("harv_kv", name, 1), read, chance) for name in ENCODINGS}
                 if entry["harv_kv"] is None:
                     continue  # nothing to read this way in this run (exact recovery without generated text)
-                headline[key] = {"read": how, "n_pairs": len(subset), **entry,
-                                 "harv_minus_ikv": entry["harv_kv"]["accuracy"] - entry["sel_ikv"]["accuracy"]}
+                headline[key] = {
+                    "read": how,
+                    "n_pairs": len(subset),
+                    **entry,
+                    "harv_minus_ikv": entry["harv_kv"]["accuracy"] - entry["sel_ikv"]["accuracy"],
+                }
         headline["control_clean"] = clean
         return {"by_variant": by_variant, "headline": headline}

@@ -105,8 +105,11 @@ def _expected_metrics(records: Sequence[PairRecord], arm: str) -> dict[str, Any]
     leaks = sum(stale)
     sizes = {len(pair) for pair in at_risk if pair}
     # Item-level intervals: the members of a pair share their served text.
-    leak_ci = (stats.clustered_wilson([sum(pair) for pair in at_risk if pair], sizes.pop()) if len(sizes) == 1
-               else stats.wilson(leaks, len(stale)))
+    leak_ci = (
+        stats.clustered_wilson([sum(pair) for pair in at_risk if pair], sizes.pop())
+        if len(sizes) == 1
+        else stats.wilson(leaks, len(stale))
+    )
     return {
         "expected_win_rate": sum(per_pair) / (2 * len(entries)),
         "expected_win_ci": stats.clustered_wilson(per_pair, 2).as_list(),
@@ -136,8 +139,9 @@ def arm_difference(records: Sequence[PairRecord], arm: str, base: str) -> dict[s
     return mean_with_ci([member_accuracy(r, arm) - member_accuracy(r, base) for r in records])
 
 
-def group_pairs(records: Sequence[PairRecord], group_size: int, condition, kind: str,
-                base: str) -> list[tuple[PairRecord, PairRecord]]:
+def group_pairs(
+    records: Sequence[PairRecord], group_size: int, condition, kind: str, base: str
+) -> list[tuple[PairRecord, PairRecord]]:
     """(`kind`, `base`) records of each group of `group_size` consecutive items sharing every draw
     (`condition(record)` names an item's condition) that holds both, in index order."""
     cells: dict[int, dict[str, PairRecord]] = {}
@@ -146,25 +150,36 @@ def group_pairs(records: Sequence[PairRecord], group_size: int, condition, kind:
     return [(c[kind], c[base]) for _, c in sorted(cells.items()) if kind in c and base in c]
 
 
-def group_contrast(records: Sequence[PairRecord], group_size: int, condition, kind: str, base: str,
-                   arm: str) -> dict[str, Any] | None:
+def group_contrast(
+    records: Sequence[PairRecord], group_size: int, condition, kind: str, base: str, arm: str
+) -> dict[str, Any] | None:
     """`arm`'s accuracy under condition `kind` minus under `base`, paired within groups
     (`group_pairs`), with a bootstrap 95% CI over the groups; None when no group holds both."""
-    diffs = [member_accuracy(k, arm) - member_accuracy(b, arm)
-             for k, b in group_pairs(records, group_size, condition, kind, base)]
+    diffs = [
+        member_accuracy(k, arm) - member_accuracy(b, arm)
+        for k, b in group_pairs(records, group_size, condition, kind, base)
+    ]
     return {"n_groups": len(diffs), **mean_with_ci(diffs)} if diffs else None
 
 
 def control_clean(control: dict[str, Any]) -> bool:
     """The control gate over a whole run: serving only events before the source, no pair may be
     donor-sensitive and every donor shift must be exactly 0."""
-    return (control["classes"]["follow"] + control["classes"]["anti"] == 0
-            and control["donor_shift"]["zero"] == control["n_pairs"])
+    return (
+        control["classes"]["follow"] + control["classes"]["anti"] == 0
+        and control["donor_shift"]["zero"] == control["n_pairs"]
+    )
 
 
-CONTROL_CLEAN = Metric("control_clean", "headline.control_clean", "control clean",
-                       "serving only events before the source gave no donor-sensitive pair and every shift 0",
-                       Scale.CHECK, Format.BOOL, Direction.NONE)
+CONTROL_CLEAN = Metric(
+    "control_clean",
+    "headline.control_clean",
+    "control clean",
+    "serving only events before the source gave no donor-sensitive pair and every shift 0",
+    Scale.CHECK,
+    Format.BOOL,
+    Direction.NONE,
+)
 
 
 @dataclass(frozen=True)
@@ -185,8 +200,9 @@ class Evaluator:
         for m in cls.contract:
             if m.key == key:
                 return m
-        raise MatbenchError(f"{cls.__name__} declares no metric {key!r}; it declares "
-                            f"{', '.join(m.key for m in cls.contract)}")
+        raise MatbenchError(
+            f"{cls.__name__} declares no metric {key!r}; it declares {', '.join(m.key for m in cls.contract)}"
+        )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         arms = list(records[0].arms)

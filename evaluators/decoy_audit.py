@@ -34,24 +34,72 @@ def mode_of(record: PairRecord) -> str:
 class DecoyAuditEvaluator(Evaluator):
     order = 12  # the experiments after the seven contract suites
     contract = (
-        Metric("harv_kv_accuracy", "headline.harv_kv_accuracy", "harv_kv accuracy by mode", "the paper's table: "
-               "harv_kv (decoy + carrier rows of the global prefill) accuracy against the gold per decoy mode "
-               "(chance .5)", Scale.ACCURACY, Format.MAPPING, chance=CHANCE),
-        Metric("decoy_inflation", "headline.decoy_inflation", "opposite − independent", "harv_kv accuracy with a "
-               "served opposite decoy minus with an independent one, paired per group of shared draws (bootstrap "
-               "95% CI): recall bought by eliminating the decoy", Scale.DIFFERENCE, Format.SIGNED_CI,
-               Direction.NONE),
-        Metric("none_classes", "by_mode.none.harv_kv.classes", "no-decoy f:a", "harv_kv donor classes with no served "
-               "state word (none mode)", Scale.FOLLOW, Format.CLASSES, optional=True),
-        Metric("none_shift", "by_mode.none.harv_kv.donor_shift", "no-decoy donor shift", "harv_kv donor margin "
-               "shift in none mode (SPEC 2.7)", Scale.SHIFT, Format.SIGNED_CI, optional=True),
-        Metric("independent_shift", "by_mode.independent.harv_kv.donor_shift", "independent donor shift",
-               "harv_kv donor margin shift with an independent decoy (access bin2's design)", Scale.SHIFT,
-               Format.SIGNED_CI, optional=True),
-        Metric("decoy_echo", "headline.decoy_echo", "decoy echo", "independent mode: harv_kv answers equal to the "
-               "served decoy's value", Scale.ACCURACY, direction=Direction.NONE),
-        Metric("comprehension", "headline.comprehension", "comprehension", "full_txt accuracy per mode",
-               Scale.ACCURACY, Format.MAPPING, chance=CHANCE),
+        Metric(
+            "harv_kv_accuracy",
+            "headline.harv_kv_accuracy",
+            "harv_kv accuracy by mode",
+            "the paper's table: "
+            "harv_kv (decoy + carrier rows of the global prefill) accuracy against the gold per decoy mode "
+            "(chance .5)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+        ),
+        Metric(
+            "decoy_inflation",
+            "headline.decoy_inflation",
+            "opposite − independent",
+            "harv_kv accuracy with a "
+            "served opposite decoy minus with an independent one, paired per group of shared draws (bootstrap "
+            "95% CI): recall bought by eliminating the decoy",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.NONE,
+        ),
+        Metric(
+            "none_classes",
+            "by_mode.none.harv_kv.classes",
+            "no-decoy f:a",
+            "harv_kv donor classes with no served state word (none mode)",
+            Scale.FOLLOW,
+            Format.CLASSES,
+            optional=True,
+        ),
+        Metric(
+            "none_shift",
+            "by_mode.none.harv_kv.donor_shift",
+            "no-decoy donor shift",
+            "harv_kv donor margin shift in none mode (SPEC 2.7)",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+            optional=True,
+        ),
+        Metric(
+            "independent_shift",
+            "by_mode.independent.harv_kv.donor_shift",
+            "independent donor shift",
+            "harv_kv donor margin shift with an independent decoy (access bin2's design)",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+            optional=True,
+        ),
+        Metric(
+            "decoy_echo",
+            "headline.decoy_echo",
+            "decoy echo",
+            "independent mode: harv_kv answers equal to the served decoy's value",
+            Scale.ACCURACY,
+            direction=Direction.NONE,
+        ),
+        Metric(
+            "comprehension",
+            "headline.comprehension",
+            "comprehension",
+            "full_txt accuracy per mode",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+        ),
         CONTROL_CLEAN,
     )
 
@@ -61,11 +109,12 @@ class DecoyAuditEvaluator(Evaluator):
         controlled = [r for r in records if "control" in r.arms]
         metrics["arms"]["control"] = arm_metrics(controlled, "control") if controlled else None
         modes = [m for m in MODES if any(mode_of(r) == m for r in records)]
-        by_mode = {m: {arm: arm_metrics([r for r in records if mode_of(r) == m], arm) for arm in ARMS}
-                   for m in modes}
+        by_mode = {m: {arm: arm_metrics([r for r in records if mode_of(r) == m], arm) for arm in ARMS} for m in modes}
         for m in modes:
             subset = [r for r in records if mode_of(r) == m]
-            by_mode[m]["harv_none"] = sum(a is None for r in subset for a in r.arms["harv_kv"].answers) / (2 * len(subset))
+            by_mode[m]["harv_none"] = sum(a is None for r in subset for a in r.arms["harv_kv"].answers) / (
+                2 * len(subset)
+            )
         metrics["by_mode"] = by_mode
         independent = [r for r in records if mode_of(r) == "independent"]
         echo = None
@@ -75,8 +124,10 @@ class DecoyAuditEvaluator(Evaluator):
         metrics["headline"] = {
             "harv_kv_accuracy": {m: by_mode[m]["harv_kv"]["menu_accuracy"] for m in modes},
             "harv_kv_accuracy_ci": {m: by_mode[m]["harv_kv"]["menu_accuracy_ci"] for m in modes},
-            "table": {m: {arm: by_mode[m][arm]["menu_accuracy"] for arm in ARMS} | {"harv_none": by_mode[m]["harv_none"]}
-                      for m in modes},
+            "table": {
+                m: {arm: by_mode[m][arm]["menu_accuracy"] for arm in ARMS} | {"harv_none": by_mode[m]["harv_none"]}
+                for m in modes
+            },
             "decoy_inflation": group_contrast(records, len(MODES), mode_of, "opposite", "independent", "harv_kv"),
             "decoy_echo": echo,
             "comprehension": {m: by_mode[m]["full_txt"]["menu_accuracy"] for m in modes},

@@ -15,24 +15,70 @@ from matbench.protocol.records import PairRecord
 class DiscoveryEvaluator(Evaluator):
     order = 1
     contract = (
-        Metric("root_classes", "arms.root.classes", "root f:a", "root arm (serve decoy + root, ask M): pairs by "
-               "outcome class; follow:anti among donor-sensitive pairs", Scale.FOLLOW, Format.CLASSES,
-               overview=True, rank=True),
-        Metric("root_classes_paper", "arms.root.paper_parse.classes", "root f:a (paper parse)", "the root arm's "
-               "generated answers read with the paper's looser parse (upper-cased substrings, last menu word): the "
-               "figure comparable with the paper's 99:0", Scale.FOLLOW, Format.CLASSES,
-               readouts=GENERATING_READOUTS),
-        Metric("root_follow_anti_p", "arms.root.follow_anti_p", "root p", "exact two-sided sign test of follow vs anti",
-               Scale.P_VALUE, Format.P_VALUE, Direction.LOWER),
-        Metric("chain_classes", "arms.chain.classes", "chain f:a", "chain arm (serve every carrier, ask T): "
-               "follow:anti of the source's donor two hops away", Scale.FOLLOW, Format.CLASSES),
-        Metric("chain_classes_paper", "arms.chain.paper_parse.classes", "chain f:a (paper parse)", "the chain arm's "
-               "answers read with the paper's parse (kv_causal's full arm)", Scale.FOLLOW, Format.CLASSES,
-               readouts=GENERATING_READOUTS),
-        Metric("root_shift", "arms.root.donor_shift", "root donor shift", "root arm donor margin shift (SPEC 2.7): "
-               "mean with bootstrap 95% CI", Scale.SHIFT, Format.SIGNED_CI, overview=True),
-        Metric("comprehension", "arms.txt.menu_accuracy", "comprehension", "full-context (txt) menu accuracy",
-               Scale.ACCURACY, chance=0.5),
+        Metric(
+            "root_classes",
+            "arms.root.classes",
+            "root f:a",
+            "root arm (serve decoy + root, ask M): pairs by outcome class; follow:anti among donor-sensitive pairs",
+            Scale.FOLLOW,
+            Format.CLASSES,
+            overview=True,
+            rank=True,
+        ),
+        Metric(
+            "root_classes_paper",
+            "arms.root.paper_parse.classes",
+            "root f:a (paper parse)",
+            "the root arm's "
+            "generated answers read with the paper's looser parse (upper-cased substrings, last menu word): the "
+            "figure comparable with the paper's 99:0",
+            Scale.FOLLOW,
+            Format.CLASSES,
+            readouts=GENERATING_READOUTS,
+        ),
+        Metric(
+            "root_follow_anti_p",
+            "arms.root.follow_anti_p",
+            "root p",
+            "exact two-sided sign test of follow vs anti",
+            Scale.P_VALUE,
+            Format.P_VALUE,
+            Direction.LOWER,
+        ),
+        Metric(
+            "chain_classes",
+            "arms.chain.classes",
+            "chain f:a",
+            "chain arm (serve every carrier, ask T): follow:anti of the source's donor two hops away",
+            Scale.FOLLOW,
+            Format.CLASSES,
+        ),
+        Metric(
+            "chain_classes_paper",
+            "arms.chain.paper_parse.classes",
+            "chain f:a (paper parse)",
+            "the chain arm's answers read with the paper's parse (kv_causal's full arm)",
+            Scale.FOLLOW,
+            Format.CLASSES,
+            readouts=GENERATING_READOUTS,
+        ),
+        Metric(
+            "root_shift",
+            "arms.root.donor_shift",
+            "root donor shift",
+            "root arm donor margin shift (SPEC 2.7): mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+            overview=True,
+        ),
+        Metric(
+            "comprehension",
+            "arms.txt.menu_accuracy",
+            "comprehension",
+            "full-context (txt) menu accuracy",
+            Scale.ACCURACY,
+            chance=0.5,
+        ),
         CONTROL_CLEAN,
     )
 

@@ -35,24 +35,71 @@ def wrong_chain(records: Sequence[PairRecord], arm: str) -> dict[str, Any]:
 class EdgeSwapEvaluator(Evaluator):
     order = 11  # the experiments after the seven contract suites; first, as a test of discovery
     contract = (
-        Metric("edge_tracking", "headline.edge_tracking", "edge-tracking", "the paper's edge-tracking: edge-arm "
-               "answers equal to the referenced root's dropped value (serve decoy + both roots + leaf, ask T), both "
-               "leaves, item-level 95% CI; chance .5", Scale.ACCURACY, Format.RATE_CI, chance=CHANCE,
-               fields=("accuracy", "ci")),
-        Metric("edge_tracking_paper", "headline.edge_tracking_paper", "edge-tracking (paper parse)", "the same, "
-               "the generated answers read with the paper's parse (kv_causal's pick_last)", Scale.ACCURACY,
-               Format.RATE_CI, chance=CHANCE, fields=("accuracy", "ci"), readouts=GENERATING_READOUTS),
-        Metric("wrong_chain", "headline.wrong_chain", "wrong chain", "edge-arm answers equal to the other root's "
-               "dropped value (the paper's wrong-chain rate)", Scale.ACCURACY, Format.NUMBER, Direction.LOWER),
-        Metric("edge_classes", "arms.edge.classes", "edge f:a", "edge arm: pairs by outcome class; follow = both "
-               "members track the referenced chain, anti = both track the other chain", Scale.FOLLOW,
-               Format.CLASSES),
-        Metric("edge_shift", "arms.edge.donor_shift", "edge donor shift", "edge-arm donor margin shift toward the "
-               "referenced chain's values (SPEC 2.7): mean with bootstrap 95% CI", Scale.SHIFT, Format.SIGNED_CI),
-        Metric("by_leaf", "headline.follow_anti_by_leaf", "f:a per leaf", "edge-arm follow:anti when the leaf "
-               "references chain a and chain b", Scale.FOLLOW, Format.MAPPING),
-        Metric("comprehension", "arms.txt.menu_accuracy", "comprehension", "full-context (txt) accuracy against "
-               "the referenced chain's value", Scale.ACCURACY, chance=CHANCE),
+        Metric(
+            "edge_tracking",
+            "headline.edge_tracking",
+            "edge-tracking",
+            "the paper's edge-tracking: edge-arm "
+            "answers equal to the referenced root's dropped value (serve decoy + both roots + leaf, ask T), both "
+            "leaves, item-level 95% CI; chance .5",
+            Scale.ACCURACY,
+            Format.RATE_CI,
+            chance=CHANCE,
+            fields=("accuracy", "ci"),
+        ),
+        Metric(
+            "edge_tracking_paper",
+            "headline.edge_tracking_paper",
+            "edge-tracking (paper parse)",
+            "the same, the generated answers read with the paper's parse (kv_causal's pick_last)",
+            Scale.ACCURACY,
+            Format.RATE_CI,
+            chance=CHANCE,
+            fields=("accuracy", "ci"),
+            readouts=GENERATING_READOUTS,
+        ),
+        Metric(
+            "wrong_chain",
+            "headline.wrong_chain",
+            "wrong chain",
+            "edge-arm answers equal to the other root's dropped value (the paper's wrong-chain rate)",
+            Scale.ACCURACY,
+            Format.NUMBER,
+            Direction.LOWER,
+        ),
+        Metric(
+            "edge_classes",
+            "arms.edge.classes",
+            "edge f:a",
+            "edge arm: pairs by outcome class; follow = both "
+            "members track the referenced chain, anti = both track the other chain",
+            Scale.FOLLOW,
+            Format.CLASSES,
+        ),
+        Metric(
+            "edge_shift",
+            "arms.edge.donor_shift",
+            "edge donor shift",
+            "edge-arm donor margin shift toward the referenced chain's values (SPEC 2.7): mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
+        Metric(
+            "by_leaf",
+            "headline.follow_anti_by_leaf",
+            "f:a per leaf",
+            "edge-arm follow:anti when the leaf references chain a and chain b",
+            Scale.FOLLOW,
+            Format.MAPPING,
+        ),
+        Metric(
+            "comprehension",
+            "arms.txt.menu_accuracy",
+            "comprehension",
+            "full-context (txt) accuracy against the referenced chain's value",
+            Scale.ACCURACY,
+            chance=CHANCE,
+        ),
         CONTROL_CLEAN,
     )
 
@@ -69,8 +116,11 @@ class EdgeSwapEvaluator(Evaluator):
         paper = edge.get("paper_parse")
         metrics["headline"] = {
             "edge_tracking": {"accuracy": edge["menu_accuracy"], "ci": edge["menu_accuracy_ci"]},
-            **({"edge_tracking_paper": {"accuracy": paper["menu_accuracy"], "ci": paper["menu_accuracy_ci"]}}
-               if paper else {}),
+            **(
+                {"edge_tracking_paper": {"accuracy": paper["menu_accuracy"], "ci": paper["menu_accuracy_ci"]}}
+                if paper
+                else {}
+            ),
             "wrong_chain": wrong["rate"],
             "wrong_chain_ci": wrong["ci"],
             "edge_follow_anti": [arms["edge"]["classes"]["follow"], arms["edge"]["classes"]["anti"]],

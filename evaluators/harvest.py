@@ -57,9 +57,12 @@ READINGS: dict[str, Reading] = {
 def readings_of(records: Sequence[PairRecord]) -> list[str]:
     """The readings every record has, headline first: the paper's parse of generated text, else
     the probe; `readout` only where it differs from the probe (a generating readout)."""
+
     def present(name: str) -> bool:
         attribute = {"paper_parse": "paper_answers"}.get(name)
-        return attribute is None or all(getattr(a, attribute, None) is not None for r in records for a in r.arms.values())
+        return attribute is None or all(
+            getattr(a, attribute, None) is not None for r in records for a in r.arms.values()
+        )
 
     generating = all(a.texts is not None for r in records for a in r.arms.values())
     names = [n for n in ("paper_parse",) if present(n)]
@@ -90,19 +93,27 @@ def _correct(records: Sequence[PairRecord], arm: str, read: Reading) -> list[flo
 
 def clustered_contrast(delta: list[float], clusters: list[str], unit: str, tost: bool) -> dict[str, Any]:
     ci95 = stats.cluster_bootstrap_mean_ci(delta, clusters, seed=0)
-    out: dict[str, Any] = {"mean": sum(delta) / len(delta), "ci": ci95.as_list(), "clustered_by": unit,
-                           "n_clusters": len(set(clusters))}
+    out: dict[str, Any] = {
+        "mean": sum(delta) / len(delta),
+        "ci": ci95.as_list(),
+        "clustered_by": unit,
+        "n_clusters": len(set(clusters)),
+    }
     if tost:
         ci90 = stats.cluster_bootstrap_mean_ci(delta, clusters, seed=0, confidence=0.90)
-        out.update(ci90=ci90.as_list(), tost_bound=EQUIVALENCE_BOUND,
-                   equivalent=stats.equivalent_by_ci(ci90, EQUIVALENCE_BOUND))
+        out.update(
+            ci90=ci90.as_list(),
+            tost_bound=EQUIVALENCE_BOUND,
+            equivalent=stats.equivalent_by_ci(ci90, EQUIVALENCE_BOUND),
+        )
     else:
         out["descriptive"] = True
     return out
 
 
-def _reading_summary(records: Sequence[PairRecord], read: Reading, clusters: list[str], unit: str,
-                     tost: bool) -> dict[str, Any]:
+def _reading_summary(
+    records: Sequence[PairRecord], read: Reading, clusters: list[str], unit: str, tost: bool
+) -> dict[str, Any]:
     n = len(records)
     correct = {arm: _correct(records, arm, read) for arm in NATURAL_ARMS}
     arms = {}
@@ -115,8 +126,9 @@ def _reading_summary(records: Sequence[PairRecord], read: Reading, clusters: lis
     return {
         "arms": arms,
         "harv_minus_iso": clustered_contrast(delta, clusters, unit, tost),
-        "harv_minus_text": clustered_contrast([h - t for h, t in zip(correct["harv"], correct["text"])], clusters, unit,
-                                     tost=False),
+        "harv_minus_text": clustered_contrast(
+            [h - t for h, t in zip(correct["harv"], correct["text"])], clusters, unit, tost=False
+        ),
     }
 
 
@@ -132,12 +144,17 @@ def natural_summary(records: Sequence[PairRecord], corpus: str) -> dict[str, Any
     out: dict[str, Any] = {
         "n_items": len(records),
         "n_conversations": len({variant_parts(r.variant)[2] for r in records}),
-        "clustered_by": unit, "n_clusters": len(set(clusters)),
+        "clustered_by": unit,
+        "n_clusters": len(set(clusters)),
         "reading": names[0],
         **headline,
-        "readings": {name: {"arms": {a: s["accuracy"] for a, s in summary["arms"].items()},
-                            "harv_minus_iso": {k: summary["harv_minus_iso"][k] for k in ("mean", "ci")}}
-                     for name, summary in by_reading.items()},
+        "readings": {
+            name: {
+                "arms": {a: s["accuracy"] for a, s in summary["arms"].items()},
+                "harv_minus_iso": {k: summary["harv_minus_iso"][k] for k in ("mean", "ci")},
+            }
+            for name, summary in by_reading.items()
+        },
         "strata": {},
     }
     for stratum in STRATA:
@@ -145,13 +162,20 @@ def natural_summary(records: Sequence[PairRecord], corpus: str) -> dict[str, Any
         if keep:
             subset = [records[k] for k in keep]
             summary = _reading_summary(subset, read, [clusters[k] for k in keep], unit, tost)
-            out["strata"][stratum] = {"n_items": len(keep), "arms": {a: summary["arms"][a] for a in ("harv", "iso")},
-                                      "harv_minus_iso": summary["harv_minus_iso"]}
+            out["strata"][stratum] = {
+                "n_items": len(keep),
+                "arms": {a: summary["arms"][a] for a in ("harv", "iso")},
+                "harv_minus_iso": summary["harv_minus_iso"],
+            }
     if corpus == "realtalk":
         delta = [h - i for h, i in zip(_correct(records, "harv", read), _correct(records, "iso", read))]
-        out["by_component"] = {c: {"n_items": sum(x == c for x in clusters),
-                                   "harv_minus_iso": sum(d for d, x in zip(delta, clusters) if x == c)
-                                   / sum(x == c for x in clusters)} for c in sorted(set(clusters))}
+        out["by_component"] = {
+            c: {
+                "n_items": sum(x == c for x in clusters),
+                "harv_minus_iso": sum(d for d, x in zip(delta, clusters) if x == c) / sum(x == c for x in clusters),
+            }
+            for c in sorted(set(clusters))
+        }
         people = [participants(variant_parts(r.variant)[2]) for r in records]
         out["leave_one_participant_out"] = {}
         for person in sorted({p for ps in people for p in ps}):
@@ -178,25 +202,63 @@ def _injected(records: Sequence[PairRecord]) -> tuple[dict[str, Any], dict[str, 
 class HarvestEvaluator(Evaluator):
     order = 6
     contract = (
-        Metric("locomo", "natural.locomo.harv_minus_iso", "harv − iso (LoCoMo)", "recognition accuracy with the "
-               "carrier rows of the full-history prefill minus the same turns each encoded alone with no header (the "
-               "paper's iso); read the paper's way under a generating readout (its parse of the greedy text; the paper "
-               "generated 8 tokens, compact: Qwen3 −.044), else by matbench's probe after \"Answer:\" (the paper's "
-               "native Gemma-4 −.011 read the \" A\"/\" B\" logit without it); 95% CI clustered by conversation, "
-               "TOST at ±.05", Scale.DIFFERENCE, Format.SIGNED_CI, Direction.ZERO, overview=True, optional=True),
-        Metric("locomo_strong", "natural.locomo.strata.strong.harv_minus_iso", "harv − iso (LoCoMo, strong)",
-               "as for LoCoMo, on the strong stratum only (a carrier shares a word with the question that occurs in "
-               "at most two sessions; kv_harvest3.py's primary stratum)", Scale.DIFFERENCE, Format.SIGNED_CI,
-               Direction.ZERO, optional=True),
-        Metric("realtalk", "natural.realtalk.harv_minus_iso", "harv − iso (REALTALK)", "as for LoCoMo, descriptive: "
-               "95% CI clustered by the 3 connected participant components, no equivalence verdict",
-               Scale.DIFFERENCE, Format.SIGNED_CI, Direction.NONE, optional=True),
-        Metric("injected_follow_anti", "headline.injected_follow_anti", "injected f:a", "injected counterfactual "
-               "carrier (positive control): follow:anti of harv (the paper's parse under a generating readout)",
-               Scale.FOLLOW, Format.CLASSES, optional=True),
-        Metric("injected_shift", "injected.arms.harv.donor_shift", "injected donor shift", "injected counterfactual "
-               "carrier: harv's donor margin shift (SPEC 2.7), mean with bootstrap 95% CI", Scale.SHIFT,
-               Format.SIGNED_CI, optional=True),
+        Metric(
+            "locomo",
+            "natural.locomo.harv_minus_iso",
+            "harv − iso (LoCoMo)",
+            "recognition accuracy with the "
+            "carrier rows of the full-history prefill minus the same turns each encoded alone with no header (the "
+            "paper's iso); read the paper's way under a generating readout (its parse of the greedy text; the paper "
+            "generated 8 tokens, compact: Qwen3 −.044), else by matbench's probe after \"Answer:\" (the paper's "
+            'native Gemma-4 −.011 read the " A"/" B" logit without it); 95% CI clustered by conversation, '
+            "TOST at ±.05",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.ZERO,
+            overview=True,
+            optional=True,
+        ),
+        Metric(
+            "locomo_strong",
+            "natural.locomo.strata.strong.harv_minus_iso",
+            "harv − iso (LoCoMo, strong)",
+            "as for LoCoMo, on the strong stratum only (a carrier shares a word with the question that occurs in "
+            "at most two sessions; kv_harvest3.py's primary stratum)",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.ZERO,
+            optional=True,
+        ),
+        Metric(
+            "realtalk",
+            "natural.realtalk.harv_minus_iso",
+            "harv − iso (REALTALK)",
+            "as for LoCoMo, descriptive: "
+            "95% CI clustered by the 3 connected participant components, no equivalence verdict",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.NONE,
+            optional=True,
+        ),
+        Metric(
+            "injected_follow_anti",
+            "headline.injected_follow_anti",
+            "injected f:a",
+            "injected counterfactual "
+            "carrier (positive control): follow:anti of harv (the paper's parse under a generating readout)",
+            Scale.FOLLOW,
+            Format.CLASSES,
+            optional=True,
+        ),
+        Metric(
+            "injected_shift",
+            "injected.arms.harv.donor_shift",
+            "injected donor shift",
+            "injected counterfactual carrier: harv's donor margin shift (SPEC 2.7), mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+            optional=True,
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:

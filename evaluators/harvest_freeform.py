@@ -65,8 +65,11 @@ def parts(record: PairRecord) -> dict[str, str]:
 
 def readings_of(records: Sequence[PairRecord]) -> list[str]:
     """The readings every arm of every record has, headline first."""
-    return [name for name in READINGS
-            if all(READINGS[name](a, r.values[0]) is not None for r in records for a in r.arms.values())]
+    return [
+        name
+        for name in READINGS
+        if all(READINGS[name](a, r.values[0]) is not None for r in records for a in r.arms.values())
+    ]
 
 
 def scores(records: Sequence[PairRecord], arm: str, reading: str) -> list[float]:
@@ -85,15 +88,23 @@ def window_summary(records: Sequence[PairRecord], corpus: str, readings: list[st
             mean = sum(values) / n
             binary = reading != "f1"
             arms[arm] = {"mean": mean, **({"ci": stats.wilson(round(sum(values)), n).as_list()} if binary else {})}
-        summary = {"arms": arms,
-                   "harv_minus_iso": clustered_contrast([h - i for h, i in zip(per_arm["harv"], per_arm["iso"])], clusters,
-                                               unit, tost),
-                   "harv_minus_text": clustered_contrast([h - t for h, t in zip(per_arm["harv"], per_arm["text"])], clusters,
-                                                unit, tost=False)}
+        summary = {
+            "arms": arms,
+            "harv_minus_iso": clustered_contrast(
+                [h - i for h, i in zip(per_arm["harv"], per_arm["iso"])], clusters, unit, tost
+            ),
+            "harv_minus_text": clustered_contrast(
+                [h - t for h, t in zip(per_arm["harv"], per_arm["text"])], clusters, unit, tost=False
+            ),
+        }
         strong = [k for k, r in enumerate(records) if parts(r)["stratum"] == "strong"]
         if strong:
-            summary["strong"] = {"n_items": len(strong), "harv_minus_iso": clustered_contrast(
-                [per_arm["harv"][k] - per_arm["iso"][k] for k in strong], [clusters[k] for k in strong], unit, tost)}
+            summary["strong"] = {
+                "n_items": len(strong),
+                "harv_minus_iso": clustered_contrast(
+                    [per_arm["harv"][k] - per_arm["iso"][k] for k in strong], [clusters[k] for k in strong], unit, tost
+                ),
+            }
         out["readings"][reading] = summary
     return out
 
@@ -107,8 +118,10 @@ def dose(records: Sequence[PairRecord], corpus: str, window: int, reading: str) 
     both = [(c[f"w{window}"], c["w0"]) for c in by_qa.values() if f"w{window}" in c and "w0" in c]
     if not both:
         return None
+
     def gap(r: PairRecord) -> float:
         return READINGS[reading](r.arms["harv"], r.values[0]) - READINGS[reading](r.arms["iso"], r.values[0])
+
     clusters, unit = clusters_of([w for w, _ in both], corpus)
     return {"n_qas": len(both), **clustered_contrast([gap(w) - gap(b) for w, b in both], clusters, unit, tost=False)}
 
@@ -118,19 +131,48 @@ class HarvestFreeformEvaluator(Evaluator):
     order = 30
     paired = False  # kv_harvest3 asks natural QAs only; harvest's injected items are the paired control
     contract = (
-        Metric("locomo", "headline.locomo_harv_minus_iso", "harv − iso (LoCoMo, w0)", "free-answer accuracy with the "
-               "carrier rows of the full-dialog prefill minus the same turns encoded alone in runs with no header "
-               "(kv_harvest3's iso), window 0; judged where the run named a judge, else the gold named in the "
-               "answer; 95% CI clustered by conversation", Scale.DIFFERENCE, Format.SIGNED_CI, Direction.ZERO,
-               optional=True),
-        Metric("locomo_dose", "headline.locomo_dose", "dose (LoCoMo)", "harv − iso at each carrier window ±w minus "
-               "at window 0, the same QAs (kv_harvest3 --win)", Scale.DIFFERENCE, Format.MAPPING, optional=True),
-        Metric("realtalk", "headline.realtalk_harv_minus_iso", "harv − iso (REALTALK, w0)", "as for LoCoMo, "
-               "descriptive: clustered by the 3 participant components", Scale.DIFFERENCE, Format.SIGNED_CI,
-               Direction.NONE, optional=True),
-        Metric("locomo_arms", "headline.locomo_arms", "arm accuracy (LoCoMo, w0)", "accuracy of each arm at window "
-               "0 under the headline reading: none (floor), text, iso, harv, goldev (oracle)", Scale.ACCURACY,
-               Format.MAPPING, optional=True),
+        Metric(
+            "locomo",
+            "headline.locomo_harv_minus_iso",
+            "harv − iso (LoCoMo, w0)",
+            "free-answer accuracy with the "
+            "carrier rows of the full-dialog prefill minus the same turns encoded alone in runs with no header "
+            "(kv_harvest3's iso), window 0; judged where the run named a judge, else the gold named in the "
+            "answer; 95% CI clustered by conversation",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.ZERO,
+            optional=True,
+        ),
+        Metric(
+            "locomo_dose",
+            "headline.locomo_dose",
+            "dose (LoCoMo)",
+            "harv − iso at each carrier window ±w minus at window 0, the same QAs (kv_harvest3 --win)",
+            Scale.DIFFERENCE,
+            Format.MAPPING,
+            optional=True,
+        ),
+        Metric(
+            "realtalk",
+            "headline.realtalk_harv_minus_iso",
+            "harv − iso (REALTALK, w0)",
+            "as for LoCoMo, descriptive: clustered by the 3 participant components",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.NONE,
+            optional=True,
+        ),
+        Metric(
+            "locomo_arms",
+            "headline.locomo_arms",
+            "arm accuracy (LoCoMo, w0)",
+            "accuracy of each arm at window "
+            "0 under the headline reading: none (floor), text, iso, harv, goldev (oracle)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            optional=True,
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
@@ -142,10 +184,11 @@ class HarvestFreeformEvaluator(Evaluator):
             if not mine:
                 continue
             windows = [w for w in WINDOWS if any(parts(r)["window"] == f"w{w}" for r in mine)]
-            by_window = {f"w{w}": window_summary([r for r in mine if parts(r)["window"] == f"w{w}"], corpus, readings)
-                         for w in windows}
-            doses = {f"w{w}": {reading: dose(mine, corpus, w, reading) for reading in readings}
-                     for w in windows if w}
+            by_window = {
+                f"w{w}": window_summary([r for r in mine if parts(r)["window"] == f"w{w}"], corpus, readings)
+                for w in windows
+            }
+            doses = {f"w{w}": {reading: dose(mine, corpus, w, reading) for reading in readings} for w in windows if w}
             metrics["natural"][corpus] = {"by_window": by_window, "dose": doses}
             if "w0" in by_window:
                 top = by_window["w0"]["readings"][readings[0]]

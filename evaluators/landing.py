@@ -52,30 +52,42 @@ def downstream_effect(records: Sequence[PairRecord], same: str, cross: str) -> d
     """Does the downstream row's donor matter? P(answer = root donor) with the downstream rows of
     the same member minus with those of the other member (paired per item, bootstrap CI, TOST at
     +-0.075 through the 90% interval), and how often the answers agree."""
+
     def follow(record: PairRecord, arm: str) -> float:
         return sum(a == v for a, v in zip(record.arms[arm].answers, record.values)) / 2
 
     diffs = [follow(r, same) - follow(r, cross) for r in records]
     agree = sum(a == b for r in records for a, b in zip(r.arms[same].answers, r.arms[cross].answers))
     ci90 = stats.bootstrap_mean_ci(diffs, seed=0, confidence=0.90)
-    return {"follow_root_same": sum(follow(r, same) for r in records) / len(records),
-            "follow_root_cross": sum(follow(r, cross) for r in records) / len(records),
-            "difference": sum(diffs) / len(diffs), "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list(),
-            "ci90": ci90.as_list(), "tost_bound": DOWNSTREAM_BOUND,
-            "equivalent": stats.equivalent_by_ci(ci90, DOWNSTREAM_BOUND),
-            "concordance": agree / (2 * len(records))}
+    return {
+        "follow_root_same": sum(follow(r, same) for r in records) / len(records),
+        "follow_root_cross": sum(follow(r, cross) for r in records) / len(records),
+        "difference": sum(diffs) / len(diffs),
+        "ci": stats.bootstrap_mean_ci(diffs, seed=0).as_list(),
+        "ci90": ci90.as_list(),
+        "tost_bound": DOWNSTREAM_BOUND,
+        "equivalent": stats.equivalent_by_ci(ci90, DOWNSTREAM_BOUND),
+        "concordance": agree / (2 * len(records)),
+    }
 
 
 def accuracy_entry(metrics: dict, chance: float = 0.5) -> dict[str, Any]:
     """An arm's accuracy against the donor value (the paper's scale), the item-level CI, and the
     pair follow rate and donor shift beside it; the paper's parse where the readout generated."""
     shift = metrics["donor_shift"]
-    entry = {"accuracy": metrics["menu_accuracy"], "ci": metrics["menu_accuracy_ci"], "chance": chance,
-             "follow_rate": metrics["classes"]["follow"] / metrics["n_pairs"], "follow_anti": _fa(metrics),
-             "shift": {k: shift[k] for k in ("mean", "ci", "positive", "negative", "sign_p")}}
+    entry = {
+        "accuracy": metrics["menu_accuracy"],
+        "ci": metrics["menu_accuracy_ci"],
+        "chance": chance,
+        "follow_rate": metrics["classes"]["follow"] / metrics["n_pairs"],
+        "follow_anti": _fa(metrics),
+        "shift": {k: shift[k] for k in ("mean", "ci", "positive", "negative", "sign_p")},
+    }
     if "paper_parse" in metrics:
-        entry["paper_parse"] = {"accuracy": metrics["paper_parse"]["menu_accuracy"],
-                                "ci": metrics["paper_parse"]["menu_accuracy_ci"]}
+        entry["paper_parse"] = {
+            "accuracy": metrics["paper_parse"]["menu_accuracy"],
+            "ci": metrics["paper_parse"]["menu_accuracy_ci"],
+        }
     return entry
 
 
@@ -94,6 +106,7 @@ def depth3_headline(records: Sequence[PairRecord], arms: dict[str, dict]) -> dic
 
 
 # --- perturbation (kv_poscontrol) -------------------------------------------------------------
+
 
 def _on(answer: str | None, values: tuple[str, str]) -> int | None:
     """kv_poscontrol's on(): 1 for member A's value, 0 for member B's, None off the menu."""
@@ -144,13 +157,20 @@ def perturbation_headline(records: Sequence[PairRecord]) -> dict[str, Any] | Non
     conditions = {"absent": "mention", "mention": "mention", "refswap": "refswap"}  # arm -> the item serving it
 
     def effects(answers: str) -> dict[str, Any]:
-        per = [{c: root_effect(g[kind], c, answers) if kind in g else None for c, kind in conditions.items()}
-               for g in groups]
+        per = [
+            {c: root_effect(g[kind], c, answers) if kind in g else None for c, kind in conditions.items()}
+            for g in groups
+        ]
         matched = [len(g) == 2 and g["mention"].n_tokens == g["refswap"].n_tokens for g in groups]
 
         def contrast(x: str, y: str, only_matched: bool = False) -> dict[str, Any] | None:
-            return _summary([e[x] - e[y] for e, m in zip(per, matched)
-                             if e[x] is not None and e[y] is not None and (m or not only_matched)])
+            return _summary(
+                [
+                    e[x] - e[y]
+                    for e, m in zip(per, matched)
+                    if e[x] is not None and e[y] is not None and (m or not only_matched)
+                ]
+            )
 
         return {
             "root_effect": {c: _summary([e[c] for e in per if e[c] is not None]) for c in conditions},
@@ -172,11 +192,21 @@ def perturbation_headline(records: Sequence[PairRecord]) -> dict[str, Any] | Non
     sensitivity = {}
     for c, kind in conditions.items():
         hits = [root_sensitive(g[kind], c) for g in groups if kind in g]
-        sensitivity[c] = ({"rate": sum(hits) / len(hits), "ci": stats.wilson(sum(hits), len(hits)).as_list(),
-                           "n": len(hits)} if hits else None)
+        sensitivity[c] = (
+            {"rate": sum(hits) / len(hits), "ci": stats.wilson(sum(hits), len(hits)).as_list(), "n": len(hits)}
+            if hits
+            else None
+        )
     out["root_sensitivity"] = sensitivity
-    shifts = [(g["mention"].arms["mention"].shift, g["mention"].arms["absent"].shift,
-               g["refswap"].arms["refswap"].shift if "refswap" in g else None) for g in groups if "mention" in g]
+    shifts = [
+        (
+            g["mention"].arms["mention"].shift,
+            g["mention"].arms["absent"].shift,
+            g["refswap"].arms["refswap"].shift if "refswap" in g else None,
+        )
+        for g in groups
+        if "mention" in g
+    ]
     out["shift_mention_minus_refswap"] = _summary([m - s for m, _, s in shifts if s is not None])
     out["shift_mention_minus_absent"] = _summary([m - a for m, a, _ in shifts])
     if all(arm.paper_answers is not None for g in groups for r in g.values() for arm in r.arms.values()):
@@ -188,43 +218,94 @@ def perturbation_headline(records: Sequence[PairRecord]) -> dict[str, Any] | Non
 class LandingEvaluator(Evaluator):
     order = 3
     contract = (
-        Metric("root_edge_follow_anti", "headline.root_edge_follow_anti", "root+edge f:a", "edge items (kv_causal3): "
-               "root and edge served, ask T: follow:anti of the root's donor", Scale.FOLLOW, Format.CLASSES,
-               overview=True),
-        Metric("edge_only_follow_anti", "headline.edge_only_follow_anti", "edge-only f:a", "edge items: the edge "
-               "served without the root, ask T", Scale.FOLLOW, Format.CLASSES),
-        Metric("root_edge_shift", "headline.root_edge_shift", "root+edge donor shift", "edge items: the root+edge "
-               "arm's donor margin shift toward the root's dropped donor (SPEC 2.7): mean with bootstrap 95% CI",
-               Scale.SHIFT, Format.SIGNED_CI),
-        Metric("downstream_effect", "headline.downstream_effect", "downstream effect", "edge items: P(root donor) "
-               "with the edge rows of the same member minus the other member's (TOST at ±.075)", Scale.DIFFERENCE,
-               Format.MAPPING, Direction.ZERO),
-        Metric("depth3_root_accuracy", "headline.depth3_root_accuracy", "depth-3 acc (root)", "depth-3 items "
-               "(kv_hops A5): chain 13/18/23 served with the root, ask T: accuracy against the donor value, "
-               "item-level Wilson 95% CI", Scale.ACCURACY, Format.RATE_CI, chance=0.5, fields=("accuracy", "ci")),
-        Metric("depth3_noroot_accuracy", "headline.depth3_noroot_accuracy", "depth-3 acc (no root)", "depth-3 "
-               "items (kv_hops A4): the chain without the root, ask T: accuracy against the donor value",
-               Scale.ACCURACY, Format.RATE_CI, chance=0.5, fields=("accuracy", "ci")),
-        Metric("mention_effect", "headline.mention_effect", "mention effect", "perturbation items (kv_poscontrol): "
-               "root donor effect with slot 18 mentioning the target minus with the same sentence about an "
-               "unrelated register (same slot and length), bootstrap 95% CI", Scale.DIFFERENCE, Format.SIGNED_CI,
-               Direction.NONE),
+        Metric(
+            "root_edge_follow_anti",
+            "headline.root_edge_follow_anti",
+            "root+edge f:a",
+            "edge items (kv_causal3): root and edge served, ask T: follow:anti of the root's donor",
+            Scale.FOLLOW,
+            Format.CLASSES,
+            overview=True,
+        ),
+        Metric(
+            "edge_only_follow_anti",
+            "headline.edge_only_follow_anti",
+            "edge-only f:a",
+            "edge items: the edge served without the root, ask T",
+            Scale.FOLLOW,
+            Format.CLASSES,
+        ),
+        Metric(
+            "root_edge_shift",
+            "headline.root_edge_shift",
+            "root+edge donor shift",
+            "edge items: the root+edge "
+            "arm's donor margin shift toward the root's dropped donor (SPEC 2.7): mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
+        Metric(
+            "downstream_effect",
+            "headline.downstream_effect",
+            "downstream effect",
+            "edge items: P(root donor) with the edge rows of the same member minus the other member's (TOST at ±.075)",
+            Scale.DIFFERENCE,
+            Format.MAPPING,
+            Direction.ZERO,
+        ),
+        Metric(
+            "depth3_root_accuracy",
+            "headline.depth3_root_accuracy",
+            "depth-3 acc (root)",
+            "depth-3 items "
+            "(kv_hops A5): chain 13/18/23 served with the root, ask T: accuracy against the donor value, "
+            "item-level Wilson 95% CI",
+            Scale.ACCURACY,
+            Format.RATE_CI,
+            chance=0.5,
+            fields=("accuracy", "ci"),
+        ),
+        Metric(
+            "depth3_noroot_accuracy",
+            "headline.depth3_noroot_accuracy",
+            "depth-3 acc (no root)",
+            "depth-3 items (kv_hops A4): the chain without the root, ask T: accuracy against the donor value",
+            Scale.ACCURACY,
+            Format.RATE_CI,
+            chance=0.5,
+            fields=("accuracy", "ci"),
+        ),
+        Metric(
+            "mention_effect",
+            "headline.mention_effect",
+            "mention effect",
+            "perturbation items (kv_poscontrol): "
+            "root donor effect with slot 18 mentioning the target minus with the same sentence about an "
+            "unrelated register (same slot and length), bootstrap 95% CI",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.NONE,
+        ),
         CONTROL_CLEAN,
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         stale = next((r for r in records if r.variant not in KINDS), None)
         if stale is not None:
-            raise MatbenchError(f"landing record of item {stale.item_id} has variant {stale.variant!r}, not one of "
-                                f"{', '.join(KINDS)} (landing suite v3: one experiment per trajectory); it was "
-                                "written by an earlier suite version: run the suite again")
+            raise MatbenchError(
+                f"landing record of item {stale.item_id} has variant {stale.variant!r}, not one of "
+                f"{', '.join(KINDS)} (landing suite v3: one experiment per trajectory); it was "
+                "written by an earlier suite version: run the suite again"
+            )
         by_variant: dict[str, Any] = {}
         subsets: dict[str, list[PairRecord]] = {}
         for variant in sorted({r.variant for r in records}):
             subset = [r for r in records if r.variant == variant]
             subsets[variant] = subset
-            by_variant[variant] = {"n_pairs": len(subset),
-                                   "arms": {arm: arm_metrics(subset, arm) for arm in subset[0].arms}}
+            by_variant[variant] = {
+                "n_pairs": len(subset),
+                "arms": {arm: arm_metrics(subset, arm) for arm in subset[0].arms},
+            }
         arms = {v: entry["arms"] for v, entry in by_variant.items()}
         edge, depth3 = arms.get("edge"), arms.get("depth3")
         perturb = perturbation_headline(records)
@@ -244,7 +325,9 @@ class LandingEvaluator(Evaluator):
             "perturbation": perturb,
             "downstream_effect_perturbation": {
                 c: downstream_effect(subsets[f"perturb/{c}"], c, f"{c}_cross")
-                for c in ("mention", "refswap") if f"perturb/{c}" in subsets},
+                for c in ("mention", "refswap")
+                if f"perturb/{c}" in subsets
+            },
             "comprehension": {v: a["txt"]["menu_accuracy"] for v, a in arms.items()},
             "control_clean": all(control_clean(a["control"]) for a in arms.values()),
         }

@@ -47,8 +47,10 @@ from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.records import PairRecord
 
 ARMS = ("full_txt", "sel_txt", "harv_drop", "harv_complete")
-READS = {"text": "kv_noteknob2's match of the generated text: the gold anywhere in it (num: one of its numbers)",
-         "answer": "the run's answer (no generated text): the candidate-logit argmax under the probe"}
+READS = {
+    "text": "kv_noteknob2's match of the generated text: the gold anywhere in it (num: one of its numbers)",
+    "answer": "the run's answer (no generated text): the candidate-logit argmax under the probe",
+}
 
 
 def match(text: str, gold: str) -> int:
@@ -97,8 +99,10 @@ def paper_table(records: Sequence[PairRecord], setting: str) -> dict[str, Any] |
         return None
     table: dict[str, Any] = {}
     for arm, pairs in hits.items():
-        table[arm] = {kind: sum(sum(p[j]) for p in pairs) / sum(len(p[j]) for p in pairs)  # type: ignore[arg-type]
-                      for j, kind in enumerate(KINDS)}
+        table[arm] = {
+            kind: sum(sum(p[j]) for p in pairs) / sum(len(p[j]) for p in pairs)  # type: ignore[arg-type]
+            for j, kind in enumerate(KINDS)
+        }
     flat = [(n, f) for note, filler in hits["harv_drop"] for n, f in zip(note, filler)]  # type: ignore[arg-type]
     note_only, filler_only = sum(n > f for n, f in flat), sum(f > n for n, f in flat)
     return {
@@ -116,37 +120,96 @@ def paper_table(records: Sequence[PairRecord], setting: str) -> dict[str, Any] |
 class NoteKnobEvaluator(Evaluator):
     order = 20  # the experiments after the seven contract suites
     contract = (
-        Metric("harv_drop", "headline.harv_drop", "harv_drop by setting/variant", "the paper's number: drop_mid "
-               "harvest (decoy, knob and downstream rows of the global prefill) accuracy of the paper's items, "
-               "filler and note on the same items (chance .5 bin2 and verdict, 1/900 num)", Scale.ACCURACY,
-               Format.MAPPING),
-        Metric("harv_drop_discordant", "headline.harv_drop_discordant", "note-only:filler-only", "harv_drop items "
-               "right with the note and wrong with the filler, and the reverse (kv_noteknob2's disc +b/-c)",
-               Scale.COUNT, Format.MAPPING, Direction.NONE),
-        Metric("mcnemar_p", "headline.mcnemar_p", "McNemar p", "exact two-sided McNemar test of harv_drop note vs "
-               "filler on the discordant items, per setting", Scale.P_VALUE, Format.MAPPING, Direction.NONE),
-        Metric("sel_txt_floor", "headline.sel_txt_floor", "sel_txt floor", "the same served events re-read as text "
-               "(the paper's sel_drop): the floor, donor-blind by construction", Scale.ACCURACY, Format.MAPPING,
-               Direction.NONE),
-        *(Metric(f"note_minus_filler_{s}", f"headline.note_minus_filler.{s}", f"{s} note − filler",
-                 f"{s}: harv_drop accuracy with the note minus with the filler, both members, paired per group of "
-                 "shared draws (bootstrap 95% CI)", Scale.DIFFERENCE, Format.SIGNED_CI, optional=True)
-          for s in SETTINGS),
-        Metric("harv_drop_classes", "headline.harv_drop_classes", "harv_drop f:a", "harv_drop follow:anti per setting "
-               "and variant", Scale.FOLLOW, Format.MAPPING),
-        Metric("harv_drop_shift", "headline.harv_drop_shift", "harv_drop donor shift", "mean harv_drop donor margin "
-               "shift per setting and variant (SPEC 2.7)", Scale.SHIFT, Format.MAPPING),
-        Metric("comprehension", "headline.comprehension", "comprehension", "full_txt accuracy of the paper's items "
-               "per setting and variant", Scale.ACCURACY, Format.MAPPING),
+        Metric(
+            "harv_drop",
+            "headline.harv_drop",
+            "harv_drop by setting/variant",
+            "the paper's number: drop_mid "
+            "harvest (decoy, knob and downstream rows of the global prefill) accuracy of the paper's items, "
+            "filler and note on the same items (chance .5 bin2 and verdict, 1/900 num)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+        ),
+        Metric(
+            "harv_drop_discordant",
+            "headline.harv_drop_discordant",
+            "note-only:filler-only",
+            "harv_drop items "
+            "right with the note and wrong with the filler, and the reverse (kv_noteknob2's disc +b/-c)",
+            Scale.COUNT,
+            Format.MAPPING,
+            Direction.NONE,
+        ),
+        Metric(
+            "mcnemar_p",
+            "headline.mcnemar_p",
+            "McNemar p",
+            "exact two-sided McNemar test of harv_drop note vs filler on the discordant items, per setting",
+            Scale.P_VALUE,
+            Format.MAPPING,
+            Direction.NONE,
+        ),
+        Metric(
+            "sel_txt_floor",
+            "headline.sel_txt_floor",
+            "sel_txt floor",
+            "the same served events re-read as text (the paper's sel_drop): the floor, donor-blind by construction",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            Direction.NONE,
+        ),
+        *(
+            Metric(
+                f"note_minus_filler_{s}",
+                f"headline.note_minus_filler.{s}",
+                f"{s} note − filler",
+                f"{s}: harv_drop accuracy with the note minus with the filler, both members, paired per group of "
+                "shared draws (bootstrap 95% CI)",
+                Scale.DIFFERENCE,
+                Format.SIGNED_CI,
+                optional=True,
+            )
+            for s in SETTINGS
+        ),
+        Metric(
+            "harv_drop_classes",
+            "headline.harv_drop_classes",
+            "harv_drop f:a",
+            "harv_drop follow:anti per setting and variant",
+            Scale.FOLLOW,
+            Format.MAPPING,
+        ),
+        Metric(
+            "harv_drop_shift",
+            "headline.harv_drop_shift",
+            "harv_drop donor shift",
+            "mean harv_drop donor margin shift per setting and variant (SPEC 2.7)",
+            Scale.SHIFT,
+            Format.MAPPING,
+        ),
+        Metric(
+            "comprehension",
+            "headline.comprehension",
+            "comprehension",
+            "full_txt accuracy of the paper's items per setting and variant",
+            Scale.ACCURACY,
+            Format.MAPPING,
+        ),
         CONTROL_CLEAN,
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
-        cells = [(s, k) for s in SETTINGS for k in KINDS
-                 if any(setting_of(r) == s and kind_of(r) == k for r in records)]
-        by_variant = {f"{s}/{k}": {arm: arm_metrics([r for r in records if setting_of(r) == s and kind_of(r) == k], arm)
-                                   for arm in (*ARMS, "control")} for s, k in cells}
+        cells = [
+            (s, k) for s in SETTINGS for k in KINDS if any(setting_of(r) == s and kind_of(r) == k for r in records)
+        ]
+        by_variant = {
+            f"{s}/{k}": {
+                arm: arm_metrics([r for r in records if setting_of(r) == s and kind_of(r) == k], arm)
+                for arm in (*ARMS, "control")
+            }
+            for s, k in cells
+        }
         metrics["by_variant"] = by_variant
         paper = {s: paper_table(records, s) for s in SETTINGS if any(setting_of(r) == s for r in records)}
         metrics["paper"] = paper
@@ -162,10 +225,17 @@ class NoteKnobEvaluator(Evaluator):
             "sel_txt_floor": flat("sel_txt"),
             "harv_complete": flat("harv_complete"),
             "comprehension": flat("full_txt"),
-            "note_minus_filler": {s: group_contrast([r for r in records if setting_of(r) == s], len(KINDS), kind_of,
-                                                    "note", "filler", "harv_drop") for s in paper},
-            "harv_drop_classes": {v: f"{c['follow']}:{c['anti']}" for v, arms in by_variant.items()
-                                  for c in [arms["harv_drop"]["classes"]]},
+            "note_minus_filler": {
+                s: group_contrast(
+                    [r for r in records if setting_of(r) == s], len(KINDS), kind_of, "note", "filler", "harv_drop"
+                )
+                for s in paper
+            },
+            "harv_drop_classes": {
+                v: f"{c['follow']}:{c['anti']}"
+                for v, arms in by_variant.items()
+                for c in [arms["harv_drop"]["classes"]]
+            },
             "harv_drop_shift": {v: arms["harv_drop"]["donor_shift"]["mean"] for v, arms in by_variant.items()},
             "control_clean": control_clean(metrics["arms"]["control"]),
         }

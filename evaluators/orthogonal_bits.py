@@ -34,18 +34,53 @@ def reconstructed(records: Sequence[PairRecord], encoding: str) -> dict[str, Any
 class OrthogonalBitsEvaluator(Evaluator):
     order = 18  # the experiments after the seven contract suites
     contract = (
-        *(Metric(f"harv_{q}", f"arms.harv_kv/{q}", f"harv_kv {q}", f"kv_orthobit2: harv_kv accuracy on {q} "
-                 f"(chance {'.25' if q == 'q4' else '.5'}), item-level 95% CI", Scale.ACCURACY, Format.RATE_CI,
-                 fields=("menu_accuracy", "menu_accuracy_ci"), chance=0.25 if q == "q4" else 0.5) for q in QUESTIONS),
-        Metric("harv_reconstructed", "headline.reconstructed.harv_kv", "harv_kv reconstructed 4-way",
-               "the state named by the two bit answers together (chance .25)", Scale.ACCURACY, Format.RATE_CI,
-               fields=("accuracy", "ci"), chance=0.25),
-        Metric("sel_floor", "headline.sel_txt", "sel_txt floor", "the served text alone, per question (it names no "
-               "state of the source)", Scale.ACCURACY, Format.MAPPING),
-        Metric("bit_a_shift", "arms.harv_kv/bit_a.donor_shift", "bit_a donor shift", "harv_kv's axis-bit donor "
-               "margin shift (SPEC 2.7)", Scale.SHIFT, Format.SIGNED_CI),
-        Metric("bit_b_shift", "arms.harv_kv/bit_b.donor_shift", "bit_b donor shift", "harv_kv's diagonal-bit donor "
-               "margin shift", Scale.SHIFT, Format.SIGNED_CI),
+        *(
+            Metric(
+                f"harv_{q}",
+                f"arms.harv_kv/{q}",
+                f"harv_kv {q}",
+                f"kv_orthobit2: harv_kv accuracy on {q} (chance {'.25' if q == 'q4' else '.5'}), item-level 95% CI",
+                Scale.ACCURACY,
+                Format.RATE_CI,
+                fields=("menu_accuracy", "menu_accuracy_ci"),
+                chance=0.25 if q == "q4" else 0.5,
+            )
+            for q in QUESTIONS
+        ),
+        Metric(
+            "harv_reconstructed",
+            "headline.reconstructed.harv_kv",
+            "harv_kv reconstructed 4-way",
+            "the state named by the two bit answers together (chance .25)",
+            Scale.ACCURACY,
+            Format.RATE_CI,
+            fields=("accuracy", "ci"),
+            chance=0.25,
+        ),
+        Metric(
+            "sel_floor",
+            "headline.sel_txt",
+            "sel_txt floor",
+            "the served text alone, per question (it names no state of the source)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+        ),
+        Metric(
+            "bit_a_shift",
+            "arms.harv_kv/bit_a.donor_shift",
+            "bit_a donor shift",
+            "harv_kv's axis-bit donor margin shift (SPEC 2.7)",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
+        Metric(
+            "bit_b_shift",
+            "arms.harv_kv/bit_b.donor_shift",
+            "bit_b donor shift",
+            "harv_kv's diagonal-bit donor margin shift",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
         CONTROL_CLEAN,
     )
 

@@ -22,19 +22,46 @@ from matbench.protocol.records import PairRecord
 class PhantomSwapEvaluator(Evaluator):
     order = 14  # the experiments after the seven contract suites
     contract = (
-        Metric("follow_donor", "headline.follow_donor", "follow-donor rate", "the paper's E1 number: answers that "
-               "name their own unseen prefix's value (serve the header and the event only), item-level 95% CI",
-               Scale.ACCURACY, Format.RATE_CI, fields=("accuracy", "ci")),
-        Metric("swap_classes", "arms.swap.classes", "swap f:a", "swap arm: pairs by outcome class (follow: each "
-               "member answers its own prefix's value)", Scale.FOLLOW, Format.CLASSES),
-        Metric("swap_shift", "arms.swap.donor_shift", "swap donor shift", "swap-arm donor margin shift (SPEC 2.7): "
-               "mean with bootstrap 95% CI", Scale.SHIFT, Format.SIGNED_CI),
-        Metric("iso_names_any", "headline.iso_names_any", "iso names a value", "the event encoded alone after the "
-               "header: share of answers naming either value (the paper's iso_names_any; it never saw the prefix); a "
-               "generated answer only, since a probe always names one",
-               Scale.ACCURACY, direction=Direction.NONE, readouts=GENERATING_READOUTS),
-        Metric("comprehension", "arms.txt.menu_accuracy", "comprehension", "every step as text: accuracy",
-               Scale.ACCURACY),
+        Metric(
+            "follow_donor",
+            "headline.follow_donor",
+            "follow-donor rate",
+            "the paper's E1 number: answers that "
+            "name their own unseen prefix's value (serve the header and the event only), item-level 95% CI",
+            Scale.ACCURACY,
+            Format.RATE_CI,
+            fields=("accuracy", "ci"),
+        ),
+        Metric(
+            "swap_classes",
+            "arms.swap.classes",
+            "swap f:a",
+            "swap arm: pairs by outcome class (follow: each member answers its own prefix's value)",
+            Scale.FOLLOW,
+            Format.CLASSES,
+        ),
+        Metric(
+            "swap_shift",
+            "arms.swap.donor_shift",
+            "swap donor shift",
+            "swap-arm donor margin shift (SPEC 2.7): mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
+        Metric(
+            "iso_names_any",
+            "headline.iso_names_any",
+            "iso names a value",
+            "the event encoded alone after the "
+            "header: share of answers naming either value (the paper's iso_names_any; it never saw the prefix); a "
+            "generated answer only, since a probe always names one",
+            Scale.ACCURACY,
+            direction=Direction.NONE,
+            readouts=GENERATING_READOUTS,
+        ),
+        Metric(
+            "comprehension", "arms.txt.menu_accuracy", "comprehension", "every step as text: accuracy", Scale.ACCURACY
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:

@@ -61,8 +61,13 @@ def follow_count(records: Sequence[PairRecord], arm: str) -> dict[str, Any]:
     for r in records:
         classes[paper_outcome(r, arm)] += 1
     n = len(records)
-    return {"follow": classes["follow"], "n": n, "rate": classes["follow"] / n,
-            "ci": stats.wilson(classes["follow"], n).as_list(), "classes": classes}
+    return {
+        "follow": classes["follow"],
+        "n": n,
+        "rate": classes["follow"] / n,
+        "ci": stats.wilson(classes["follow"], n).as_list(),
+        "classes": classes,
+    }
 
 
 def unrelated_echo(records: Sequence[PairRecord], arm: str = "unrel") -> dict[str, Any]:
@@ -71,8 +76,14 @@ def unrelated_echo(records: Sequence[PairRecord], arm: str = "unrel") -> dict[st
     flips = sum(a != b for a, b in (paper_answers(r.arms[arm]) for r in records))
     per_pair = [sum(a == r.arms[arm].expected for a in paper_answers(r.arms[arm])) for r in records]
     n = len(records)
-    return {"flips": flips, "n": n, "flip_rate": flips / n, "flip_ci": stats.wilson(flips, n).as_list(),
-            "accuracy": sum(per_pair) / (2 * n), "accuracy_ci": stats.clustered_wilson(per_pair, 2).as_list()}
+    return {
+        "flips": flips,
+        "n": n,
+        "flip_rate": flips / n,
+        "flip_ci": stats.wilson(flips, n).as_list(),
+        "accuracy": sum(per_pair) / (2 * n),
+        "accuracy_ci": stats.clustered_wilson(per_pair, 2).as_list(),
+    }
 
 
 def text_floor(records: Sequence[PairRecord], arm: str = "sel") -> dict[str, Any]:
@@ -81,8 +92,11 @@ def text_floor(records: Sequence[PairRecord], arm: str = "sel") -> dict[str, Any
     EXCEEDED); for exp it is the text upper bound (follow)."""
     n = len(records)
     exceeded = sum(paper_answers(r.arms[arm])[0] == r.arm_values(arm)[0] for r in records)
-    return {"member_a_exceeded": exceeded, "n": n, **{k: v for k, v in follow_count(records, arm).items()
-                                                          if k in ("follow", "rate", "classes")}}
+    return {
+        "member_a_exceeded": exceeded,
+        "n": n,
+        **{k: v for k, v in follow_count(records, arm).items() if k in ("follow", "rate", "classes")},
+    }
 
 
 def paired_contrast(records: Sequence[PairRecord], kind: str, base: str, arm: str) -> dict[str, Any] | None:
@@ -125,8 +139,11 @@ def preregistered(records: Sequence[PairRecord]) -> dict[str, Any]:
         out["dir_minus_pas"] = {**dir_pas, "excludes_zero": low > 0 or high < 0}
     if dir_bind:
         ci90 = stats.Interval(*dir_bind["follow_difference_ci90"])
-        out["dir_vs_bind"] = {**dir_bind, "tost_bound": EQUIVALENCE_BOUND,
-                              "equivalent": stats.equivalent_by_ci(ci90, EQUIVALENCE_BOUND)}
+        out["dir_vs_bind"] = {
+            **dir_bind,
+            "tost_bound": EQUIVALENCE_BOUND,
+            "equivalent": stats.equivalent_by_ci(ci90, EQUIVALENCE_BOUND),
+        }
     if unrelated_classes:
         const = unrelated_classes["const"]
         out["unrelated_const_dominant"] = all(const > n for c, n in unrelated_classes.items() if c != "const")
@@ -145,44 +162,120 @@ def _common_arms(records: Sequence[PairRecord]) -> list[str]:
 class ProgrammingEvaluator(Evaluator):
     order = 5
     contract = (
-        Metric("follow_both", "headline.follow_both", "follow (car + rev)", "the paper's X9 headline: donor-follow "
-               "rate per carrier kind with decoy, unrelated register, carrier and review served (kv_mater2 counts; "
-               "Qwen3-8B pas 11/192, nld 97/192); the paper's parse under generating readouts",
-               Scale.FOLLOW_RATE, Format.MAPPING, overview=True, overview_key="nld"),
-        Metric("fixed_query", "headline.fixed_query", "fixed query position", "X10 at the fixed query position "
-               "(asked after the review row): donor-follow with the review row alone (nld items), with the nld "
-               "carrier beside it, and with the exp carrier (Qwen3-8B .00 / .42 / 1.00)",
-               Scale.FOLLOW_RATE, Format.MAPPING),
-        Metric("nld_minus_pas", "nld_minus_pas.both", "nld − pas", "carrier + review served: donor-follow rate of the "
-               "natural-language directive minus the passive mention, paired by group (cluster bootstrap CI; "
-               "exact McNemar in the results)", Scale.DIFFERENCE, Format.SIGNED_CI,
-               fields=("follow_difference", "follow_difference_ci"), overview=True),
-        Metric("nld_minus_pas_shift", "nld_minus_pas.both", "nld − pas shift", "the same paired contrast on the "
-               "donor margin shift (SPEC 2.7): sub-threshold materialization", Scale.SHIFT, Format.SIGNED_CI,
-               fields=("shift_difference", "shift_difference_ci")),
-        Metric("target_follow", "headline.target_follow", "follow, target asked", "the target-addressed question "
-               "(\"What verdict is recorded for status register T?\") with carrier and review served, per kind "
-               "that names a target", Scale.FOLLOW_RATE, Format.MAPPING),
-        Metric("dir_minus_pas", "preregistered.dir_minus_pas", "dir − pas", "kv_mater2's pre-registered "
-               "contrast (carrier + review served): donor-follow of the structured directive minus the passive "
-               "mention, paired by group (cluster bootstrap 95% CI; the claim: it excludes 0)", Scale.DIFFERENCE,
-               Format.SIGNED_CI, fields=("follow_difference", "follow_difference_ci")),
-        Metric("dir_vs_bind", "preregistered.dir_vs_bind", "dir − bind (90% CI)", "kv_mater2's pre-registered "
-               "equivalence: directive minus grounded binding, paired, with the 90% interval of its TOST at ±.075",
-               Scale.DIFFERENCE, Format.SIGNED_CI, Direction.ZERO, fields=("follow_difference",
-                                                                            "follow_difference_ci90")),
-        Metric("dir_bind_equivalent", "preregistered.dir_vs_bind.equivalent", "dir ≡ bind", "the TOST verdict: "
-               "the 90% interval of dir − bind lies inside ±.075", Scale.CHECK, Format.BOOL, Direction.NONE,
-               optional=True),
-        Metric("unrelated_const_dominant", "preregistered.unrelated_const_dominant", "unrelated const-dominant",
-               "kv_mater2's pre-registered echo check: `const` is the most frequent outcome class of the "
-               "unrelated-register question (no global echo)", Scale.CHECK, Format.BOOL, Direction.NONE),
-        Metric("unrelated_flip_rate", "headline.unrelated_flip_rate", "unrelated echo", "echo control: share of "
-               "pairs whose answer about the unrelated register differs across the donors (must stay near 0)",
-               Scale.FOLLOW_RATE, direction=Direction.LOWER),
+        Metric(
+            "follow_both",
+            "headline.follow_both",
+            "follow (car + rev)",
+            "the paper's X9 headline: donor-follow "
+            "rate per carrier kind with decoy, unrelated register, carrier and review served (kv_mater2 counts; "
+            "Qwen3-8B pas 11/192, nld 97/192); the paper's parse under generating readouts",
+            Scale.FOLLOW_RATE,
+            Format.MAPPING,
+            overview=True,
+            overview_key="nld",
+        ),
+        Metric(
+            "fixed_query",
+            "headline.fixed_query",
+            "fixed query position",
+            "X10 at the fixed query position "
+            "(asked after the review row): donor-follow with the review row alone (nld items), with the nld "
+            "carrier beside it, and with the exp carrier (Qwen3-8B .00 / .42 / 1.00)",
+            Scale.FOLLOW_RATE,
+            Format.MAPPING,
+        ),
+        Metric(
+            "nld_minus_pas",
+            "nld_minus_pas.both",
+            "nld − pas",
+            "carrier + review served: donor-follow rate of the "
+            "natural-language directive minus the passive mention, paired by group (cluster bootstrap CI; "
+            "exact McNemar in the results)",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            fields=("follow_difference", "follow_difference_ci"),
+            overview=True,
+        ),
+        Metric(
+            "nld_minus_pas_shift",
+            "nld_minus_pas.both",
+            "nld − pas shift",
+            "the same paired contrast on the donor margin shift (SPEC 2.7): sub-threshold materialization",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+            fields=("shift_difference", "shift_difference_ci"),
+        ),
+        Metric(
+            "target_follow",
+            "headline.target_follow",
+            "follow, target asked",
+            "the target-addressed question "
+            '("What verdict is recorded for status register T?") with carrier and review served, per kind '
+            "that names a target",
+            Scale.FOLLOW_RATE,
+            Format.MAPPING,
+        ),
+        Metric(
+            "dir_minus_pas",
+            "preregistered.dir_minus_pas",
+            "dir − pas",
+            "kv_mater2's pre-registered "
+            "contrast (carrier + review served): donor-follow of the structured directive minus the passive "
+            "mention, paired by group (cluster bootstrap 95% CI; the claim: it excludes 0)",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            fields=("follow_difference", "follow_difference_ci"),
+        ),
+        Metric(
+            "dir_vs_bind",
+            "preregistered.dir_vs_bind",
+            "dir − bind (90% CI)",
+            "kv_mater2's pre-registered "
+            "equivalence: directive minus grounded binding, paired, with the 90% interval of its TOST at ±.075",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.ZERO,
+            fields=("follow_difference", "follow_difference_ci90"),
+        ),
+        Metric(
+            "dir_bind_equivalent",
+            "preregistered.dir_vs_bind.equivalent",
+            "dir ≡ bind",
+            "the TOST verdict: the 90% interval of dir − bind lies inside ±.075",
+            Scale.CHECK,
+            Format.BOOL,
+            Direction.NONE,
+            optional=True,
+        ),
+        Metric(
+            "unrelated_const_dominant",
+            "preregistered.unrelated_const_dominant",
+            "unrelated const-dominant",
+            "kv_mater2's pre-registered echo check: `const` is the most frequent outcome class of the "
+            "unrelated-register question (no global echo)",
+            Scale.CHECK,
+            Format.BOOL,
+            Direction.NONE,
+        ),
+        Metric(
+            "unrelated_flip_rate",
+            "headline.unrelated_flip_rate",
+            "unrelated echo",
+            "echo control: share of "
+            "pairs whose answer about the unrelated register differs across the donors (must stay near 0)",
+            Scale.FOLLOW_RATE,
+            direction=Direction.LOWER,
+        ),
         CONTROL_CLEAN,
-        Metric("follow_rate", "headline.follow_rate", "follow rate by carrier", "donor-follow rate per carrier kind "
-               "and serve set (the leaderboard's bar chart)", Scale.FOLLOW_RATE, Format.MAPPING, in_scorecard=False),
+        Metric(
+            "follow_rate",
+            "headline.follow_rate",
+            "follow rate by carrier",
+            "donor-follow rate per carrier kind and serve set (the leaderboard's bar chart)",
+            Scale.FOLLOW_RATE,
+            Format.MAPPING,
+            in_scorecard=False,
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
@@ -190,8 +283,9 @@ class ProgrammingEvaluator(Evaluator):
         present = {_kind(r) for r in records}
         kinds = [k for k in KIND_ORDER if k in present] + sorted(present - set(KIND_ORDER))
         subsets = {kind: [r for r in records if _kind(r) == kind] for kind in kinds}
-        metrics["by_carrier"] = {kind: {arm: arm_metrics(sub, arm) for arm in _common_arms(sub)}
-                                 for kind, sub in subsets.items()}
+        metrics["by_carrier"] = {
+            kind: {arm: arm_metrics(sub, arm) for arm in _common_arms(sub)} for kind, sub in subsets.items()
+        }
         counts = {kind: {arm: follow_count(sub, arm) for arm in _common_arms(sub)} for kind, sub in subsets.items()}
         metrics["follow"] = counts
         contrasts = {arm: paired_contrast(records, "nld", "pas", arm) for arm in ("car", "both", "car@L")}
@@ -200,8 +294,11 @@ class ProgrammingEvaluator(Evaluator):
         def rate(kind: str, arm: str) -> float | None:
             return counts.get(kind, {}).get(arm, {}).get("rate")
 
-        fixed = {"review": rate("nld", "rev"), "review + nld carrier": rate("nld", "both"),
-                 "review + exp carrier": rate("exp", "both")}
+        fixed = {
+            "review": rate("nld", "rev"),
+            "review + nld carrier": rate("nld", "both"),
+            "review + exp carrier": rate("exp", "both"),
+        }
         unrel = [r for r in records if "unrel" in r.arms]
         sel = {kind: text_floor(sub) for kind, sub in subsets.items() if all("sel" in r.arms for r in sub)}
         echo = unrelated_echo(unrel) if unrel else None
@@ -210,8 +307,9 @@ class ProgrammingEvaluator(Evaluator):
         metrics["preregistered"] = preregistered(records)
         metrics["headline"] = {
             "follow_both": {k: rate(k, "both") for k in kinds if rate(k, "both") is not None},
-            "follow_both_counts": {k: [counts[k]["both"]["follow"], counts[k]["both"]["n"]]
-                                   for k in kinds if "both" in counts[k]},
+            "follow_both_counts": {
+                k: [counts[k]["both"]["follow"], counts[k]["both"]["n"]] for k in kinds if "both" in counts[k]
+            },
             "fixed_query": {k: v for k, v in fixed.items() if v is not None},
             "target_follow": {k: rate(k, "tgt_both") for k in kinds if rate(k, "tgt_both") is not None},
             "unrelated_flip_rate": echo["flip_rate"] if echo else None,

@@ -31,9 +31,11 @@ from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.readouts import GENERATING_READOUTS
 from matbench.protocol.records import PairRecord
 
-READS = {"answer": "the run's answers (the readout's parse; the probe's candidate argmax)",
-         "text": "kv_recomp's score of the generated text: pick2 (the later menu word) in A and B, the gold among "
-                 "the text's numbers in C"}
+READS = {
+    "answer": "the run's answers (the readout's parse; the probe's candidate argmax)",
+    "text": "kv_recomp's score of the generated text: pick2 (the later menu word) in A and B, the gold among "
+    "the text's numbers in C",
+}
 CONTRASTS = (("d_der", "d_src"), ("oracle", "d_src"))
 
 
@@ -125,40 +127,87 @@ def flat(table: dict[str, dict[str, Any]] | None, key) -> dict[str, Any] | None:
 class RecomputeMatrixEvaluator(Evaluator):
     order = 21  # the experiments after the seven contract suites
     contract = (
-        Metric("matrix", "headline.matrix", "recompute matrix", "the paper's number (kv_recomp): per row and arm, "
-               "answers equal to the gold (stale: the write-time answer; d_src, d_mtn, d_der, oracle: the current "
-               "one after the update), as the run read them; item-level 95% CIs in paper_matrix", Scale.ACCURACY,
-               Format.MAPPING),
-        Metric("matrix_paper_score", "headline.matrix_paper_score", "matrix (kv_recomp score)", "the same, each "
-               "generated text scored as kv_recomp scores it (pick2: the later menu word; C: the gold among the "
-               "text's numbers): the figure comparable with the paper's (row B's prompt is the paper's under the "
-               "trace readout)", Scale.ACCURACY, Format.MAPPING, readouts=GENERATING_READOUTS, optional=True),
-        Metric("delta_contrasts", "headline.delta_contrasts", "d_der − d_src, oracle − d_src", "per row, the derived "
-               "delta's and the oracle's accuracy minus the source delta's, paired per item: what the source update "
-               "alone leaves for a recompute to do", Scale.DIFFERENCE, Format.MAPPING),
-        Metric("donor_classes", "headline.donor_classes", "donor f:a", "per row and arm, follow:anti of the dropped "
-               "write-time value (matbench): does it still steer an answer the delta should settle?", Scale.FOLLOW,
-               Format.MAPPING, Direction.NONE),
-        Metric("donor_shift", "headline.donor_shift", "donor shift", "per row and arm, the mean donor margin shift "
-               "(SPEC 2.7; matbench)", Scale.SHIFT, Format.MAPPING, Direction.NONE),
-        Metric("old_value_leaks", "headline.old_value_leaks", "old-value leaks", "per row and delta arm, members "
-               "whose write-time answer differs from the current one answering it : such members", Scale.COUNT,
-               Format.MAPPING, Direction.LOWER),
+        Metric(
+            "matrix",
+            "headline.matrix",
+            "recompute matrix",
+            "the paper's number (kv_recomp): per row and arm, "
+            "answers equal to the gold (stale: the write-time answer; d_src, d_mtn, d_der, oracle: the current "
+            "one after the update), as the run read them; item-level 95% CIs in paper_matrix",
+            Scale.ACCURACY,
+            Format.MAPPING,
+        ),
+        Metric(
+            "matrix_paper_score",
+            "headline.matrix_paper_score",
+            "matrix (kv_recomp score)",
+            "the same, each "
+            "generated text scored as kv_recomp scores it (pick2: the later menu word; C: the gold among the "
+            "text's numbers): the figure comparable with the paper's (row B's prompt is the paper's under the "
+            "trace readout)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            readouts=GENERATING_READOUTS,
+            optional=True,
+        ),
+        Metric(
+            "delta_contrasts",
+            "headline.delta_contrasts",
+            "d_der − d_src, oracle − d_src",
+            "per row, the derived "
+            "delta's and the oracle's accuracy minus the source delta's, paired per item: what the source update "
+            "alone leaves for a recompute to do",
+            Scale.DIFFERENCE,
+            Format.MAPPING,
+        ),
+        Metric(
+            "donor_classes",
+            "headline.donor_classes",
+            "donor f:a",
+            "per row and arm, follow:anti of the dropped "
+            "write-time value (matbench): does it still steer an answer the delta should settle?",
+            Scale.FOLLOW,
+            Format.MAPPING,
+            Direction.NONE,
+        ),
+        Metric(
+            "donor_shift",
+            "headline.donor_shift",
+            "donor shift",
+            "per row and arm, the mean donor margin shift (SPEC 2.7; matbench)",
+            Scale.SHIFT,
+            Format.MAPPING,
+            Direction.NONE,
+        ),
+        Metric(
+            "old_value_leaks",
+            "headline.old_value_leaks",
+            "old-value leaks",
+            "per row and delta arm, members "
+            "whose write-time answer differs from the current one answering it : such members",
+            Scale.COUNT,
+            Format.MAPPING,
+            Direction.LOWER,
+        ),
         CONTROL_CLEAN,
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         present = rows_present(records)
-        by_row = {row: {arm: arm_metrics([r for r in records if row_of(r) == row], arm) for arm in (*ARMS, "control")}
-                  for row in present}
+        by_row = {
+            row: {arm: arm_metrics([r for r in records if row_of(r) == row], arm) for arm in (*ARMS, "control")}
+            for row in present
+        }
         metrics["by_row"] = by_row
         answers, texts = matrix(records), matrix(records, "text")
         metrics["paper_matrix"] = {"read": READS["answer"], "rows": answers}
         if texts is not None:
             metrics["paper_matrix_text"] = {"read": READS["text"], "rows": texts}
-        contrasts = {row: {f"{a}-{b}": contrast([r for r in records if row_of(r) == row], a, b) for a, b in CONTRASTS}
-                     for row in present}
+        contrasts = {
+            row: {f"{a}-{b}": contrast([r for r in records if row_of(r) == row], a, b) for a, b in CONTRASTS}
+            for row in present
+        }
         metrics["contrasts"] = contrasts
         metrics["headline"] = {
             "matrix": flat(answers, lambda c: c["rate"]),
@@ -166,9 +215,11 @@ class RecomputeMatrixEvaluator(Evaluator):
             "delta_contrasts": flat(contrasts, lambda c: c["mean"]),
             "donor_classes": flat(by_row, lambda m: [m["classes"]["follow"], m["classes"]["anti"]]),
             "donor_shift": flat(by_row, lambda m: m["donor_shift"]["mean"]),
-            "old_value_leaks": {f"{row}/{arm}": [by_row[row][arm]["old_value_leaks"],
-                                                 by_row[row][arm]["old_value_at_risk"]]
-                                for row in present for arm in DELTAS},
+            "old_value_leaks": {
+                f"{row}/{arm}": [by_row[row][arm]["old_value_leaks"], by_row[row][arm]["old_value_at_risk"]]
+                for row in present
+                for arm in DELTAS
+            },
             "control_clean": control_clean(metrics["arms"]["control"]),
         }
         return metrics

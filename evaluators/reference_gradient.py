@@ -30,31 +30,75 @@ def contrast(records: Sequence[PairRecord], kind: str, base: str = "neutral") ->
 class ReferenceGradientEvaluator(Evaluator):
     order = 13  # the experiments after the seven contract suites
     contract = (
-        Metric("harv_accuracy", "headline.harv_accuracy", "harv accuracy by carrier", "the paper's table: accuracy "
-               "of the decoy + carrier rows against the dropped verdict per carrier wording (chance .5)",
-               Scale.ACCURACY, Format.MAPPING, chance=CHANCE),
-        Metric("sel_accuracy", "headline.sel_accuracy", "sel accuracy (leak check)", "the same two events re-read "
-               "as text: donor-blind by construction, so at most one member right per pair", Scale.ACCURACY,
-               Format.MAPPING, chance=CHANCE),
-        Metric("state_minus_neutral", "headline.state_minus_neutral", "state − neutral", "harv accuracy with the "
-               "state-bearing flag carrier minus the neutral checkpoint, paired per group (bootstrap 95% CI)",
-               Scale.DIFFERENCE, Format.SIGNED_CI),
-        Metric("copy_minus_neutral", "headline.copy_minus_neutral", "copy − neutral", "the explicit copy relation "
-               "(asked of T) minus the neutral checkpoint, paired per group", Scale.DIFFERENCE, Format.SIGNED_CI),
-        Metric("harv_classes", "headline.harv_classes", "harv f:a by carrier", "harv follow:anti per carrier",
-               Scale.FOLLOW, Format.MAPPING),
-        Metric("harv_shift", "headline.harv_shift", "harv donor shift by carrier", "mean harv donor margin shift "
-               "per carrier (SPEC 2.7)", Scale.SHIFT, Format.MAPPING),
-        Metric("comprehension", "arms.txt.menu_accuracy", "comprehension", "full-context (txt) accuracy",
-               Scale.ACCURACY, chance=CHANCE),
+        Metric(
+            "harv_accuracy",
+            "headline.harv_accuracy",
+            "harv accuracy by carrier",
+            "the paper's table: accuracy "
+            "of the decoy + carrier rows against the dropped verdict per carrier wording (chance .5)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+        ),
+        Metric(
+            "sel_accuracy",
+            "headline.sel_accuracy",
+            "sel accuracy (leak check)",
+            "the same two events re-read as text: donor-blind by construction, so at most one member right per pair",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+        ),
+        Metric(
+            "state_minus_neutral",
+            "headline.state_minus_neutral",
+            "state − neutral",
+            "harv accuracy with the "
+            "state-bearing flag carrier minus the neutral checkpoint, paired per group (bootstrap 95% CI)",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+        ),
+        Metric(
+            "copy_minus_neutral",
+            "headline.copy_minus_neutral",
+            "copy − neutral",
+            "the explicit copy relation (asked of T) minus the neutral checkpoint, paired per group",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+        ),
+        Metric(
+            "harv_classes",
+            "headline.harv_classes",
+            "harv f:a by carrier",
+            "harv follow:anti per carrier",
+            Scale.FOLLOW,
+            Format.MAPPING,
+        ),
+        Metric(
+            "harv_shift",
+            "headline.harv_shift",
+            "harv donor shift by carrier",
+            "mean harv donor margin shift per carrier (SPEC 2.7)",
+            Scale.SHIFT,
+            Format.MAPPING,
+        ),
+        Metric(
+            "comprehension",
+            "arms.txt.menu_accuracy",
+            "comprehension",
+            "full-context (txt) accuracy",
+            Scale.ACCURACY,
+            chance=CHANCE,
+        ),
         CONTROL_CLEAN,
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)
         kinds = [k for k in KINDS if any(r.variant == k for r in records)]
-        by_carrier = {k: {arm: arm_metrics([r for r in records if r.variant == k], arm) for arm in ("harv", "sel")}
-                      for k in kinds}
+        by_carrier = {
+            k: {arm: arm_metrics([r for r in records if r.variant == k], arm) for arm in ("harv", "sel")} for k in kinds
+        }
         metrics["by_carrier"] = by_carrier
         metrics["headline"] = {
             "harv_accuracy": {k: by_carrier[k]["harv"]["menu_accuracy"] for k in kinds},
@@ -62,8 +106,9 @@ class ReferenceGradientEvaluator(Evaluator):
             "sel_accuracy": {k: by_carrier[k]["sel"]["menu_accuracy"] for k in kinds},
             "state_minus_neutral": contrast(records, "state"),
             "copy_minus_neutral": contrast(records, "copy"),
-            "harv_classes": {k: f"{c['follow']}:{c['anti']}" for k in kinds
-                             for c in [by_carrier[k]["harv"]["classes"]]},
+            "harv_classes": {
+                k: f"{c['follow']}:{c['anti']}" for k in kinds for c in [by_carrier[k]["harv"]["classes"]]
+            },
             "harv_shift": {k: by_carrier[k]["harv"]["donor_shift"]["mean"] for k in kinds},
             "comprehension": metrics["arms"]["txt"]["menu_accuracy"],
             "control_clean": control_clean(metrics["arms"]["control"]),

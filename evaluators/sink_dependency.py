@@ -28,20 +28,54 @@ MODES = tuple(mode for mode, _ in ENCODINGS)
 class SinkDependencyEvaluator(Evaluator):
     order = 16  # the experiments after the seven contract suites
     contract = (
-        Metric("accuracy", "headline.accuracy", "accuracy (2 × 2 + full)", "the paper's E3 table: accuracy against "
-               "the gold per encoding (head: each event after the header; nohead: each event alone; full: the whole "
-               "trajectory as text) and task (retr: one sensor; hop: GAMMA's value through the copy chain)",
-               Scale.ACCURACY, Format.MAPPING),
-        Metric("head_effect_retr", "headline.head_effect.retr", "head effect, retrieval", "head − nohead accuracy on "
-               "retrieval, paired per item (bootstrap 95% CI)", Scale.DIFFERENCE, Format.SIGNED_CI, Direction.NONE),
-        Metric("head_effect_hop", "headline.head_effect.hop", "head effect, multi-hop", "head − nohead accuracy on "
-               "the multi-hop question, paired per item", Scale.DIFFERENCE, Format.SIGNED_CI, Direction.NONE),
-        Metric("interaction", "headline.interaction", "interaction", "retrieval's head effect minus multi-hop's, "
-               "paired per item: separate mechanisms when it excludes 0", Scale.DIFFERENCE, Format.SIGNED_CI,
-               Direction.NONE),
-        *(Metric(f"{mode}_hop_shift", f"arms.{mode}_hop.donor_shift", f"{mode} hop donor shift", f"{mode}: the "
-                 "multi-hop answer's donor margin shift toward the member's own V (SPEC 2.7)", Scale.SHIFT,
-                 Format.SIGNED_CI) for mode in ("head", "nohead")),
+        Metric(
+            "accuracy",
+            "headline.accuracy",
+            "accuracy (2 × 2 + full)",
+            "the paper's E3 table: accuracy against "
+            "the gold per encoding (head: each event after the header; nohead: each event alone; full: the whole "
+            "trajectory as text) and task (retr: one sensor; hop: GAMMA's value through the copy chain)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+        ),
+        Metric(
+            "head_effect_retr",
+            "headline.head_effect.retr",
+            "head effect, retrieval",
+            "head − nohead accuracy on retrieval, paired per item (bootstrap 95% CI)",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.NONE,
+        ),
+        Metric(
+            "head_effect_hop",
+            "headline.head_effect.hop",
+            "head effect, multi-hop",
+            "head − nohead accuracy on the multi-hop question, paired per item",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.NONE,
+        ),
+        Metric(
+            "interaction",
+            "headline.interaction",
+            "interaction",
+            "retrieval's head effect minus multi-hop's, paired per item: separate mechanisms when it excludes 0",
+            Scale.DIFFERENCE,
+            Format.SIGNED_CI,
+            Direction.NONE,
+        ),
+        *(
+            Metric(
+                f"{mode}_hop_shift",
+                f"arms.{mode}_hop.donor_shift",
+                f"{mode} hop donor shift",
+                f"{mode}: the multi-hop answer's donor margin shift toward the member's own V (SPEC 2.7)",
+                Scale.SHIFT,
+                Format.SIGNED_CI,
+            )
+            for mode in ("head", "nohead")
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
@@ -53,8 +87,9 @@ class SinkDependencyEvaluator(Evaluator):
 
         metrics["headline"] = {
             "accuracy": {f"{mode}_{task}": arms[f"{mode}_{task}"]["menu_accuracy"] for mode in MODES for task in TASKS},
-            "accuracy_ci": {f"{mode}_{task}": arms[f"{mode}_{task}"]["menu_accuracy_ci"]
-                            for mode in MODES for task in TASKS},
+            "accuracy_ci": {
+                f"{mode}_{task}": arms[f"{mode}_{task}"]["menu_accuracy_ci"] for mode in MODES for task in TASKS
+            },
             "head_effect": {task: arm_difference(records, f"head_{task}", f"nohead_{task}") for task in TASKS},
             "interaction": mean_with_ci([effect("retr")(r) - effect("hop")(r) for r in records]),
         }

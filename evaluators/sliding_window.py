@@ -24,15 +24,41 @@ ARM = "far_near"
 class SlidingWindowEvaluator(Evaluator):
     order = 22  # the experiments after the seven contract suites
     contract = (
-        Metric("follow_by_gap", "headline.follow_by_gap", "far-row follow by gap", "kv_swgate: pairs whose "
-               "members each read their own far row, share per gap (nominal filler tokens between far row and "
-               "near row); compare the compact and native files", Scale.ACCURACY, Format.MAPPING),
-        Metric("accuracy_by_gap", "headline.accuracy_by_gap", "far-row accuracy by gap", "answers naming the "
-               "member's own far-row state, per gap (chance .5)", Scale.ACCURACY, Format.MAPPING, chance=0.5),
-        Metric("shift_by_gap", "headline.shift_by_gap", "donor shift by gap", "far-row donor margin shift per gap "
-               "(SPEC 2.7), the mean", Scale.SHIFT, Format.MAPPING),
-        Metric("far_classes", f"arms.{ARM}.classes", "far f:a (all gaps)", "far-row donor classes over every gap",
-               Scale.FOLLOW, Format.CLASSES),
+        Metric(
+            "follow_by_gap",
+            "headline.follow_by_gap",
+            "far-row follow by gap",
+            "kv_swgate: pairs whose "
+            "members each read their own far row, share per gap (nominal filler tokens between far row and "
+            "near row); compare the compact and native files",
+            Scale.ACCURACY,
+            Format.MAPPING,
+        ),
+        Metric(
+            "accuracy_by_gap",
+            "headline.accuracy_by_gap",
+            "far-row accuracy by gap",
+            "answers naming the member's own far-row state, per gap (chance .5)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=0.5,
+        ),
+        Metric(
+            "shift_by_gap",
+            "headline.shift_by_gap",
+            "donor shift by gap",
+            "far-row donor margin shift per gap (SPEC 2.7), the mean",
+            Scale.SHIFT,
+            Format.MAPPING,
+        ),
+        Metric(
+            "far_classes",
+            f"arms.{ARM}.classes",
+            "far f:a (all gaps)",
+            "far-row donor classes over every gap",
+            Scale.FOLLOW,
+            Format.CLASSES,
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:

@@ -76,26 +76,79 @@ def accuracy_test(scores: list[int]) -> dict[str, Any]:
 class TriggerEvaluator(Evaluator):
     order = 2
     contract = (
-        Metric("classes", "headline.classes", "W/U/N", "constructions by class: W write-through (kv accuracy) "
-               "significantly above .5 (BH q < .05) and comprehended, U comprehended only, N not comprehended",
-               Scale.COUNT, Format.COUNTS, overview=True),
-        Metric("write_through", "headline.write_through_accuracy", "write-through", "kv-arm accuracy against the gold per "
-               "construction (the paper's write-through; chance .5)", Scale.ACCURACY, Format.MAPPING, chance=CHANCE),
-        Metric("write_through_paper", "headline.write_through_accuracy_paper", "write-through (paper parse)", "the same, "
-               "the generated answers read with the paper's parse (upper-cased substrings, last menu word)",
-               Scale.ACCURACY, Format.MAPPING, chance=CHANCE, readouts=GENERATING_READOUTS),
-        Metric("comprehension", "headline.comprehension_summary", "comprehension", "txt-arm accuracy (every event "
-               "served): mean and minimum over the constructions", Scale.ACCURACY, Format.MAPPING, chance=CHANCE),
-        Metric("classes_shift", "headline.classes_shift", "W/U/N by shift", "the same classes from the kv donor shift",
-               Scale.COUNT, Format.COUNTS),
-        Metric("kv_shift_toward_donor", "headline.kv_shift_toward_donor", "shift → donor", "constructions whose kv "
-               "donor shift leans toward the donor (one-sided sign test, BH q < .05)", Scale.COUNT, overview=True),
-        Metric("kv_shift_mean", "headline.kv_shift_mean", "kv shift mean", "mean kv donor shift over all pairs",
-               Scale.SHIFT),
+        Metric(
+            "classes",
+            "headline.classes",
+            "W/U/N",
+            "constructions by class: W write-through (kv accuracy) "
+            "significantly above .5 (BH q < .05) and comprehended, U comprehended only, N not comprehended",
+            Scale.COUNT,
+            Format.COUNTS,
+            overview=True,
+        ),
+        Metric(
+            "write_through",
+            "headline.write_through_accuracy",
+            "write-through",
+            "kv-arm accuracy against the gold per construction (the paper's write-through; chance .5)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+        ),
+        Metric(
+            "write_through_paper",
+            "headline.write_through_accuracy_paper",
+            "write-through (paper parse)",
+            "the same, the generated answers read with the paper's parse (upper-cased substrings, last menu word)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+            readouts=GENERATING_READOUTS,
+        ),
+        Metric(
+            "comprehension",
+            "headline.comprehension_summary",
+            "comprehension",
+            "txt-arm accuracy (every event served): mean and minimum over the constructions",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+        ),
+        Metric(
+            "classes_shift",
+            "headline.classes_shift",
+            "W/U/N by shift",
+            "the same classes from the kv donor shift",
+            Scale.COUNT,
+            Format.COUNTS,
+        ),
+        Metric(
+            "kv_shift_toward_donor",
+            "headline.kv_shift_toward_donor",
+            "shift → donor",
+            "constructions whose kv donor shift leans toward the donor (one-sided sign test, BH q < .05)",
+            Scale.COUNT,
+            overview=True,
+        ),
+        Metric(
+            "kv_shift_mean",
+            "headline.kv_shift_mean",
+            "kv shift mean",
+            "mean kv donor shift over all pairs",
+            Scale.SHIFT,
+        ),
         CONTROL_CLEAN,
-        Metric("by_construction", "by_construction", "per construction", "write-through (kv accuracy), class, "
-               "comprehension, follow rate and kv shift of each construction (the leaderboard's heat maps)",
-               Scale.ACCURACY, Format.MAPPING, chance=CHANCE, in_scorecard=False),
+        Metric(
+            "by_construction",
+            "by_construction",
+            "per construction",
+            "write-through (kv accuracy), class, "
+            "comprehension, follow rate and kv shift of each construction (the leaderboard's heat maps)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=CHANCE,
+            in_scorecard=False,
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
@@ -125,7 +178,8 @@ class TriggerEvaluator(Evaluator):
             if paper:
                 paper_write = accuracy_test(pair_scores(subset, "kv", paper=True))
                 rows[variant]["paper_parse"] = {
-                    "write_through_accuracy": paper_write["accuracy"], "write_through_ci": paper_write["ci"],
+                    "write_through_accuracy": paper_write["accuracy"],
+                    "write_through_ci": paper_write["ci"],
                     "comprehension": txt["paper_parse"]["menu_accuracy"],
                     "comprehension_ci": txt["paper_parse"]["menu_accuracy_ci"],
                 }
@@ -148,9 +202,15 @@ class TriggerEvaluator(Evaluator):
             "any_written": any(r["class"] == "W" for r in rows.values()),
             "classes_shift": counts("class_shift"),
             "write_through_accuracy": {v: r["write_through_accuracy"] for v, r in rows.items()},
-            **({"write_through_accuracy_paper": {v: r["paper_parse"]["write_through_accuracy"]
-                                                 for v, r in rows.items()}}
-               if paper else {}),
+            **(
+                {
+                    "write_through_accuracy_paper": {
+                        v: r["paper_parse"]["write_through_accuracy"] for v, r in rows.items()
+                    }
+                }
+                if paper
+                else {}
+            ),
             "comprehension": {v: r["comprehension"] for v, r in rows.items()},
             "comprehension_summary": {"mean": sum(comprehension) / len(comprehension), "min": min(comprehension)},
             "follow_rate": {v: r["follow_rate"] for v, r in rows.items()},

@@ -88,8 +88,12 @@ def noopx_unchanged(records: Sequence[PairRecord], parse: str = "matbench") -> d
     """noopx, cur, on the member whose v1 equals v2 (the paper's changed == 0 stratum, where the
     appended confirmation is true and is the paper's text): share answering v1."""
     arm = arm_key("noopx", "cur")
-    hits = [int(_answers(r, arm, parse)[m] == v) for r in records
-            for m, v in enumerate(r.values) if v == r.arms[arm].expected]
+    hits = [
+        int(_answers(r, arm, parse)[m] == v)
+        for r in records
+        for m, v in enumerate(r.values)
+        if v == r.arms[arm].expected
+    ]
     return _rate(hits, 1)
 
 
@@ -125,8 +129,9 @@ def _expected_margin(record: PairRecord, arm: str, expected: str) -> float:
     return sum(margins) / len(margins)
 
 
-def despite_patch(records: Sequence[PairRecord], arm: str, metrics: dict[str, Any],
-                  base: str = STALE) -> dict[str, Any]:
+def despite_patch(
+    records: Sequence[PairRecord], arm: str, metrics: dict[str, Any], base: str = STALE
+) -> dict[str, Any]:
     """Whether the dropped donor still steers an arm that was served a patch; `metrics` is the
     arm's `arm_metrics`, whose follow/anti counts and sign test are reported again here.
 
@@ -161,8 +166,9 @@ def despite_patch(records: Sequence[PairRecord], arm: str, metrics: dict[str, An
 
 def controls_unchanged(records: Sequence[PairRecord], control: str) -> dict[str, Any]:
     """cur answers of a control arm equal to the stale arm's, member by member."""
-    per_pair = [sum(a == b for a, b in zip(r.arms[arm_key(control, "cur")].answers, r.arms[STALE].answers))
-                for r in records]
+    per_pair = [
+        sum(a == b for a, b in zip(r.arms[arm_key(control, "cur")].answers, r.arms[STALE].answers)) for r in records
+    ]
     return _rate(per_pair, 2)
 
 
@@ -176,53 +182,133 @@ def patch_summary(records: Sequence[PairRecord], parse: str = "matbench") -> dic
     hits, n = pooled(kv_wins, "hits", "n")
     leaked, risk = pooled(kv_leaks, "leaks", "at_risk")
     # Pooled over arms: an item contributes 2 answers per arm (wins), 1 at-risk member per arm (leaks).
-    per_item_wins = [sum(sum(a == r.arms[arm_key(x, "cur")].expected for a in _answers(r, arm_key(x, "cur"), parse))
-                         for x in PATCH_ARMS) for r in records]
-    per_item_leaks = [sum(int(_answers(r, arm_key(x, "cur"), parse)[m] == v)
-                          for x in PATCH_ARMS for m, v in enumerate(r.values) if v != r.arms[arm_key(x, "cur")].expected)
-                      for r in records]
-    wins["pooled"] = {"rate": hits / n, "hits": hits, "n": n,
-                      "ci": stats.clustered_wilson(per_item_wins, 2 * len(PATCH_ARMS)).as_list()}
-    leaks["pooled"] = {"leaks": leaked, "at_risk": risk,
-                       "ci": stats.clustered_wilson(per_item_leaks, len(PATCH_ARMS)).as_list()}
-    return {"wins": wins, "leaks": leaks,
-            "wins_decoy_differs": {a: decoy_differs_wins(records, arm_key(a, "cur"), parse) for a in DELIVERING}}
+    per_item_wins = [
+        sum(
+            sum(a == r.arms[arm_key(x, "cur")].expected for a in _answers(r, arm_key(x, "cur"), parse))
+            for x in PATCH_ARMS
+        )
+        for r in records
+    ]
+    per_item_leaks = [
+        sum(
+            int(_answers(r, arm_key(x, "cur"), parse)[m] == v)
+            for x in PATCH_ARMS
+            for m, v in enumerate(r.values)
+            if v != r.arms[arm_key(x, "cur")].expected
+        )
+        for r in records
+    ]
+    wins["pooled"] = {
+        "rate": hits / n,
+        "hits": hits,
+        "n": n,
+        "ci": stats.clustered_wilson(per_item_wins, 2 * len(PATCH_ARMS)).as_list(),
+    }
+    leaks["pooled"] = {
+        "leaks": leaked,
+        "at_risk": risk,
+        "ci": stats.clustered_wilson(per_item_leaks, len(PATCH_ARMS)).as_list(),
+    }
+    return {
+        "wins": wins,
+        "leaks": leaks,
+        "wins_decoy_differs": {a: decoy_differs_wins(records, arm_key(a, "cur"), parse) for a in DELIVERING},
+    }
 
 
 @EVALUATORS.register("update")
 class UpdateEvaluator(Evaluator):
     order = 7
     contract = (
-        Metric("patch_win_rate", "headline.patch_win_rate", "patch wins", "cur (\"now, after every step\"): share "
-               "of members answering the patch's value v2, per update-delivering arm and pooled over the four KV "
-               "patch arms (the paper's cur*, kv_coherence2; paper: 100%)", Scale.ACCURACY, Format.MAPPING,
-               chance=0.5, overview=True, overview_key="pooled"),
-        Metric("old_value_leaks", "headline.old_value_leaks", "old-value leaks", "cur: changed members (dropped v1 "
-               "!= v2) answering v1 : changed members, per update-delivering arm and pooled (paper: 0/96)",
-               Scale.COUNT, Format.MAPPING, Direction.LOWER),
-        Metric("hist_accuracy", "headline.hist_accuracy", "hist", "hist (\"as of step 24\"): share answering the "
-               "dropped v1, per arm: what a patch costs the history", Scale.ACCURACY, Format.MAPPING, chance=0.5),
-        Metric("unrel_accuracy", "headline.unrel_accuracy", "unrel", "unrel (the decoy register): share answering "
-               "its own value, per arm: a patch must not move it", Scale.ACCURACY, Format.MAPPING, chance=0.5),
-        Metric("controls_hold", "headline.controls_hold", "controls", "cur against v1 with a wrong-register or "
-               "neutral-note patch, and after a no-op confirmation (noopx, on the member where v1 == v2)",
-               Scale.ACCURACY, Format.MAPPING, chance=0.5),
-        Metric("donor_follow_despite_patch", "headline.donor_follow_despite_patch", "donor f:a despite patch",
-               "follow:anti of the dropped donor in the KV patch arms' cur answers (matbench)", Scale.FOLLOW,
-               Format.MAPPING, Direction.LOWER, overview=True, overview_key="upd_ver"),
-        Metric("patch_margin_gain", "headline.patch_margin_gain", "patch margin gain", "probe margin of v2 in cur, "
-               "patched minus stale arm (matbench)", Scale.SHIFT, Format.MAPPING),
-        Metric("controls_unchanged", "headline.controls_unchanged", "controls unchanged", "cur answers equal to the "
-               "stale arm's under a wrong-register or neutral-note patch (matbench)", Scale.ACCURACY, Format.MAPPING),
+        Metric(
+            "patch_win_rate",
+            "headline.patch_win_rate",
+            "patch wins",
+            'cur ("now, after every step"): share '
+            "of members answering the patch's value v2, per update-delivering arm and pooled over the four KV "
+            "patch arms (the paper's cur*, kv_coherence2; paper: 100%)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=0.5,
+            overview=True,
+            overview_key="pooled",
+        ),
+        Metric(
+            "old_value_leaks",
+            "headline.old_value_leaks",
+            "old-value leaks",
+            "cur: changed members (dropped v1 "
+            "!= v2) answering v1 : changed members, per update-delivering arm and pooled (paper: 0/96)",
+            Scale.COUNT,
+            Format.MAPPING,
+            Direction.LOWER,
+        ),
+        Metric(
+            "hist_accuracy",
+            "headline.hist_accuracy",
+            "hist",
+            'hist ("as of step 24"): share answering the dropped v1, per arm: what a patch costs the history',
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=0.5,
+        ),
+        Metric(
+            "unrel_accuracy",
+            "headline.unrel_accuracy",
+            "unrel",
+            "unrel (the decoy register): share answering its own value, per arm: a patch must not move it",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=0.5,
+        ),
+        Metric(
+            "controls_hold",
+            "headline.controls_hold",
+            "controls",
+            "cur against v1 with a wrong-register or "
+            "neutral-note patch, and after a no-op confirmation (noopx, on the member where v1 == v2)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+            chance=0.5,
+        ),
+        Metric(
+            "donor_follow_despite_patch",
+            "headline.donor_follow_despite_patch",
+            "donor f:a despite patch",
+            "follow:anti of the dropped donor in the KV patch arms' cur answers (matbench)",
+            Scale.FOLLOW,
+            Format.MAPPING,
+            Direction.LOWER,
+            overview=True,
+            overview_key="upd_ver",
+        ),
+        Metric(
+            "patch_margin_gain",
+            "headline.patch_margin_gain",
+            "patch margin gain",
+            "probe margin of v2 in cur, patched minus stale arm (matbench)",
+            Scale.SHIFT,
+            Format.MAPPING,
+        ),
+        Metric(
+            "controls_unchanged",
+            "headline.controls_unchanged",
+            "controls unchanged",
+            "cur answers equal to the stale arm's under a wrong-register or neutral-note patch (matbench)",
+            Scale.ACCURACY,
+            Format.MAPPING,
+        ),
         CONTROL_CLEAN,
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         missing = sorted({arm_key(a, q) for a in ARMS for q in QUERIES} - set(records[0].arms))
         if missing:
-            raise MatbenchError(f"update records of item {records[0].item_id} lack the arms {missing[0]}, ... of "
-                                "update suite v2 (kv_coherence2's design); they were written by an earlier suite "
-                                "version: run the suite again")
+            raise MatbenchError(
+                f"update records of item {records[0].item_id} lack the arms {missing[0]}, ... of "
+                "update suite v2 (kv_coherence2's design); they were written by an earlier suite "
+                "version: run the suite again"
+            )
         metrics = super().summarize(records)
         arms = metrics["arms"]
         table = paper_table(records)
@@ -231,19 +317,24 @@ class UpdateEvaluator(Evaluator):
         metrics["patch"] = patch
         if all(r.arms[arm_key(a, q)].paper_answers is not None for r in records for a in ARMS for q in QUERIES):
             # Under a generating readout: the same, read with the paper's parse (kv_coherence2 `pick`).
-            metrics["paper_parse"] = {"paper_table": paper_table(records, "paper"),
-                                      "patch": patch_summary(records, "paper")}
+            metrics["paper_parse"] = {
+                "paper_table": paper_table(records, "paper"),
+                "patch": patch_summary(records, "paper"),
+            }
         unchanged = {c: controls_unchanged(records, c) for c in CONTROLS}
         metrics["controls_unchanged"] = unchanged
-        metrics["despite_patch"] = {p: despite_patch(records, arm_key(p, "cur"), arms[arm_key(p, "cur")])
-                                    for p in PATCH_ARMS}
+        metrics["despite_patch"] = {
+            p: despite_patch(records, arm_key(p, "cur"), arms[arm_key(p, "cur")]) for p in PATCH_ARMS
+        }
         metrics["headline"] = {
             "patch_win_rate": {a: v["rate"] for a, v in patch["wins"].items()},
             "old_value_leaks": {a: [v["leaks"], v["at_risk"]] for a, v in patch["leaks"].items()},
             "hist_accuracy": {a: table[a]["hist"]["rate"] for a in ARMS},
             "unrel_accuracy": {a: table[a]["unrel"]["rate"] for a in ARMS},
-            "controls_hold": {**{c: table[c]["cur"]["rate"] for c in CONTROLS},
-                              "noopx": table["noopx"]["cur_unchanged_member"]["rate"]},
+            "controls_hold": {
+                **{c: table[c]["cur"]["rate"] for c in CONTROLS},
+                "noopx": table["noopx"]["cur_unchanged_member"]["rate"],
+            },
             "donor_follow_despite_patch": {p: [d["follow"], d["anti"]] for p, d in metrics["despite_patch"].items()},
             "donor_shift_despite_patch": {p: arms[arm_key(p, "cur")]["donor_shift"]["mean"] for p in PATCH_ARMS},
             "patch_margin_gain": {p: d["margin_gain"]["mean"] for p, d in metrics["despite_patch"].items()},

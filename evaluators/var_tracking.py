@@ -21,30 +21,55 @@ from matbench.protocol.records import PairRecord
 ARMS = ("full_txt", "sel_txt", "harv_kv", "sel_ikv", "iso", "anch")
 CHANCE = 0.5
 # kv_vardecomp.py's decomposition: (name, arm, minus arm).
-DECOMPOSITION = (("routing", "sel_txt", "full_txt"), ("pre_digestion", "harv_kv", "sel_txt"),
-                 ("joint_conditioning", "harv_kv", "sel_ikv"))
+DECOMPOSITION = (
+    ("routing", "sel_txt", "full_txt"),
+    ("pre_digestion", "harv_kv", "sel_txt"),
+    ("joint_conditioning", "harv_kv", "sel_ikv"),
+)
 CELL_NAMES = tuple(f"h{hops}/{'far' if far else 'near'}" for hops, far in CELLS)
 
 
 def _per_cell(name: str, arm: str, what: str) -> Metric:
-    return Metric(f"{arm}_by_cell", f"headline.table_by_arm.{arm}", name, what, Scale.ACCURACY, Format.MAPPING,
-                  chance=CHANCE)
+    return Metric(
+        f"{arm}_by_cell", f"headline.table_by_arm.{arm}", name, what, Scale.ACCURACY, Format.MAPPING, chance=CHANCE
+    )
 
 
 @EVALUATORS.register("var_tracking")
 class VarTrackingEvaluator(Evaluator):
     order = 17  # the experiments after the seven contract suites
     contract = (
-        _per_cell("harv_kv by cell", "harv_kv", "kv_vartrack's harvest: the chain's rows from the global prefill, "
-                  "accuracy per cell (hops / span)"),
-        _per_cell("iso by cell", "iso", "every step encoded after the header alone, all served: where independent "
-                  "encoding breaks as hops grow"),
+        _per_cell(
+            "harv_kv by cell",
+            "harv_kv",
+            "kv_vartrack's harvest: the chain's rows from the global prefill, accuracy per cell (hops / span)",
+        ),
+        _per_cell(
+            "iso by cell",
+            "iso",
+            "every step encoded after the header alone, all served: where independent encoding breaks as hops grow",
+        ),
         _per_cell("full_txt by cell", "full_txt", "everything as text (the ceiling with distractors)"),
-        *(Metric(name, f"headline.decomposition.{name}", f"{name.replace('_', '-')} ({arm} − {base})",
-                 f"kv_vardecomp: {arm} − {base} accuracy, paired per item over every cell (bootstrap 95% CI)",
-                 Scale.DIFFERENCE, Format.SIGNED_CI, Direction.NONE) for name, arm, base in DECOMPOSITION),
-        Metric("harv_kv_shift", "arms.harv_kv.donor_shift", "harv_kv donor shift", "harv_kv donor margin shift "
-               "(SPEC 2.7) toward the member's own V, mean with bootstrap 95% CI", Scale.SHIFT, Format.SIGNED_CI),
+        *(
+            Metric(
+                name,
+                f"headline.decomposition.{name}",
+                f"{name.replace('_', '-')} ({arm} − {base})",
+                f"kv_vardecomp: {arm} − {base} accuracy, paired per item over every cell (bootstrap 95% CI)",
+                Scale.DIFFERENCE,
+                Format.SIGNED_CI,
+                Direction.NONE,
+            )
+            for name, arm, base in DECOMPOSITION
+        ),
+        Metric(
+            "harv_kv_shift",
+            "arms.harv_kv.donor_shift",
+            "harv_kv donor shift",
+            "harv_kv donor margin shift (SPEC 2.7) toward the member's own V, mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
     )
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:

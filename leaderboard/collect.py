@@ -92,7 +92,8 @@ def group_models(runs: list[Run], home: Path) -> list[ModelEntry]:
         entries.setdefault(key, ModelEntry(*key)).runs.append(run)
     for entry in entries.values():
         for readout in sorted({r.results.config.readout for r in entry.runs}):
-            entry.scorecards[readout] = scorecard_of_runs([(r.path, r.results) for r in entry.runs], readout,
-                                                          home=home, where=f"runs of {entry.name}")
+            entry.scorecards[readout] = scorecard_of_runs(
+                [(r.path, r.results) for r in entry.runs], readout, home=home, where=f"runs of {entry.name}"
+            )
         entry.shared_name = sum(name == entry.name for name, _ in entries) > 1
     return sorted(entries.values(), key=lambda e: (e.name, e.revision))

@@ -66,18 +66,36 @@ def table_frame(header: Sequence[str], rows: Sequence[Row]) -> pd.DataFrame:
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-            for r in frame.to_dict(orient="records")]
+    return [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        for r in frame.to_dict(orient="records")
+    ]
 
 
 def audit_frame(sections: Sequence[AuditSection]) -> pd.DataFrame:
     """Every filled cell of a policies page's heat maps, one record each (module doc)."""
-    records = [{"suite": s.suite, "arm": s.arm, "readout": s.readout, "serving": s.serving,
-                "settings": ", ".join(s.settings), "metric": h.metric.label, "policy": policy,
-                "source mode": mode, "budget": budget, "text": cell.text, "value": cell.value, "title": cell.title,
-                "link": cell.href}
-               for s in sections for h in s.maps for policy, cells in h.rows
-               for (mode, budget), cell in zip(h.columns, cells) if cell.text]
+    records = [
+        {
+            "suite": s.suite,
+            "arm": s.arm,
+            "readout": s.readout,
+            "serving": s.serving,
+            "settings": ", ".join(s.settings),
+            "metric": h.metric.label,
+            "policy": policy,
+            "source mode": mode,
+            "budget": budget,
+            "text": cell.text,
+            "value": cell.value,
+            "title": cell.title,
+            "link": cell.href,
+        }
+        for s in sections
+        for h in s.maps
+        for policy, cells in h.rows
+        for (mode, budget), cell in zip(h.columns, cells)
+        if cell.text
+    ]
     return pd.DataFrame.from_records(records)
 
 
@@ -105,8 +123,9 @@ def csv_cell(value: Any) -> Any:
 
 def write_frame(out: Path, stem: str, frame: pd.DataFrame) -> TableDownload:
     frame.apply(lambda column: column.map(csv_cell)).to_csv(out / f"{stem}.csv", index=False)
-    (out / f"{stem}.json").write_text(json.dumps(_records(frame), ensure_ascii=False, indent=0) + "\n",
-                                      encoding="utf-8")
+    (out / f"{stem}.json").write_text(
+        json.dumps(_records(frame), ensure_ascii=False, indent=0) + "\n", encoding="utf-8"
+    )
     return TableDownload(f"{stem}.csv", f"{stem}.json")
 
 
@@ -133,11 +152,23 @@ def run_record(run: Run, entry: ModelEntry, evidence: tuple[str, str]) -> dict[s
     c = run.results.config
     policy, budget = split_budget(c.policy) if c.policy else (None, None)
     record: dict[str, Any] = {
-        "model": entry.name, "revision": entry.revision, "suite": c.suite, "readout": c.readout,
-        "serving": c.serving, "policy": policy, "budget": budget, "source_mode": c.source_mode,
-        "variant": ", ".join(c.variants) or None, "n_items": c.n_items, "device": c.model.device,
-        "dtype": c.model.dtype, "matbench": run.results.environment.matbench, "sha256": run.sha256,
-        "results": evidence[0], "items_log": evidence[1]}
+        "model": entry.name,
+        "revision": entry.revision,
+        "suite": c.suite,
+        "readout": c.readout,
+        "serving": c.serving,
+        "policy": policy,
+        "budget": budget,
+        "source_mode": c.source_mode,
+        "variant": ", ".join(c.variants) or None,
+        "n_items": c.n_items,
+        "device": c.model.device,
+        "dtype": c.model.dtype,
+        "matbench": run.results.environment.matbench,
+        "sha256": run.sha256,
+        "results": evidence[0],
+        "items_log": evidence[1],
+    }
     evaluator = EVALUATORS.get(c.suite)
     for metric in (m for m in evaluator.contract if m.overview):
         value = metric.value(run.results.metrics, where=f"results of {entry.name!r} ({run.path})")

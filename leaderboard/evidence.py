@@ -43,8 +43,10 @@ class HubDataset:
 
     def url(self, path_in_repo: str) -> str:
         """The file's download address (`resolve`: the raw file, not the Hub's viewer page)."""
-        return (f"https://huggingface.co/datasets/{self.repo_id}/resolve/{quote(self.revision, safe='')}/"
-                f"{quote(path_in_repo)}")
+        return (
+            f"https://huggingface.co/datasets/{self.repo_id}/resolve/{quote(self.revision, safe='')}/"
+            f"{quote(path_in_repo)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -102,11 +104,17 @@ def place_evidence(out: Path, entries: list[ModelEntry], plan: EvidencePlan) -> 
                 links[run.path.resolve()] = _copy(out, entry, run)
                 copied += 1
             else:  # names passed the schema's bare-file-name pattern
-                links[run.path.resolve()] = (plan.hub.url(f"submissions/{address}/{run.path.name}"),
-                                             plan.hub.url(f"submissions/{address}/{run.log.name}"))
+                links[run.path.resolve()] = (
+                    plan.hub.url(f"submissions/{address}/{run.path.name}"),
+                    plan.hub.url(f"submissions/{address}/{run.log.name}"),
+                )
                 linked += 1
     notes = ()
     if plan.mode == "link" and copied:
-        notes = ((f"{copied} of {copied + linked} results files have no Hub address (not stored as "
-                  "submissions/<address>/ by matbench submit): their evidence is copied under evidence/"),)
+        notes = (
+            (
+                f"{copied} of {copied + linked} results files have no Hub address (not stored as "
+                "submissions/<address>/ by matbench submit): their evidence is copied under evidence/"
+            ),
+        )
     return PlacedEvidence(links, copied, linked, notes)

@@ -60,14 +60,18 @@ def _reading(who: str, suite: str) -> Iterator[None]:
     try:
         yield
     except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
-        raise MatbenchError(f"results of {who!r}: the {suite} figure cannot read them ({type(exc).__name__}: {exc}); "
-                            "run matbench rescore on them, or submit again") from None
+        raise MatbenchError(
+            f"results of {who!r}: the {suite} figure cannot read them ({type(exc).__name__}: {exc}); "
+            "run matbench rescore on them, or submit again"
+        ) from None
 
 
 def _number(value: Any, who: str, metric: Metric) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MatbenchError(f"{who}: metric {metric.key!r} draws {value!r}, which is not a number; run matbench "
-                            "rescore on its results, or submit again")
+        raise MatbenchError(
+            f"{who}: metric {metric.key!r} draws {value!r}, which is not a number; run matbench "
+            "rescore on its results, or submit again"
+        )
     return float(value)
 
 
@@ -95,16 +99,28 @@ def _access(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
         card = e.contract.get("access")
         if card:
             with _reading(e.name, "access"):
-                series.append(plots.Series(e.label, {m.key: _point(m, card[m.key], e.name)
-                                                     for m in pools if card.get(m.key)}))
+                series.append(
+                    plots.Series(e.label, {m.key: _point(m, card[m.key], e.name) for m in pools if card.get(m.key)})
+                )
     paper = {f.metric.key: f for f in reported.of(None, "access") if f.metric in pools}
     if paper:
-        series.append(plots.Series("paper (model not named)", {k: _point(f.metric, f.value, "reported figures")
-                                                                for k, f in paper.items()}, reported=True))
+        series.append(
+            plots.Series(
+                "paper (model not named)",
+                {k: _point(f.metric, f.value, "reported figures") for k, f in paper.items()},
+                reported=True,
+            )
+        )
     if not series:
         return []
-    return [plots.line_chart([m.key for m in pools], series, "Access envelope: harv_kv recovery by cardinality",
-                             reference={m.key: m.chance for m in pools if m.chance is not None})]
+    return [
+        plots.line_chart(
+            [m.key for m in pools],
+            series,
+            "Access envelope: harv_kv recovery by cardinality",
+            reference={m.key: m.chance for m in pools if m.chance is not None},
+        )
+    ]
 
 
 def _trigger(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
@@ -120,16 +136,33 @@ def _trigger(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
         with _reading(e.name, "trigger"):
             for c, row in rows.items():
                 write[(c, e.label)] = (_number(row["write_through_accuracy"], e.name, metric), row["class"])
-                shift[(c, e.label)] = (_number(row["kv_donor_shift"]["mean"], e.name, metric),
-                                       "*" if row["shift_q"] < 0.05 else "")
+                shift[(c, e.label)] = (
+                    _number(row["kv_donor_shift"]["mean"], e.name, metric),
+                    "*" if row["shift_q"] < 0.05 else "",
+                )
     if not columns:
         return []
     constructions = sorted({c for c, _ in write})
     values = [v for v, _ in shift.values()]
-    return [plots.heatmap(constructions, columns, write,
-                          "Trigger write-through (kv accuracy vs the gold, chance .5; letter = W/U/N)", 0, 1),
-            plots.heatmap(constructions, columns, shift, "Trigger kv donor shift (* = toward the donor, BH q < .05)",
-                          min(values), max(values), diverging=True)]
+    return [
+        plots.heatmap(
+            constructions,
+            columns,
+            write,
+            "Trigger write-through (kv accuracy vs the gold, chance .5; letter = W/U/N)",
+            0,
+            1,
+        ),
+        plots.heatmap(
+            constructions,
+            columns,
+            shift,
+            "Trigger kv donor shift (* = toward the donor, BH q < .05)",
+            min(values),
+            max(values),
+            diverging=True,
+        ),
+    ]
 
 
 def _programming(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
@@ -141,42 +174,68 @@ def _programming(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
         rates = _run_metric(e, "programming", metric.key)
         if rates is not None:
             with _reading(e.name, "programming"):
-                series.append(plots.Series(e.label, {k: (_number(v, e.name, metric), None, None)
-                                                     for k, v in rates.items() if v is not None}))
+                series.append(
+                    plots.Series(
+                        e.label,
+                        {k: (_number(v, e.name, metric), None, None) for k, v in rates.items() if v is not None},
+                    )
+                )
     for model in reported.models:
         for f in reported.of(model, "programming"):
             if f.metric == metric:
                 series.append(plots.Series(model, {k: (v, None, None) for k, v in f.value.items()}, reported=True))
     if not series:
         return []
-    return [plots.bar_chart(["pas", "bind", "dir", "nld", "exp"], series,
-                            "Programming: donor-follow by carrier kind, carrier + review served (X9)")]
+    return [
+        plots.bar_chart(
+            ["pas", "bind", "dir", "nld", "exp"],
+            series,
+            "Programming: donor-follow by carrier kind, carrier + review served (X9)",
+        )
+    ]
 
 
 def _harvest(entries: list[ModelEntry], reported: Reported) -> list[Markup]:
-    contrasts = [m for m in EVALUATORS.get("harvest").contract
-                 if m.scale is Scale.DIFFERENCE and m.format is Format.SIGNED_CI]
+    contrasts = [
+        m for m in EVALUATORS.get("harvest").contract if m.scale is Scale.DIFFERENCE and m.format is Format.SIGNED_CI
+    ]
     rows = []
     for e in entries:
         card = e.contract.get("harvest") or {}
         with _reading(e.name, "harvest"):
-            rows += [(f"{e.label} · {m.key}", *_point(m, card[m.key], e.name), False)
-                     for m in contrasts if card.get(m.key)]
+            rows += [
+                (f"{e.label} · {m.key}", *_point(m, card[m.key], e.name), False) for m in contrasts if card.get(m.key)
+            ]
     for model in reported.models:
-        rows += [(f"{model} · {f.metric.key}", *_point(f.metric, f.value, "reported figures"), True)
-                 for f in reported.of(model, "harvest") if f.metric in contrasts]
+        rows += [
+            (f"{model} · {f.metric.key}", *_point(f.metric, f.value, "reported figures"), True)
+            for f in reported.of(model, "harvest")
+            if f.metric in contrasts
+        ]
     if not rows:
         return []
     return [plots.forest(rows, "Harvest: harv − iso (95% CI clustered by conversation)", 0.05)]
 
 
-FIGURES.register("access")(FigureBuilder(
-    "Access envelope: recovery of the dropped source's value from the kept carrier rows, by menu size, against "
-    "chance.", _access))
-FIGURES.register("trigger")(FigureBuilder(
-    "Trigger bank: write-through by construction and model, and the donor margin shift of the kv arm.", _trigger))
-FIGURES.register("programming")(FigureBuilder(
-    "Programming: donor-follow with carrier and review served, per carrier kind.", _programming))
-FIGURES.register("harvest")(FigureBuilder(
-    "Harvest on real dialogs: harv − iso with its clustered 95% CI; the shaded band is the ±0.05 equivalence "
-    "margin.", _harvest))
+FIGURES.register("access")(
+    FigureBuilder(
+        "Access envelope: recovery of the dropped source's value from the kept carrier rows, by menu size, against "
+        "chance.",
+        _access,
+    )
+)
+FIGURES.register("trigger")(
+    FigureBuilder(
+        "Trigger bank: write-through by construction and model, and the donor margin shift of the kv arm.", _trigger
+    )
+)
+FIGURES.register("programming")(
+    FigureBuilder("Programming: donor-follow with carrier and review served, per carrier kind.", _programming)
+)
+FIGURES.register("harvest")(
+    FigureBuilder(
+        "Harvest on real dialogs: harv − iso with its clustered 95% CI; the shaded band is the ±0.05 equivalence "
+        "margin.",
+        _harvest,
+    )
+)

@@ -25,8 +25,10 @@ class Series:
 
 
 def _svg(width: int, height: int, body: list[str], title: str) -> Markup:
-    return Markup(f'<svg class="plot" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-                  f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>{"".join(body)}</svg>')
+    return Markup(
+        f'<svg class="plot" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>{"".join(body)}</svg>'
+    )
 
 
 def _text(x: float, y: float, text: str, anchor: str = "middle", size: int = 11, extra: str = "") -> str:
@@ -38,12 +40,16 @@ def _legend(series: Sequence[Series], x: float, y: float) -> list[str]:
     for i, s in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
         dash = ' stroke-dasharray="4 3"' if s.reported else ""
-        out.append(f'<line x1="{x}" y1="{y + 14 * i}" x2="{x + 18}" y2="{y + 14 * i}" stroke="{colour}" stroke-width="2"{dash}/>')
+        out.append(
+            f'<line x1="{x}" y1="{y + 14 * i}" x2="{x + 18}" y2="{y + 14 * i}" stroke="{colour}" stroke-width="2"{dash}/>'
+        )
         out.append(_text(x + 24, y + 14 * i + 4, s.label + (" (reported)" if s.reported else ""), "start", 10))
     return out
 
 
-def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, reference: dict[str, float] | None = None) -> Markup:
+def line_chart(
+    xs: Sequence[str], series: Sequence[Series], title: str, reference: dict[str, float] | None = None
+) -> Markup:
     """Values in [0, 1] per x category, with CI whiskers; `reference` drawn dashed grey (chance)."""
     w, h, left, top, plot_w, plot_h = 640, 260 + 14 * len(series), 50, 20, 300, 200
     step = plot_w / max(len(xs) - 1, 1)
@@ -52,9 +58,11 @@ def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, referenc
     def ypos(v: float) -> float:
         return top + plot_h * (1 - v)
 
-    body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
-            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
-            _text(14, top + plot_h / 2, "accuracy", extra=f'transform="rotate(-90 14 {top + plot_h / 2})"')]
+    body = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
+        _text(14, top + plot_h / 2, "accuracy", extra=f'transform="rotate(-90 14 {top + plot_h / 2})"'),
+    ]
     for tick in (0, 0.25, 0.5, 0.75, 1):
         body.append(_text(left - 6, ypos(tick) + 4, f"{tick:.2f}", "end", 9))
     for x in xs:
@@ -73,14 +81,25 @@ def line_chart(xs: Sequence[str], series: Sequence[Series], title: str, referenc
         for x, (v, lo, hi) in known:
             cx = xpos[x] + 3 * i
             if lo is not None and hi is not None:
-                body.append(f'<line x1="{cx:.1f}" y1="{ypos(lo):.1f}" x2="{cx:.1f}" y2="{ypos(hi):.1f}" stroke="{colour}"/>')
-            body.append(f'<circle cx="{cx:.1f}" cy="{ypos(v):.1f}" r="3" fill="{colour}"><title>{escape(s.label)} {escape(x)}: {v:.3f}</title></circle>')
+                body.append(
+                    f'<line x1="{cx:.1f}" y1="{ypos(lo):.1f}" x2="{cx:.1f}" y2="{ypos(hi):.1f}" stroke="{colour}"/>'
+                )
+            body.append(
+                f'<circle cx="{cx:.1f}" cy="{ypos(v):.1f}" r="3" fill="{colour}"><title>{escape(s.label)} {escape(x)}: {v:.3f}</title></circle>'
+            )
     body += _legend(series, left + plot_w + 20, top + 10)
     return _svg(w, h, body, title)
 
 
-def heatmap(rows: Sequence[str], cols: Sequence[str], cells: dict[tuple[str, str], tuple[float, str]],
-            title: str, vmin: float, vmax: float, diverging: bool = False) -> Markup:
+def heatmap(
+    rows: Sequence[str],
+    cols: Sequence[str],
+    cells: dict[tuple[str, str], tuple[float, str]],
+    title: str,
+    vmin: float,
+    vmax: float,
+    diverging: bool = False,
+) -> Markup:
     """`cells[(row, col)] = (value, annotation)`; white at vmin (or 0 when diverging)."""
     cw, ch, left, top = 70, 18, 150, 70
     w, h = left + cw * max(len(cols), 1) + 20, top + ch * len(rows) + 10
@@ -97,8 +116,10 @@ def heatmap(rows: Sequence[str], cols: Sequence[str], cells: dict[tuple[str, str
                 body.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="#f4f4f4"/>')
                 continue
             value, note = cells[(row, col)]
-            body.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="{_colour(value, vmin, vmax, diverging)}">'
-                        f'<title>{escape(row)} / {escape(col)}: {value:+.3f}</title></rect>')
+            body.append(
+                f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="{_colour(value, vmin, vmax, diverging)}">'
+                f"<title>{escape(row)} / {escape(col)}: {value:+.3f}</title></rect>"
+            )
             body.append(_text(x + cw / 2, y + ch - 5, note, size=10))
     return _svg(w, h, body, title)
 
@@ -107,7 +128,9 @@ def _colour(value: float, vmin: float, vmax: float, diverging: bool) -> str:
     if diverging:
         bound = max(abs(vmin), abs(vmax)) or 1.0
         t = max(-1.0, min(1.0, value / bound))
-        r, g, b = (255, int(255 * (1 - t)), int(255 * (1 - t))) if t >= 0 else (int(255 * (1 + t)), int(255 * (1 + t)), 255)
+        r, g, b = (
+            (255, int(255 * (1 - t)), int(255 * (1 - t))) if t >= 0 else (int(255 * (1 + t)), int(255 * (1 + t)), 255)
+        )
         return f"rgb({r},{g},{b})"
     t = 0.0 if vmax == vmin else max(0.0, min(1.0, (value - vmin) / (vmax - vmin)))
     return f"rgb({int(255 - 225 * t)},{int(255 - 130 * t)},{int(255 - 45 * t)})"
@@ -124,8 +147,10 @@ def bar_chart(categories: Sequence[str], series: Sequence[Series], title: str) -
     def ypos(v: float) -> float:
         return top + plot_h * (1 - max(0.0, min(1.0, v)))
 
-    body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
-            _text(14, top + plot_h / 2, "donor-follow rate", extra=f'transform="rotate(-90 14 {top + plot_h / 2})"')]
+    body = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
+        _text(14, top + plot_h / 2, "donor-follow rate", extra=f'transform="rotate(-90 14 {top + plot_h / 2})"'),
+    ]
     for tick in (0, 0.5, 1):
         body.append(_text(left - 6, ypos(tick) + 4, f"{tick:.1f}", "end", 9))
     for g, cat in enumerate(categories):
@@ -138,11 +163,15 @@ def bar_chart(categories: Sequence[str], series: Sequence[Series], title: str) -
             colour = PALETTE[i % len(PALETTE)]
             x = gx + i * bar
             fill = f'fill="white" stroke="{colour}" stroke-dasharray="3 2"' if s.reported else f'fill="{colour}"'
-            body.append(f'<rect x="{x:.1f}" y="{ypos(v):.1f}" width="{bar - 1:.1f}" height="{top + plot_h - ypos(v):.1f}" {fill}>'
-                        f'<title>{escape(s.label)} {escape(cat)}: {v:.3f}</title></rect>')
+            body.append(
+                f'<rect x="{x:.1f}" y="{ypos(v):.1f}" width="{bar - 1:.1f}" height="{top + plot_h - ypos(v):.1f}" {fill}>'
+                f"<title>{escape(s.label)} {escape(cat)}: {v:.3f}</title></rect>"
+            )
             if lo is not None and hi is not None:
                 cx = x + (bar - 1) / 2
-                body.append(f'<line x1="{cx:.1f}" y1="{ypos(lo):.1f}" x2="{cx:.1f}" y2="{ypos(hi):.1f}" stroke="#222"/>')
+                body.append(
+                    f'<line x1="{cx:.1f}" y1="{ypos(lo):.1f}" x2="{cx:.1f}" y2="{ypos(hi):.1f}" stroke="#222"/>'
+                )
     body += _legend(series, left + plot_w + 20, top + 10)
     return _svg(w, h, body, title)
 
@@ -158,16 +187,22 @@ def forest(rows: Sequence[tuple[str, float, float | None, float | None, bool]], 
     def xpos(v: float) -> float:
         return left + plot_w * (v + span) / (2 * span)
 
-    body = [f'<rect x="{xpos(-band):.1f}" y="{top}" width="{xpos(band) - xpos(-band):.1f}" height="{rh * len(rows)}" fill="#e8f3e8"/>',
-            f'<line x1="{xpos(0):.1f}" y1="{top}" x2="{xpos(0):.1f}" y2="{top + rh * len(rows)}" stroke="#333"/>',
-            _text(xpos(0), top + rh * len(rows) + 30, f"harv - iso (band ±{band})", size=10)]
+    body = [
+        f'<rect x="{xpos(-band):.1f}" y="{top}" width="{xpos(band) - xpos(-band):.1f}" height="{rh * len(rows)}" fill="#e8f3e8"/>',
+        f'<line x1="{xpos(0):.1f}" y1="{top}" x2="{xpos(0):.1f}" y2="{top + rh * len(rows)}" stroke="#333"/>',
+        _text(xpos(0), top + rh * len(rows) + 30, f"harv - iso (band ±{band})", size=10),
+    ]
     for tick in (-band, band):
         body.append(_text(xpos(tick), top + rh * len(rows) + 14, f"{tick:+.2f}", size=9))
     for i, (label, est, lo, hi, reported) in enumerate(rows):
         y = top + rh * i + rh / 2
         body.append(_text(left - 8, y + 4, label + (" (reported)" if reported else ""), "end", 10))
         if lo is not None and hi is not None:
-            body.append(f'<line x1="{xpos(lo):.1f}" y1="{y:.1f}" x2="{xpos(hi):.1f}" y2="{y:.1f}" stroke="#222" stroke-width="2"/>')
+            body.append(
+                f'<line x1="{xpos(lo):.1f}" y1="{y:.1f}" x2="{xpos(hi):.1f}" y2="{y:.1f}" stroke="#222" stroke-width="2"/>'
+            )
         mark = 'fill="white" stroke="#222"' if reported else 'fill="#222"'
-        body.append(f'<circle cx="{xpos(est):.1f}" cy="{y:.1f}" r="4" {mark}><title>{escape(label)}: {est:+.3f}</title></circle>')
+        body.append(
+            f'<circle cx="{xpos(est):.1f}" cy="{y:.1f}" r="4" {mark}><title>{escape(label)}: {est:+.3f}</title></circle>'
+        )
     return _svg(w, h, body, title)

@@ -81,6 +81,7 @@ def _rate(*path: str, paired_only: bool = False):
         for key in path:
             block = block.get(key) if isinstance(block, dict) else None
         return (block["rate"], block["ci"], block["n"]) if block else None
+
     return read
 
 
@@ -90,26 +91,63 @@ def _memory(block: dict[str, Any]):
 
 
 AUDIT_METRICS = (
-    AuditMetric("shift", "donor margin shift", "mean donor margin shift over the pairs whose served rows hid every "
-                "donor-dependent token (in source-evicted mode, all pairs): the state the kept rows carry", _shift,
-                diverging=True, oracle=True),
+    AuditMetric(
+        "shift",
+        "donor margin shift",
+        "mean donor margin shift over the pairs whose served rows hid every "
+        "donor-dependent token (in source-evicted mode, all pairs): the state the kept rows carry",
+        _shift,
+        diverging=True,
+        oracle=True,
+    ),
     AuditMetric("follow", "follow rate", "share of those pairs whose argmax followed the donor", _follow, oracle=True),
-    AuditMetric("accuracy", "accuracy", "share of the members answering their own value: for unpaired items "
-                "(harvest's natural QAs, one input per pair, no donor to follow) what the kept rows still answer; "
-                "in source-evicted mode, without the evidence", _accuracy, oracle=True),
-    AuditMetric("margin", "answer margin", "for unpaired items, the probe's log p(right answer) - log p(other), "
-                "mean over pairs: the lean toward the right answer that moves before the argmax does (what the "
-                "donor shift is to the follow rate)", _margin, diverging=True, oracle=True),
-    AuditMetric("leak", "selection leak", "share of pairs whose two donor members' picks differ outside the donor "
-                "events: the evicted event steering the choice itself", _rate("members_differ", paired_only=True)),
-    AuditMetric("leak_matched", "leak at matched counts", "the same with member B keeping as many rows as A (what a "
-                "ratio budget's row count cannot explain; results schema 1.10 on)",
-                _rate("members_differ_matched", paired_only=True)),
-    AuditMetric("memory", "memory needed / held", "bytes a cache holding only each head's own rows would need, "
-                "over the bytes the served cache holds (every row any head keeps, in every head): 1.00 = no waste "
-                "(results schema 1.10 on)", _memory),
-    AuditMetric("source_kept", "source retention", "share of pairs whose member A pick kept a row of the source "
-                "(natural mode; 0 by construction when evicted)", _rate("source_kept", "a")),
+    AuditMetric(
+        "accuracy",
+        "accuracy",
+        "share of the members answering their own value: for unpaired items "
+        "(harvest's natural QAs, one input per pair, no donor to follow) what the kept rows still answer; "
+        "in source-evicted mode, without the evidence",
+        _accuracy,
+        oracle=True,
+    ),
+    AuditMetric(
+        "margin",
+        "answer margin",
+        "for unpaired items, the probe's log p(right answer) - log p(other), "
+        "mean over pairs: the lean toward the right answer that moves before the argmax does (what the "
+        "donor shift is to the follow rate)",
+        _margin,
+        diverging=True,
+        oracle=True,
+    ),
+    AuditMetric(
+        "leak",
+        "selection leak",
+        "share of pairs whose two donor members' picks differ outside the donor "
+        "events: the evicted event steering the choice itself",
+        _rate("members_differ", paired_only=True),
+    ),
+    AuditMetric(
+        "leak_matched",
+        "leak at matched counts",
+        "the same with member B keeping as many rows as A (what a "
+        "ratio budget's row count cannot explain; results schema 1.10 on)",
+        _rate("members_differ_matched", paired_only=True),
+    ),
+    AuditMetric(
+        "memory",
+        "memory needed / held",
+        "bytes a cache holding only each head's own rows would need, "
+        "over the bytes the served cache holds (every row any head keeps, in every head): 1.00 = no waste "
+        "(results schema 1.10 on)",
+        _memory,
+    ),
+    AuditMetric(
+        "source_kept",
+        "source retention",
+        "share of pairs whose member A pick kept a row of the source (natural mode; 0 by construction when evicted)",
+        _rate("source_kept", "a"),
+    ),
 )
 
 
@@ -158,7 +196,9 @@ def _color(metric: AuditMetric, value: float, scale: float) -> str:
 
 def _cell(metric: AuditMetric, read, scale: float, href: str | None) -> HeatCell:
     if read is None:
-        return HeatCell("—", href=href, title="not measured here: no pair hid the donor, or the file predates the metric")
+        return HeatCell(
+            "—", href=href, title="not measured here: no pair hid the donor, or the file predates the metric"
+        )
     value, ci, n = read
     text = f"{value:+.3f}" if metric.diverging else f"{value:.2f}"
     title = f"n={n}" + (f", 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
@@ -175,20 +215,24 @@ def _oracle_block(run: Run, arm: str) -> dict[str, Any] | None:
 def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> list[AuditSection]:
     """The heat maps of every audit the model has (runs under a serving policy other than the
     oracle), grouped by suite, readout, serving and governed arm."""
-    policy_runs = [r for r in entry.runs if r.results.config.policy not in (None, "oracle")
-                   and "selection" in r.results.metrics]
+    policy_runs = [
+        r for r in entry.runs if r.results.config.policy not in (None, "oracle") and "selection" in r.results.metrics
+    ]
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for run in policy_runs:
         c = run.results.config
         groups.setdefault((c.suite, c.readout, c.serving, _model_settings(c)), []).append(run)
     sections = []
     order = {s: i for i, s in enumerate(suites_in_order())}
-    for (suite, readout, serving, settings), runs in sorted(groups.items(),
-                                                           key=lambda g: (order.get(g[0][0], len(order)), g[0])):
+    for (suite, readout, serving, settings), runs in sorted(
+        groups.items(), key=lambda g: (order.get(g[0][0], len(order)), g[0])
+    ):
         oracle = _oracle_run(entry, suite, readout, serving, settings)
         # Per-question breakdowns of an arm (access's `harv_kv/exact`, ...) stay in audit.csv.
-        arms = sorted((a for a in dict.fromkeys(a for r in runs for a in r.results.metrics["selection"]) if "/" not in a),
-                      key=lambda a: _headline_rank(suite, a))
+        arms = sorted(
+            (a for a in dict.fromkeys(a for r in runs for a in r.results.metrics["selection"]) if "/" not in a),
+            key=lambda a: _headline_rank(suite, a),
+        )
         for arm in arms:
             cells: dict[tuple[str, str, str], tuple[dict[str, Any], str | None]] = {}
             for run in runs:
@@ -201,7 +245,9 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
                 if run.results.config.kept_from:  # member B's picks: a separate row
                     name += " (kept from B)"
                 cells[(name, mode, budget)] = (block, links.get(run.path.resolve(), (None, None))[0])
-            columns = sorted({(m, b) for _, m, b in cells}, key=lambda c: (SOURCE_MODES.index(c[0]), budget_order(c[1])))
+            columns = sorted(
+                {(m, b) for _, m, b in cells}, key=lambda c: (SOURCE_MODES.index(c[0]), budget_order(c[1]))
+            )
             policies = sorted({p for p, _, _ in cells})
             oracle_block = _oracle_block(oracle, arm) if oracle else None
             maps = []
@@ -217,8 +263,19 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
                     href = links.get(oracle.path.resolve(), (None, None))[0]
                     rows.append(("oracle (whole events)", [_cell(metric, oracle_read, scale, href)] * len(columns)))
                 for policy in policies:
-                    rows.append((policy, [_cell(metric, reads.get((policy, m, b)), scale, cells.get((policy, m, b), ({}, None))[1])
-                                          if (policy, m, b) in cells else HeatCell("") for m, b in columns]))
+                    rows.append(
+                        (
+                            policy,
+                            [
+                                _cell(
+                                    metric, reads.get((policy, m, b)), scale, cells.get((policy, m, b), ({}, None))[1]
+                                )
+                                if (policy, m, b) in cells
+                                else HeatCell("")
+                                for m, b in columns
+                            ],
+                        )
+                    )
                 maps.append(HeatMap(metric, columns, rows))
             sections.append(AuditSection(suite, readout, serving, arm, maps, settings))
     return sections
@@ -241,6 +298,10 @@ def _oracle_run(entry: ModelEntry, suite: str, readout: str, serving: str, setti
     `settings`: the reference row; none where no protocol run matches (the eighth session's
     harvest audit ran without the YaRN factor 4 of the contract's harvest runs: its reference is
     the run without)."""
-    candidates = [r for r in entry.runs if (r.results.config.suite, r.results.config.readout, r.results.config.serving)
-                  == (suite, readout, serving) and tuple(r.results.config.variants) == settings]
+    candidates = [
+        r
+        for r in entry.runs
+        if (r.results.config.suite, r.results.config.readout, r.results.config.serving) == (suite, readout, serving)
+        and tuple(r.results.config.variants) == settings
+    ]
     return max(candidates, key=lambda r: r.results.config.n_items, default=None)

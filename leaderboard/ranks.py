@@ -29,10 +29,12 @@ from matbench.protocol.records import PairRecord
 from matbench.results.store import read_log_bytes
 
 ALPHA = 0.05
-METHOD = ("Ranks are paired: two models are compared on the discovery pairs both ran (same items), the root "
-          "arm's follow by an exact McNemar test, its donor shift by a paired bootstrap 95% CI of the mean "
-          "difference. A model's rank is 1 + the models that beat it at p < 0.05 (shift: interval above zero); "
-          "models no test separates share a rank. Each pair is tested on its own, without a multiplicity correction.")
+METHOD = (
+    "Ranks are paired: two models are compared on the discovery pairs both ran (same items), the root "
+    "arm's follow by an exact McNemar test, its donor shift by a paired bootstrap 95% CI of the mean "
+    "difference. A model's rank is 1 + the models that beat it at p < 0.05 (shift: interval above zero); "
+    "models no test separates share a rank. Each pair is tested on its own, without a multiplicity correction."
+)
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,9 @@ def item_outcomes(entry: ModelEntry, home: Path) -> dict[tuple[str, str | None],
     out = {}
     for number, line in enumerate(read_log_bytes(run.log).decode().splitlines(), 1):
         record = PairRecord.from_json(json.loads(line), f"{run.log} line {number}")
-        out[(record.item_id, record.item_hash)] = ItemOutcome(record.arms[arm].outcome == "follow",
-                                                              record.arms[arm].shift)
+        out[(record.item_id, record.item_hash)] = ItemOutcome(
+            record.arms[arm].outcome == "follow", record.arms[arm].shift
+        )
     return out
 
 
@@ -116,8 +119,14 @@ def compare(a: dict, b: dict) -> PairedComparison | None:
     only_b = sum(b[k].follow and not a[k].follow for k in shared)
     differences = [a[k].shift - b[k].shift for k in shared]
     ci = stats.bootstrap_mean_ci(differences, seed=0)
-    return PairedComparison(len(shared), only_a, only_b, stats.mcnemar_exact(only_a, only_b),
-                            sum(differences) / len(differences), (ci.low, ci.high))
+    return PairedComparison(
+        len(shared),
+        only_a,
+        only_b,
+        stats.mcnemar_exact(only_a, only_b),
+        sum(differences) / len(differences),
+        (ci.low, ci.high),
+    )
 
 
 def paired_ranks(entries: list[ModelEntry], home: Path) -> dict[str, PairedRank]:
@@ -131,7 +140,7 @@ def ranks_of(outcomes: dict[str, dict]) -> dict[str, PairedRank]:
     shift_beaten = dict.fromkeys(outcomes, 0)
     slugs = sorted(outcomes)
     for i, a in enumerate(slugs):
-        for b in slugs[i + 1:]:
+        for b in slugs[i + 1 :]:
             c = compare(outcomes[a], outcomes[b])
             if c is None:
                 continue

@@ -55,8 +55,11 @@ class Reported:
 
     def of(self, model: str | None, suite: str | None = None, readout: str | None = "*") -> list[ReportedFigure]:
         """The figures of `model` (and `suite`, and `readout` unless "*")."""
-        return [f for f in self.figures if f.model == model and (suite is None or f.suite == suite)
-                and (readout == "*" or f.readout == readout)]
+        return [
+            f
+            for f in self.figures
+            if f.model == model and (suite is None or f.suite == suite) and (readout == "*" or f.readout == readout)
+        ]
 
     def rows(self, suite: str | None = None) -> list[tuple[str | None, str | None]]:
         """(model, readout) of each reported row, in the order the file first names them: a model's
@@ -72,21 +75,27 @@ def _figure(raw: dict[str, Any], where: str) -> ReportedFigure:
     if raw.get("metric") is not None:
         metric = EVALUATORS.get(suite).metric(raw["metric"])
         if raw.get("scale") != metric.scale.value:
-            raise MatbenchError(f"{where}: a figure on scale {raw.get('scale')!r} is not comparable to {suite} "
-                                f"metric {metric.key!r} ({metric.scale.value}); give it a name instead of a metric")
+            raise MatbenchError(
+                f"{where}: a figure on scale {raw.get('scale')!r} is not comparable to {suite} "
+                f"metric {metric.key!r} ({metric.scale.value}); give it a name instead of a metric"
+            )
     elif not raw.get("name"):
         raise MatbenchError(f"{where}: a figure needs the declared metric it is comparable to, or a name")
     readout = raw.get("readout")
     if readout is not None and readout not in READOUTS:
-        raise MatbenchError(f"{where}: unknown readout {readout!r}; matbench's readouts are "
-                            f"{', '.join(READOUTS.names())}")
+        raise MatbenchError(
+            f"{where}: unknown readout {readout!r}; matbench's readouts are {', '.join(READOUTS.names())}"
+        )
     if metric is not None:
         if readout is None:
-            raise MatbenchError(f"{where}: a figure in metric {metric.key!r}'s column must name the readout the paper "
-                                "read it with")
+            raise MatbenchError(
+                f"{where}: a figure in metric {metric.key!r}'s column must name the readout the paper read it with"
+            )
         if not metric.valid_for(readout):
-            raise MatbenchError(f"{where}: {suite} metric {metric.key!r} means nothing under the {readout} readout "
-                                f"(valid: {', '.join(metric.readouts or ())})")
+            raise MatbenchError(
+                f"{where}: {suite} metric {metric.key!r} means nothing under the {readout} readout "
+                f"(valid: {', '.join(metric.readouts or ())})"
+            )
     return ReportedFigure(raw.get("model"), suite, raw["value"], metric, raw.get("name"), raw.get("note"), readout)
 
 

@@ -57,14 +57,16 @@ class SiteSummary:
     notes: tuple[str, ...] = ()  # one line each, printed by the build command: what the site lacks and why
 
 
-def build_site(roots: list[Path], out: Path, reported: Reported | None = None,
-               evidence: EvidencePlan = COPY) -> SiteSummary:
+def build_site(
+    roots: list[Path], out: Path, reported: Reported | None = None, evidence: EvidencePlan = COPY
+) -> SiteSummary:
     """Validate every results file under `roots`, then render the site into `out`."""
     return render_site(find_runs(roots), out, reported, evidence)
 
 
-def render_site(runs: list[Run], out: Path, reported: Reported | None = None,
-                evidence: EvidencePlan = COPY) -> SiteSummary:
+def render_site(
+    runs: list[Run], out: Path, reported: Reported | None = None, evidence: EvidencePlan = COPY
+) -> SiteSummary:
     """The site of already validated runs (`find_runs`). Every value is read through the metric its
     suite declares, so a file lacking one is named in one line."""
     reported = reported if reported is not None else load_reported()
@@ -72,8 +74,13 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None,
     entries = group_models(runs, home=out)
     placed = place_evidence(out, entries, evidence)
     links = placed.links
-    env = Environment(loader=PackageLoader("matbench.leaderboard", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("matbench.leaderboard", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     static = out / "static"
     static.mkdir(exist_ok=True)
     for name in ("style.css", "sort.js", "filter.js"):
@@ -82,42 +89,82 @@ def render_site(runs: list[Run], out: Path, reported: Reported | None = None,
     suites = suites_in_order()
     figures = {f.suite: f for f in build_figures(entries, reported)}
     audits = {e.slug: sections for e in entries if (sections := audit_sections(e, links))}
-    common = {"suites": suites, "source": reported.source, "overview_header": overview_header(),
-              "runs_header": RUNS_HEADER}
+    common = {
+        "suites": suites,
+        "source": reported.source,
+        "overview_header": overview_header(),
+        "runs_header": RUNS_HEADER,
+    }
     notes = list(placed.notes)
     parquet = write_runs_parquet(out, entries, links)
     if parquet is None:
-        notes.append(f"{PARQUET} not written: no parquet engine installed (pip install pyarrow); "
-                     "the CSV and JSON downloads are complete")
+        notes.append(
+            f"{PARQUET} not written: no parquet engine installed (pip install pyarrow); "
+            "the CSV and JSON downloads are complete"
+        )
     overview = overview_rows(entries, paired_ranks(entries, out), links, out) + reported_rows(reported)
     every_run = runs_rows(entries, links)
-    _write(out / "index.html", env.get_template("index.html").render(
-        **common, overview=overview, rank_method=RANK_METHOD, runs=every_run, figures=list(figures.values()), n_runs=len(runs),
-        n_models=len(entries), audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits],
-        parquet=parquet.name if parquet else None,
-        filters={"overview": filters_for(overview, OVERVIEW_FACETS), "runs": filters_for(every_run, RUNS_FACETS)},
-        downloads={"overview": write_table(out, "index.overview", overview_header(), overview),
-                   "runs": write_table(out, "index.runs", RUNS_HEADER, every_run)}))
+    _write(
+        out / "index.html",
+        env.get_template("index.html").render(
+            **common,
+            overview=overview,
+            rank_method=RANK_METHOD,
+            runs=every_run,
+            figures=list(figures.values()),
+            n_runs=len(runs),
+            n_models=len(entries),
+            audited=[(e, len(audits[e.slug])) for e in entries if e.slug in audits],
+            parquet=parquet.name if parquet else None,
+            filters={"overview": filters_for(overview, OVERVIEW_FACETS), "runs": filters_for(every_run, RUNS_FACETS)},
+            downloads={
+                "overview": write_table(out, "index.overview", overview_header(), overview),
+                "runs": write_table(out, "index.runs", RUNS_HEADER, every_run),
+            },
+        ),
+    )
     pages = 1
     for entry in entries:
         if entry.slug in audits:
-            _write(out / f"policies-{entry.slug}.html", env.get_template("policies.html").render(
-                **common, entry=entry, sections=audits[entry.slug], metrics=AUDIT_METRICS,
-                download=write_frame(out, f"policies-{entry.slug}.heatmaps", audit_frame(audits[entry.slug]))))
+            _write(
+                out / f"policies-{entry.slug}.html",
+                env.get_template("policies.html").render(
+                    **common,
+                    entry=entry,
+                    sections=audits[entry.slug],
+                    metrics=AUDIT_METRICS,
+                    download=write_frame(out, f"policies-{entry.slug}.heatmaps", audit_frame(audits[entry.slug])),
+                ),
+            )
             pages += 1
     for suite in suites:
         header, rows = suite_rows(suite, entries, reported, links, out)
-        _write(out / f"suite-{suite}.html", env.get_template("suite.html").render(
-            **common, suite=suite, header=header, rows=rows, figure=figures.get(suite),
-            downloads={"suite-table": write_table(out, f"suite-{suite}.suite-table", header, rows)},
-            glossary=[m.describe() for m in scorecard_metrics(suite)]))
+        _write(
+            out / f"suite-{suite}.html",
+            env.get_template("suite.html").render(
+                **common,
+                suite=suite,
+                header=header,
+                rows=rows,
+                figure=figures.get(suite),
+                downloads={"suite-table": write_table(out, f"suite-{suite}.suite-table", header, rows)},
+                glossary=[m.describe() for m in scorecard_metrics(suite)],
+            ),
+        )
         pages += 1
     for entry in entries:
         model_runs = runs_rows([entry], links)
-        _write(out / f"model-{entry.slug}.html", env.get_template("model.html").render(
-            **common, entry=entry, runs=model_runs, contract=_contract_cells(entry, links, out),
-            audited=entry.slug in audits,
-            downloads={"runs": write_table(out, f"model-{entry.slug}.runs", RUNS_HEADER, model_runs)}))
+        _write(
+            out / f"model-{entry.slug}.html",
+            env.get_template("model.html").render(
+                **common,
+                entry=entry,
+                runs=model_runs,
+                contract=_contract_cells(entry, links, out),
+                audited=entry.slug in audits,
+                downloads={"runs": write_table(out, f"model-{entry.slug}.runs", RUNS_HEADER, model_runs)},
+            ),
+        )
         pages += 1
     return SiteSummary(out, len(runs), len(entries), pages, tuple(notes))
 
@@ -134,6 +181,10 @@ def _contract_cells(entry: ModelEntry, links, out: Path) -> list[tuple[str, list
         if values is None:
             continue
         href = evidence_link(values["evidence"], links, out)
-        rows.append((suite, [(m.label, metric_cell(m, entry, suite, href))
-                             for m in scorecard_metrics(suite) if m.key in values]))
+        rows.append(
+            (
+                suite,
+                [(m.label, metric_cell(m, entry, suite, href)) for m in scorecard_metrics(suite) if m.key in values],
+            )
+        )
     return rows

@@ -54,14 +54,21 @@ def open_hub_pull_request(run: Run, repo_id: str, api: Any = None) -> str:
     payload = json.loads(run.path.read_bytes())
     operations = [
         CommitOperationAdd(path_in_repo=f"{folder}/{run.path.name}", path_or_fileobj=results_bytes(payload)),
-        CommitOperationAdd(path_in_repo=f"{folder}/{run.results.items.log}{GZ}",
-                           path_or_fileobj=compress_log(read_log_bytes(run.log))),
+        CommitOperationAdd(
+            path_in_repo=f"{folder}/{run.results.items.log}{GZ}", path_or_fileobj=compress_log(read_log_bytes(run.log))
+        ),
     ]
     model = run.results.config.model.model
     try:
-        info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations, create_pr=True,
-                                 commit_message=f"matbench submission: {model} {run.results.config.suite} ({run.address})")
+        info = api.create_commit(
+            repo_id=repo_id,
+            repo_type="dataset",
+            operations=operations,
+            create_pr=True,
+            commit_message=f"matbench submission: {model} {run.results.config.suite} ({run.address})",
+        )
     except (HfHubHTTPError, OSError, ValueError) as exc:  # HTTP and network errors, a malformed repo id
-        raise MatbenchError(f"could not open a pull request on the Hub dataset {repo_id}: "
-                            f"{type(exc).__name__}: {first_line(exc)}") from None
+        raise MatbenchError(
+            f"could not open a pull request on the Hub dataset {repo_id}: {type(exc).__name__}: {first_line(exc)}"
+        ) from None
     return str(getattr(info, "pr_url", None) or info)

@@ -22,9 +22,12 @@ def sources(root: Path = CHECKOUT_STORE / "contract") -> list[Path]:
     policy, template or YaRN variant: those never reach a model's scorecard), sorted."""
     from matbench.results.schema import RunConfig
 
-    found = [p for p in results_files(Path(root), recursive=True)
-             if (config := RunConfig.model_validate(json.loads(p.read_text())["config"])).model.model == SOURCE_MODEL
-             and not config.variants]
+    found = [
+        p
+        for p in results_files(Path(root), recursive=True)
+        if (config := RunConfig.model_validate(json.loads(p.read_text())["config"])).model.model == SOURCE_MODEL
+        and not config.variants
+    ]
     if not found:
         raise MatbenchError(f"no {SOURCE_MODEL} results files under {root} to synthesize from")
     return found

@@ -46,8 +46,21 @@ class Row:
         return json.dumps({k: list(v) for k, v in self.facets}, ensure_ascii=False)
 
 
-RUNS_HEADER = ["model", "revision", "suite", "readout", "serving", "variant", "items", "device", "dtype", "gates",
-               "matbench", "results", "items log"]
+RUNS_HEADER = [
+    "model",
+    "revision",
+    "suite",
+    "readout",
+    "serving",
+    "variant",
+    "items",
+    "device",
+    "dtype",
+    "gates",
+    "matbench",
+    "results",
+    "items log",
+]
 EMPTY = Cell("—")
 
 
@@ -57,7 +70,14 @@ def overview_columns() -> list[tuple[str, Metric]]:
 
 
 def overview_header() -> list[str]:
-    return ["rank", "shift rank", "model", "revision", "readout", *[f"{suite} {m.label}" for suite, m in overview_columns()]]
+    return [
+        "rank",
+        "shift rank",
+        "model",
+        "revision",
+        "readout",
+        *[f"{suite} {m.label}" for suite, m in overview_columns()],
+    ]
 
 
 def scorecard_metrics(suite: str) -> list[Metric]:
@@ -79,8 +99,9 @@ def metric_text(metric: Metric, value: Any, overview: bool = False) -> tuple[str
     return metric.text(value), metric.sort_key(value)
 
 
-def metric_cell(metric: Metric, entry: ModelEntry, suite: str, href: str | None, overview: bool = False,
-                readout: str | None = None) -> Cell:
+def metric_cell(
+    metric: Metric, entry: ModelEntry, suite: str, href: str | None, overview: bool = False, readout: str | None = None
+) -> Cell:
     """A measured value's cell (of the scorecard of `readout`, default the entry's primary); a value
     of the wrong shape is one line naming the model, its results file and the metric (the results
     schema leaves metrics open: only the declaration knows their shape)."""
@@ -88,9 +109,11 @@ def metric_cell(metric: Metric, entry: ModelEntry, suite: str, href: str | None,
     try:
         text, sort = metric_text(metric, card[metric.key], overview)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
-        raise MatbenchError(f"results of {entry.name!r} ({card['evidence']['results']}): metric {metric.key!r} has a "
-                            f"value of another shape ({type(exc).__name__}: {exc}); run matbench rescore on them, "
-                            "or submit again") from None
+        raise MatbenchError(
+            f"results of {entry.name!r} ({card['evidence']['results']}): metric {metric.key!r} has a "
+            f"value of another shape ({type(exc).__name__}: {exc}); run matbench rescore on them, "
+            "or submit again"
+        ) from None
     return Cell(text, sort, href)
 
 
@@ -107,35 +130,56 @@ def rank_value(entry: ModelEntry) -> tuple[float, float, float] | None:
                     follow = value["follow"] if isinstance(value, dict) else value[0]
                     return (follow / n, *stats.wilson(follow, n).as_list())
                 except (KeyError, TypeError, IndexError, ZeroDivisionError) as exc:
-                    raise MatbenchError(f"results of {entry.name!r} ({card['evidence']['results']}): rank metric "
-                                        f"{m.key!r} has a value of another shape ({type(exc).__name__}: {exc}); run "
-                                        "matbench rescore on them, or submit again") from None
+                    raise MatbenchError(
+                        f"results of {entry.name!r} ({card['evidence']['results']}): rank metric "
+                        f"{m.key!r} has a value of another shape ({type(exc).__name__}: {exc}); run "
+                        "matbench rescore on them, or submit again"
+                    ) from None
     return None
 
 
 def overview_rows(entries: list[ModelEntry], ranks: dict[str, PairedRank], links, out: Path) -> list[Row]:
     rows = [_overview_row(e, ranks, links, out) for e in entries]
-    return sorted(rows, key=lambda r: (r.cells[0].sort is None, r.cells[0].sort or 0, r.cells[1].sort or 0,
-                                       r.cells[2].text))
+    return sorted(
+        rows, key=lambda r: (r.cells[0].sort is None, r.cells[0].sort or 0, r.cells[1].sort or 0, r.cells[2].text)
+    )
 
 
 def _overview_row(e: ModelEntry, ranks: dict[str, PairedRank], links, out: Path) -> Row:
     rank, follow = ranks.get(e.slug), rank_value(e)
-    cells = [Cell(f"{rank.follow}" if rank else "—", rank.follow if rank else None,
-                  title=f"discovery root follow rate {follow[0]:.3f} [{follow[1]:.3f}, {follow[2]:.3f}]; paired "
-                  "McNemar against every other model" if follow else None),
-             Cell(f"{rank.shift}" if rank else "—", rank.shift if rank else None,
-                  title="discovery root donor shift: paired bootstrap against every other model" if rank else None),
-             Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
-             Cell(e.readout, e.readout)]
+    cells = [
+        Cell(
+            f"{rank.follow}" if rank else "—",
+            rank.follow if rank else None,
+            title=f"discovery root follow rate {follow[0]:.3f} [{follow[1]:.3f}, {follow[2]:.3f}]; paired "
+            "McNemar against every other model"
+            if follow
+            else None,
+        ),
+        Cell(
+            f"{rank.shift}" if rank else "—",
+            rank.shift if rank else None,
+            title="discovery root donor shift: paired bootstrap against every other model" if rank else None,
+        ),
+        Cell(e.name, e.name, f"model-{e.slug}.html"),
+        Cell(e.revision[:16], e.revision),
+        Cell(e.readout, e.readout),
+    ]
     for suite, metric in overview_columns():
         entry = e.contract.get(suite)
         if not entry or metric.key not in entry:
             cells.append(EMPTY)
             continue
         cells.append(metric_cell(metric, e, suite, evidence_link(entry["evidence"], links, out), overview=True))
-    return Row("measured", cells, (("model", (e.name,)), ("suite", tuple(s for s in suites_in_order() if s in e.contract)),
-                                   ("readout", (e.readout,))))
+    return Row(
+        "measured",
+        cells,
+        (
+            ("model", (e.name,)),
+            ("suite", tuple(s for s in suites_in_order() if s in e.contract)),
+            ("readout", (e.readout,)),
+        ),
+    )
 
 
 def _reported_cell(figure: ReportedFigure | None, metric: Metric) -> Cell:
@@ -171,16 +215,28 @@ def runs_rows(entries: list[ModelEntry], links) -> list[Row]:
             r = run.results
             results_href, log_href = links[run.path.resolve()]
             gates = ", ".join(f"{k} {g.passed}/{g.checked}" for k, g in r.gates.items()) or "not run"
-            rows.append(Row("measured", [
-                Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
-                Cell(r.config.suite, r.config.suite), Cell(r.config.readout, r.config.readout),
-                Cell(r.config.serving, r.config.serving),
-                # a policy's run or a robustness check (the suite pages show the protocol runs only)
-                Cell(", ".join(r.config.variants) or "—", ", ".join(r.config.variants)),
-                Cell(str(r.config.n_items), r.config.n_items),
-                Cell(r.config.model.device, r.config.model.device), Cell(r.config.model.dtype, r.config.model.dtype),
-                Cell(gates, gates), Cell(r.environment.matbench, r.environment.matbench),
-                Cell("results", None, results_href), Cell("items", None, log_href)], _run_facets(e, run)))
+            rows.append(
+                Row(
+                    "measured",
+                    [
+                        Cell(e.name, e.name, f"model-{e.slug}.html"),
+                        Cell(e.revision[:16], e.revision),
+                        Cell(r.config.suite, r.config.suite),
+                        Cell(r.config.readout, r.config.readout),
+                        Cell(r.config.serving, r.config.serving),
+                        # a policy's run or a robustness check (the suite pages show the protocol runs only)
+                        Cell(", ".join(r.config.variants) or "—", ", ".join(r.config.variants)),
+                        Cell(str(r.config.n_items), r.config.n_items),
+                        Cell(r.config.model.device, r.config.model.device),
+                        Cell(r.config.model.dtype, r.config.model.dtype),
+                        Cell(gates, gates),
+                        Cell(r.environment.matbench, r.environment.matbench),
+                        Cell("results", None, results_href),
+                        Cell("items", None, log_href),
+                    ],
+                    _run_facets(e, run),
+                )
+            )
     return rows
 
 
@@ -190,17 +246,28 @@ NO_POLICY = "none (protocol)"  # the facet value of a run without a serving poli
 def _run_facets(e: ModelEntry, run: Run) -> tuple[tuple[str, tuple[str, ...]], ...]:
     c = run.results.config
     policy, budget = split_budget(c.policy) if c.policy else (NO_POLICY, NO_POLICY)
-    return (("model", (e.name,)), ("suite", (c.suite,)), ("readout", (c.readout,)), ("serving", (c.serving,)),
-            ("policy", (policy,)), ("budget", (budget or "—",)))
+    return (
+        ("model", (e.name,)),
+        ("suite", (c.suite,)),
+        ("readout", (c.readout,)),
+        ("serving", (c.serving,)),
+        ("policy", (policy,)),
+        ("budget", (budget or "—",)),
+    )
 
 
-def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links, out: Path) -> tuple[list[str], list[Row]]:
+def suite_rows(
+    suite: str, entries: list[ModelEntry], reported: Reported, links, out: Path
+) -> tuple[list[str], list[Row]]:
     """The suite page: one column per scorecard metric the suite declares; the paper's figures in
     their metric's column, the ones on another scale as text in the last column."""
     metrics = scorecard_metrics(suite)
     # A judge column where any run's free answers were graded by a judge model (`--judge`)
-    judged = any("judge" in (e.scorecards[r]["contract"].get(suite) or {}).get("evidence", {})
-                 for e in entries for r in e.readouts())
+    judged = any(
+        "judge" in (e.scorecards[r]["contract"].get(suite) or {}).get("evidence", {})
+        for e in entries
+        for r in e.readouts()
+    )
     header = ["model", "revision", "readout", "items", *(["judge"] if judged else []), *[m.label for m in metrics]]
     rows = []
     for e in entries:
@@ -209,8 +276,12 @@ def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links,
             if not entry:
                 continue
             href = evidence_link(entry["evidence"], links, out)
-            cells = [Cell(e.name, e.name, f"model-{e.slug}.html"), Cell(e.revision[:16], e.revision),
-                     Cell(readout, readout), Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href)]
+            cells = [
+                Cell(e.name, e.name, f"model-{e.slug}.html"),
+                Cell(e.revision[:16], e.revision),
+                Cell(readout, readout),
+                Cell(str(entry["evidence"]["n_items"]), entry["evidence"]["n_items"], href),
+            ]
             if judged:
                 judge = entry["evidence"].get("judge")
                 cells.append(Cell(judge, judge) if judge else Cell("none (gold named)", ""))
@@ -218,11 +289,20 @@ def suite_rows(suite: str, entries: list[ModelEntry], reported: Reported, links,
             rows.append(Row("measured", cells))
     for model, readout in sorted(reported.rows(suite), key=lambda r: r[0] is None):
         figures = reported.of(model, suite, readout)
-        cells = [Cell(model or "paper (model not named)", model or ""), Cell("paper"), Cell(readout or "—", readout),
-                 EMPTY, *([EMPTY] if judged else [])]
-        cells += [Cell(f.text(), m.sort_key(f.value), title=f.note) if (f := _figure_for(figures, suite, m)) else EMPTY
-                  for m in metrics]
-        cells.append(Cell("; ".join(f"{f.label}: {f.text()}" for f in figures if f.metric is None or f.metric not in metrics)))
+        cells = [
+            Cell(model or "paper (model not named)", model or ""),
+            Cell("paper"),
+            Cell(readout or "—", readout),
+            EMPTY,
+            *([EMPTY] if judged else []),
+        ]
+        cells += [
+            Cell(f.text(), m.sort_key(f.value), title=f.note) if (f := _figure_for(figures, suite, m)) else EMPTY
+            for m in metrics
+        ]
+        cells.append(
+            Cell("; ".join(f"{f.label}: {f.text()}" for f in figures if f.metric is None or f.metric not in metrics))
+        )
         rows.append(Row("reported", cells))
     if any(r.kind == "reported" for r in rows):
         header = [*header, "other reported figures"]

@@ -30,8 +30,24 @@ from matbench.commands import eval as eval_command
 from matbench.errors import MatbenchError, is_out_of_memory
 from matbench.plugins import load_plugins
 
-COMMANDS = (eval_command, merge, audit, replicate, show, policies, generate, scorecard, rescore, leaderboard, submit, store,
-            validate, export, cache, bench)
+COMMANDS = (
+    eval_command,
+    merge,
+    audit,
+    replicate,
+    show,
+    policies,
+    generate,
+    scorecard,
+    rescore,
+    leaderboard,
+    submit,
+    store,
+    validate,
+    export,
+    cache,
+    bench,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,10 +81,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         # --chunk-size is part of the per-item log's key (it changes the rounding of every row), so
         # only the batch size and the memory cap are offered as ways to resume
-        print(f"matbench: error: out of memory on the accelerator ({str(exc).splitlines()[0][:120]}); finished "
-              "items are kept: run again with --batch-pairs 1 or a larger --memory-fraction to resume (a smaller "
-              "--chunk-size lowers a long prefill's peak but starts a new per-item log: use another --output)",
-              file=sys.stderr)
+        print(
+            f"matbench: error: out of memory on the accelerator ({str(exc).splitlines()[0][:120]}); finished "
+            "items are kept: run again with --batch-pairs 1 or a larger --memory-fraction to resume (a smaller "
+            "--chunk-size lowers a long prefill's peak but starts a new per-item log: use another --output)",
+            file=sys.stderr,
+        )
         return 3
 
 

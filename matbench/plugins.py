@@ -35,8 +35,10 @@ def _import(spec: str) -> None:
     except MatbenchError:
         raise
     except Exception as exc:  # a plugin's own import error, whatever it is, becomes one line
-        raise MatbenchError(f"plugin {spec!r} from {ENV} or the {GROUP!r} entry points could not be imported "
-                            f"({type(exc).__name__}: {first_line(exc)})") from None
+        raise MatbenchError(
+            f"plugin {spec!r} from {ENV} or the {GROUP!r} entry points could not be imported "
+            f"({type(exc).__name__}: {first_line(exc)})"
+        ) from None
 
 
 def load_plugins() -> list[str]:

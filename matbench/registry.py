@@ -34,9 +34,7 @@ class Registry(Generic[T]):
             return self._items[name]
         close = difflib.get_close_matches(name, self._items, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise MatbenchError(
-            f"unknown {self.kind} {name!r}.{hint} Known: {', '.join(sorted(self._items))}."
-        )
+        raise MatbenchError(f"unknown {self.kind} {name!r}.{hint} Known: {', '.join(sorted(self._items))}.")
 
     def names(self) -> list[str]:
         return sorted(self._items)

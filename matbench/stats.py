@@ -59,8 +59,11 @@ def clustered_wilson(successes_per_item, trials_per_item: int, confidence: float
     n_eff = float(items)
     if 0 < p < 1 and items > 1:
         var_mean = float(x.var(ddof=1)) / items
-        n_eff = items * trials_per_item if var_mean == 0 else min(max(p * (1 - p) / var_mean, items),
-                                                                  items * trials_per_item)
+        n_eff = (
+            items * trials_per_item
+            if var_mean == 0
+            else min(max(p * (1 - p) / var_mean, items), items * trials_per_item)
+        )
     return wilson(p * n_eff, n_eff, confidence)
 
 
@@ -88,8 +91,9 @@ def wilcoxon_p(values) -> float:
     return float(stats.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
-def cluster_bootstrap_mean_ci(values, clusters, n_boot: int = 10_000, seed: int = 0,
-                              confidence: float = 0.95) -> Interval:
+def cluster_bootstrap_mean_ci(
+    values, clusters, n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> Interval:
     """Percentile bootstrap interval of the mean resampling whole clusters (e.g. conversations)
     with replacement: items of one conversation are not independent. Fixed seed."""
     x = np.asarray(values, dtype=float)

@@ -19,15 +19,26 @@ VOCAB = 49152  # the SmolLM2 tokenizer's, used by every tiny model
 def tiny_config(kind: str):
     from transformers import Gemma3TextConfig, LlamaConfig, Qwen3Config
 
-    common = {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-                  "num_key_value_heads": 2, "initializer_range": 0.3}
+    common = {
+        "vocab_size": VOCAB,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "initializer_range": 0.3,
+    }
     if kind == "llama":
         cfg = LlamaConfig(num_hidden_layers=2, **common)
     elif kind == "qwen3":  # QK-norm
         cfg = Qwen3Config(num_hidden_layers=2, head_dim=16, **common)
     elif kind == "gemma3":  # sliding window far shorter than a trajectory (~690 tokens)
-        cfg = Gemma3TextConfig(num_hidden_layers=4, head_dim=16, sliding_window=64,
-                               layer_types=["sliding_attention"] * 3 + ["full_attention"], **common)
+        cfg = Gemma3TextConfig(
+            num_hidden_layers=4,
+            head_dim=16,
+            sliding_window=64,
+            layer_types=["sliding_attention"] * 3 + ["full_attention"],
+            **common,
+        )
     else:
         raise ValueError(kind)
     cfg._attn_implementation = "sdpa"
@@ -67,8 +78,11 @@ def shared_data() -> Path:
     never skips, so CI cannot pass without the data."""
     path = Path(os.environ.get("MATBENCH_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
     if not (path / "locomo" / "locomo10.json").is_file() or not (path / "realtalk").is_dir():
-        pytest.fail(f"real-dialog data not found at {path} (locomo/locomo10.json, realtalk/): set "
-                    "MATBENCH_SHARED_DATA=DIR or put ../shared/data beside the clone", pytrace=False)
+        pytest.fail(
+            f"real-dialog data not found at {path} (locomo/locomo10.json, realtalk/): set "
+            "MATBENCH_SHARED_DATA=DIR or put ../shared/data beside the clone",
+            pytrace=False,
+        )
     return path
 
 

@@ -13,7 +13,7 @@ SUBMISSIONS = Path(__file__).resolve().parents[1] / "leaderboard" / "submissions
 
 # Markup that must stay text, a path that must pick no folder, and a spreadsheet formula that the
 # CSV downloads must hold as text (behind an apostrophe).
-HOSTILE = "=HYPERLINK(\"http://x\")<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">../../etc"
+HOSTILE = '=HYPERLINK("http://x")<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">../../etc'
 
 __all__ = ["HOSTILE", "SUBMISSIONS", "committed_runs", "copy_run", "synthetic_runs"]
 

@@ -65,8 +65,9 @@ def test_variants_values_and_independent_decoys():
         exact, above, digit = p.arm("harv_kv/exact"), p.arm("harv_kv/above500"), p.arm("sel_ikv/first_digit")
         assert exact.question == f"What is the numeric value of register {target}? Answer with the number only."
         assert above.question == f"Is the numeric value of register {target} greater than 500? Answer YES or NO."
-        assert digit.question == (f"What is the first digit of register {target}'s numeric value? "
-                                  "Answer with a single digit.")
+        assert digit.question == (
+            f"What is the first digit of register {target}'s numeric value? Answer with a single digit."
+        )
         assert exact.open_question and above.open_question and digit.open_question and not exact.menu
         assert above.values == tuple("YES" if n > 500 else "NO" for n in (a, b)) and above.menu == ("YES", "NO")
         assert digit.values == (p.values[0][0], p.values[1][0]) and digit.menu == DIGITS
@@ -78,8 +79,13 @@ def test_variants_values_and_independent_decoys():
         polarity = p.arm("full_txt/polarity").values
         assert polarity == tuple("GOOD" if v in POSITIVE else "BAD" for v in p.values)
     encodings = {a.name.split("/")[0]: a.encoding for a in pairs[3].arms}
-    assert encodings == {"harv_kv": "joint", "sel_ikv": "isolated", "sel_txt": "text", "full_txt": "text",
-                         "control": "joint"}
+    assert encodings == {
+        "harv_kv": "joint",
+        "sel_ikv": "isolated",
+        "sel_txt": "text",
+        "full_txt": "text",
+        "control": "joint",
+    }
 
 
 def test_make_item_is_draw_then_build_and_build_takes_any_draws():
@@ -121,7 +127,7 @@ def test_text_cache_equals_a_plain_forward_of_the_served_text(tiny_llama):
     layout, caches = engine.prepare(pair)
     member = layout.members[1]
     text = text_cache(engine.runner, caches[1], member, (0, 23))
-    ids = list(member.input_ids[:member.header_span[1]])
+    ids = list(member.input_ids[: member.header_span[1]])
     for i in (0, 23):
         ids += member.input_ids[slice(*member.event_spans[i])]
     assert text.length == len(ids) and text.positions.tolist() == list(range(len(ids)))
@@ -150,8 +156,16 @@ def test_gates_zero_shift_controls_and_evaluator(tiny_llama):
     metrics = evaluator.summarize(records)
     head = metrics["headline"]
     # A probe run has no generated text: exact recovery is left out, not read as a 2-way choice.
-    assert set(head) == {"bin2", "dir4", "name8", "digit3/above500", "digit3/first_digit",
-                         "phrase/verbatim", "phrase/polarity", "control_clean"}
+    assert set(head) == {
+        "bin2",
+        "dir4",
+        "name8",
+        "digit3/above500",
+        "digit3/first_digit",
+        "phrase/verbatim",
+        "phrase/polarity",
+        "control_clean",
+    }
     assert head["name8"]["harv_kv"]["chance"] == 1 / 8 and head["phrase/verbatim"]["sel_ikv"]["chance"] == 1 / 12
     assert head["control_clean"] is True
     assert metrics["by_variant"]["digit3"]["n_pairs"] == 1
@@ -179,17 +193,34 @@ def test_short_readout_reads_exact_recovery_from_text_and_the_paper_parse(tiny_l
     assert head["bin2"]["harv_kv"]["correct"] == sum(a == v for a, v in zip(paper, bin2.values))
     above = digit.arms["harv_kv/above500"]
     assert head["digit3/above500"]["harv_kv"]["correct"] == sum(
-        a == v for a, v in zip(above.probe_answers, digit.arm_values("harv_kv/above500")))
+        a == v for a, v in zip(above.probe_answers, digit.arm_values("harv_kv/above500"))
+    )
 
 
 def _record(variant: str, values: tuple[str, str], arms: dict[str, ArmRecord]) -> PairRecord:
-    return PairRecord(item_id=f"i-{variant}-{values}", variant=variant, values=values, menu=values, budget=3,
-                      length=100, n_tokens=(100, 100), arms=arms)
+    return PairRecord(
+        item_id=f"i-{variant}-{values}",
+        variant=variant,
+        values=values,
+        menu=values,
+        budget=3,
+        length=100,
+        n_tokens=(100, 100),
+        arms=arms,
+    )
 
 
 def _arm(answers, probe=("NO", "NO"), texts=None, menu=None, values=None) -> ArmRecord:
-    return ArmRecord(answers=answers, outcome="other", probe_answers=probe, probe_logp=((0.0,), (0.0,)), shift=0.0,
-                     menu=menu, values=values, texts=texts)
+    return ArmRecord(
+        answers=answers,
+        outcome="other",
+        probe_answers=probe,
+        probe_logp=((0.0,), (0.0,)),
+        shift=0.0,
+        menu=menu,
+        values=values,
+        texts=texts,
+    )
 
 
 def test_exact_is_the_first_three_digit_number_and_intervals_are_item_level():
@@ -202,8 +233,12 @@ def test_exact_is_the_first_three_digit_number_and_intervals_are_item_level():
         for name in ("harv_kv", "sel_ikv", "sel_txt", "full_txt"):
             # The readout's own parse picked a donor number; exact recovery reads the text instead.
             arms[f"{name}/exact"] = _arm(vals, texts=(ta, tb))
-            arms[f"{name}/above500"] = _arm(("YES", "NO"), probe=("YES", "YES"), menu=("YES", "NO"),
-                                           values=tuple("YES" if int(v) > 500 else "NO" for v in vals))
+            arms[f"{name}/above500"] = _arm(
+                ("YES", "NO"),
+                probe=("YES", "YES"),
+                menu=("YES", "NO"),
+                values=tuple("YES" if int(v) > 500 else "NO" for v in vals),
+            )
         arms["control"] = _arm((None, None), texts=("", ""))
         records.append(_record("digit3", vals, arms))
     head = EVALUATORS.get("access")(suite="access").summarize(records)["headline"]

@@ -25,10 +25,16 @@ def test_each_arm_of_a_discovery_file_is_a_row_with_its_own_numbers():
         m = metrics["arms"][row.arm]
         assert row.group == "" and row.n == m["n_pairs"] == 32
         assert row.classes == tuple(m["classes"][c] for c in ("follow", "anti", "const", "other"))
-        assert (row.p, row.accuracy, row.accuracy_ci) == (m["follow_anti_p"], m["menu_accuracy"],
-                                                          tuple(m["menu_accuracy_ci"]))
-        assert (row.shift, row.shift_ci, row.shift_p) == (m["donor_shift"]["mean"], tuple(m["donor_shift"]["ci"]),
-                                                          m["donor_shift"]["wilcoxon_p"])
+        assert (row.p, row.accuracy, row.accuracy_ci) == (
+            m["follow_anti_p"],
+            m["menu_accuracy"],
+            tuple(m["menu_accuracy_ci"]),
+        )
+        assert (row.shift, row.shift_ci, row.shift_p) == (
+            m["donor_shift"]["mean"],
+            tuple(m["donor_shift"]["ci"]),
+            m["donor_shift"]["wilcoxon_p"],
+        )
     table = arm_table(rows)
     assert len(table) == 2 + 4 and table[0].startswith("| arm |")  # no group column without groups
     txt = next(line for line in table if line.startswith("| txt |"))
@@ -56,8 +62,18 @@ def test_free_answers_show_the_headline_reading_only():
 
 def test_eval_ends_with_every_arm_and_the_paths_and_json_on_request(tiny_dir, tmp_path, capsys):
     out = tmp_path / "run"
-    argv = ["eval", "--model", str(tiny_dir), "--suite", "discovery", "--limit", "2", "--no-progress",
-            "--output", str(out)]
+    argv = [
+        "eval",
+        "--model",
+        str(tiny_dir),
+        "--suite",
+        "discovery",
+        "--limit",
+        "2",
+        "--no-progress",
+        "--output",
+        str(out),
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     results = read_results(out / "discovery_probe_compact.json")
@@ -66,15 +82,22 @@ def test_eval_ends_with_every_arm_and_the_paths_and_json_on_request(tiny_dir, tm
     assert sum(line.startswith("| ") for line in printed.splitlines()) == 1 + len(results.metrics["arms"])
     assert main([*argv, "--json"]) == 0  # resumed: nothing to recompute, the same file
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1 and json.loads(lines[0]) == {"readout": "probe", "serving": "compact",
-                                                         **results.metrics["headline"]}
+    assert len(lines) == 1 and json.loads(lines[0]) == {
+        "readout": "probe",
+        "serving": "compact",
+        **results.metrics["headline"],
+    }
 
 
 def test_the_report_prints_every_files_arms_after_the_summaries():
-    done = subprocess.run([sys.executable, "-m", "matbench.results.report", str(DISCOVERY), str(ACCESS)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "matbench.results.report", str(DISCOVERY), str(ACCESS)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     text = done.stdout
     assert text.index("### discovery") < text.index(f"#### {DISCOVERY}") and f"#### {ACCESS}" in text
     n_access = len(arm_rows(read_results(ACCESS).metrics))
-    section = text[text.index(f"#### {ACCESS}"):].split("#### ")[1]
+    section = text[text.index(f"#### {ACCESS}") :].split("#### ")[1]
     assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + n_access

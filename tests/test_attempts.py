@@ -22,8 +22,18 @@ def _attempts(out: Path) -> dict[str, dict]:
 
 
 def test_an_interrupted_then_resumed_run_counts_both_attempts(tmp_path, tiny_dir, monkeypatch, capsys):
-    args = ["eval", "--model", str(tiny_dir), "--limit", "3", "--batch-pairs", "1", "--no-progress",
-            "--output", str(tmp_path)]
+    args = [
+        "eval",
+        "--model",
+        str(tiny_dir),
+        "--limit",
+        "3",
+        "--batch-pairs",
+        "1",
+        "--no-progress",
+        "--output",
+        str(tmp_path),
+    ]
     append = ItemLog.append
     calls = []
 

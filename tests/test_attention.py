@@ -36,8 +36,11 @@ def test_grouped_attention_equals_repeated_heads():
     square = key[:, :, :5], value[:, :, :5]  # no past: the causal kernel with grouped heads
     causal, _ = grouped_sdpa_forward(torch.nn.Module(), query, *square, None, scaling=0.25)
     ref = torch.nn.functional.scaled_dot_product_attention(
-        query, *[t.repeat_interleave(4, dim=1) for t in square], attn_mask=torch.ones(5, 5, dtype=torch.bool).tril(),
-        scale=0.25)
+        query,
+        *[t.repeat_interleave(4, dim=1) for t in square],
+        attn_mask=torch.ones(5, 5, dtype=torch.bool).tril(),
+        scale=0.25,
+    )
     assert torch.allclose(causal, ref.transpose(1, 2), atol=1e-6)
 
 
@@ -61,8 +64,9 @@ def test_causal_forward_equals_the_explicit_mask(tiny, impl, monkeypatch):
     out = {}
     for causal in (True, False):
         cache = new_cache()
-        logits = runner.forward(ids, pos, cache, query_coords=pos, key_coords=pos, key_valid=valid,
-                                logits_to_keep=0, causal=causal)
+        logits = runner.forward(
+            ids, pos, cache, query_coords=pos, key_coords=pos, key_valid=valid, logits_to_keep=0, causal=causal
+        )
         out[causal] = logits, cache_rows(cache)
     assert len(built) == (2 if any(runner.windows) else 1)  # sliding windows keep explicit masks
     (got, (gk, gv)), (ref, (rk, rv)) = out[True], out[False]
@@ -71,9 +75,15 @@ def test_causal_forward_equals_the_explicit_mask(tiny, impl, monkeypatch):
         for x, y in zip(gk + gv, rk + rv):
             assert torch.allclose(x[b, :, :n], y[b, :, :n], atol=1e-5)
     with pytest.raises(ValueError, match="empty cache"):
-        runner.forward(ids[:, :1], pos[:, :1], cache, query_coords=pos[:, :1],
-                       key_coords=torch.cat([pos, pos[:, :1]], 1), key_valid=torch.ones(3, 13, dtype=torch.bool),
-                       causal=True)
+        runner.forward(
+            ids[:, :1],
+            pos[:, :1],
+            cache,
+            query_coords=pos[:, :1],
+            key_coords=torch.cat([pos, pos[:, :1]], 1),
+            key_valid=torch.ones(3, 13, dtype=torch.bool),
+            causal=True,
+        )
 
 
 @pytest.mark.parametrize("serving", ["compact", "native"])

@@ -15,7 +15,11 @@ from tests.helpers import engine_for
 def _mixed_pairs():
     # Different prefix and suffix lengths in one batch (padding), and an item whose members are
     # identical (an unpaired update-style control would do; discovery's control arm is per arm).
-    return SUITES.get("discovery").generate(0, 2) + SUITES.get("trigger").generate(0, 2) + SUITES.get("landing").generate(0, 1)
+    return (
+        SUITES.get("discovery").generate(0, 2)
+        + SUITES.get("trigger").generate(0, 2)
+        + SUITES.get("landing").generate(0, 1)
+    )
 
 
 @pytest.mark.parametrize("chunk_size", [None, 64])
@@ -38,9 +42,14 @@ def test_identical_members_share_one_prefill(tiny_llama):
     engine = engine_for(tiny_llama)
     pair = SUITES.get("discovery").generate(0, 1)[0]
     layout = layout_pair(pair, engine.renderer)
-    same = type(layout)(layout.pair, (layout.members[0], layout.members[0]), layout.budget, layout.length,
-                        len(layout.members[0].input_ids))
-    (a, b), = prefill_pairs(engine.runner, [same])
+    same = type(layout)(
+        layout.pair,
+        (layout.members[0], layout.members[0]),
+        layout.budget,
+        layout.length,
+        len(layout.members[0].input_ids),
+    )
+    ((a, b),) = prefill_pairs(engine.runner, [same])
     assert a is b or all(torch.equal(x, y) for x, y in zip(a.keys, b.keys))
 
 
@@ -64,7 +73,9 @@ def test_prefetched_layouts_are_used_once(tiny_llama, monkeypatch):
     pairs = SUITES.get("discovery").generate(0, 3)
     calls = []
     real = pair_engine.layout_pair
-    monkeypatch.setattr(pair_engine, "layout_pair", lambda pair, renderer: calls.append(pair.item_id) or real(pair, renderer))
+    monkeypatch.setattr(
+        pair_engine, "layout_pair", lambda pair, renderer: calls.append(pair.item_id) or real(pair, renderer)
+    )
     prefetched = engine.prefetch_layouts(pairs)
     assert calls == [p.item_id for p in pairs]
     first = [layout for _, layout, _ in engine.prepare_many(pairs)]
@@ -88,5 +99,6 @@ def test_the_gpu_batch_estimate_reads_prefetched_layouts(tiny_llama, monkeypatch
     assert seen == pairs[:16]  # a sample, laid out once and kept for prepare_many
     sample = engine.prefetch_layouts(pairs[:16])
     longest = max(len(m.input_ids) for lay in sample for m in lay.members)
-    assert chosen == batch_pairs_for(8 << 30, tiny_llama.text_config, 4, longest, len(pairs[0].arms),
-                                     tiny_llama.attn_implementation == "eager")
+    assert chosen == batch_pairs_for(
+        8 << 30, tiny_llama.text_config, 4, longest, len(pairs[0].arms), tiny_llama.attn_implementation == "eager"
+    )

@@ -44,8 +44,11 @@ def test_masks_follow_coordinates(tiny_gemma):
     import torch
 
     runner = ModelRunner(tiny_gemma.model, tiny_gemma.text_config)
-    masks = runner.build_masks(torch.tensor([[100]]), torch.tensor([[0, 36, 37, 99, 100, 101]]),
-                               torch.tensor([[True, True, True, False, True, True]]))
+    masks = runner.build_masks(
+        torch.tensor([[100]]),
+        torch.tensor([[0, 36, 37, 99, 100, 101]]),
+        torch.tensor([[True, True, True, False, True, True]]),
+    )
     visible = {name: (m[0, 0, 0] if m.dtype == torch.bool else m[0, 0, 0] == 0).tolist() for name, m in masks.items()}
     assert visible["full_attention"] == [True, True, True, False, True, False]
     assert visible["sliding_attention"] == [False, False, True, False, True, False]  # 100 - 37 < 64
@@ -69,7 +72,11 @@ def test_logit_readout_is_the_raw_first_token_logit_after_the_question(tiny_llam
     menu = pair.arm_menu(arm)
     firsts = [engine.renderer.ids(" " + w)[0] for w in menu]
     expected = [menu[int(row[firsts].argmax())] for row in logits.float()]
-    assert list(record.arms[arm.name].answers) == expected == first_token_answers(logits, menu, first_token_ids(menu, engine.renderer.ids))
+    assert (
+        list(record.arms[arm.name].answers)
+        == expected
+        == first_token_answers(logits, menu, first_token_ids(menu, engine.renderer.ids))
+    )
     assert record.arms[arm.name].paper_answers == record.arms[arm.name].answers  # the paper's own reading
     assert record.arms[arm.name].texts is None
 
@@ -81,8 +88,9 @@ def test_an_arms_token_budget_cuts_its_generation_exactly(tiny_llama, pairs):
 
     engine = PairEngine(tiny_llama)
     pair = pairs[0]
-    budgeted = dataclasses.replace(pair, arms=tuple(dataclasses.replace(a, budget=3) if a.name == "root" else a
-                                                    for a in pair.arms))
+    budgeted = dataclasses.replace(
+        pair, arms=tuple(dataclasses.replace(a, budget=3) if a.name == "root" else a for a in pair.arms)
+    )
     combo = ("short", "compact")
     free = engine.score_many([(pair, *engine.prepare(pair))], [combo])[0][combo]
     cut = engine.score_many([(budgeted, *engine.prepare(budgeted))], [combo])[0][combo]

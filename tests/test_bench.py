@@ -16,8 +16,25 @@ from matbench.models.shapes import random_model
 
 def test_discovery_bench_record_on_a_random_tiny_shape(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert main(["bench", "discovery", "--random-weights", "qwen3-tiny", "--n", "3", "--naive-n", "2",
-                 "--device", "cpu", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "discovery",
+                "--random-weights",
+                "qwen3-tiny",
+                "--n",
+                "3",
+                "--naive-n",
+                "2",
+                "--device",
+                "cpu",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert (record["n_pairs"], record["naive_pairs"], record["dtype"]) == (3, 2, "float32")
     # 4 discovery arms x (probe, short) per naive pair; float32 on CPU: the paths agree exactly.
@@ -26,22 +43,26 @@ def test_discovery_bench_record_on_a_random_tiny_shape(tmp_path, capsys):
     # Prefill tokens: both members of every pair, the shared prefix once, as the layouts give them.
     engine = PairEngine(random_model("qwen3-tiny", "cpu"))
     layouts = [layout_pair(p, engine.renderer) for p in SUITES.get("discovery").generate(0, 3)]
-    expected = sum(len(lay.members[0].input_ids) + len(lay.members[1].input_ids) - lay.prefix_tokens
-                   for lay in layouts)
+    expected = sum(len(lay.members[0].input_ids) + len(lay.members[1].input_ids) - lay.prefix_tokens for lay in layouts)
     assert record["engine"]["prefill_tokens"] == expected
     assert record["n_parameters"] == sum(p.numel() for p in engine.loaded.model.parameters())
     assert record["engine"]["prefill_mfu"] is None  # no card peak on a CPU
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["bench", "discovery", "--random-weights", "qwen3-8", "--device", "cpu"], "Did you mean 'qwen3-8b'"),
-    (["bench", "discovery", "--device", "cpu"], "pass exactly one of --model NAME or --random-weights SHAPE"),
-    (["bench", "nosuch"], "unknown benchmark"),
-    (["bench", "leaderboard", "--decode-graphs", "on"], "benchmark 'leaderboard' takes no --decode-graphs"),
-    (["bench", "leaderboard", "--n", "0"], "--n must be at least 1"),
-    (["bench", "discovery", "--random-weights", "qwen3-tiny", "--device", "cpu", "--device-map", "auto"],
-     "--device-map takes auto, and spreads a model over GPUs: use it with --device cuda"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bench", "discovery", "--random-weights", "qwen3-8", "--device", "cpu"], "Did you mean 'qwen3-8b'"),
+        (["bench", "discovery", "--device", "cpu"], "pass exactly one of --model NAME or --random-weights SHAPE"),
+        (["bench", "nosuch"], "unknown benchmark"),
+        (["bench", "leaderboard", "--decode-graphs", "on"], "benchmark 'leaderboard' takes no --decode-graphs"),
+        (["bench", "leaderboard", "--n", "0"], "--n must be at least 1"),
+        (
+            ["bench", "discovery", "--random-weights", "qwen3-tiny", "--device", "cpu", "--device-map", "auto"],
+            "--device-map takes auto, and spreads a model over GPUs: use it with --device cuda",
+        ),
+    ],
+)
 def test_bench_errors_are_one_line(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -50,9 +71,31 @@ def test_bench_errors_are_one_line(capsys, argv, message):
 
 def test_long_context_bench_record_on_a_random_tiny_shape(tmp_path):
     out = tmp_path / "long.json"
-    assert main(["bench", "long-context", "--random-weights", "qwen3-tiny", "--context", "3000", "--chunk-size", "1024",
-                 "--requests", "3", "--serving", "native", "--device", "cpu", "--decode-graphs", "compare",
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "long-context",
+                "--random-weights",
+                "qwen3-tiny",
+                "--context",
+                "3000",
+                "--chunk-size",
+                "1024",
+                "--requests",
+                "3",
+                "--serving",
+                "native",
+                "--device",
+                "cpu",
+                "--decode-graphs",
+                "compare",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert (record["context_tokens"], record["chunk_size"], record["requests"]) == (3000, 1024, 3)
     assert record["kept_rows_per_request"] == 256 + 4 * 512 and record["serving"] == "native"
@@ -69,8 +112,27 @@ def test_long_context_bench_record_on_a_random_tiny_shape(tmp_path):
 
 def test_discovery_bench_compares_eager_and_graph_decoding_in_one_run(tmp_path):
     out = tmp_path / "bench.json"
-    assert main(["bench", "discovery", "--random-weights", "qwen3-tiny", "--n", "2", "--naive-n", "1",
-                 "--device", "cpu", "--decode-graphs", "compare", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "discovery",
+                "--random-weights",
+                "qwen3-tiny",
+                "--n",
+                "2",
+                "--naive-n",
+                "1",
+                "--device",
+                "cpu",
+                "--decode-graphs",
+                "compare",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert set(record["engine_by_decode"]) == {"eager", "graphs"} and record["decode"] == "graphs"
     # 2 pairs x (probe, short) x 4 arms, every class the same both ways
@@ -101,10 +163,28 @@ def test_patch_cost_renders_kv_timings_log_and_times_three_paths(tmp_path):
     assert pair.events[12].endswith("set to state ONLINE") and " mirrors register " in pair.events[23]
     patch = pair.arm("patch").appended[0]
     assert frame.appended_text(24, patch) == (
-        f"<step 25>\naction: memory_patch()\nobservation: {patch.split(' => ')[1]}\n")
+        f"<step 25>\naction: memory_patch()\nobservation: {patch.split(' => ')[1]}\n"
+    )
     out = tmp_path / "patch.json"
-    assert main(["bench", "patch-cost", "--random-weights", "qwen3-tiny", "--device", "cpu", "--n", "1",
-                 "--events", "48", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "patch-cost",
+                "--random-weights",
+                "qwen3-tiny",
+                "--device",
+                "cpu",
+                "--n",
+                "1",
+                "--events",
+                "48",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert sorted(record["scales"]) == ["N24", "N48"] and record["repetitions"] == 1
     assert record["serving"] == "compact"  # auto, on a model without sliding-window layers
@@ -144,15 +224,38 @@ def test_policies_bench_times_every_scoring_policy_against_prefill_and_oracle(tm
     from matbench.models.shapes import random_model
 
     out = tmp_path / "policies.json"
-    assert main(["bench", "policies", "--random-weights", "qwen3-tiny", "--device", "cpu", "--n", "2",
-                 "--batch-pairs", "1", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "policies",
+                "--random-weights",
+                "qwen3-tiny",
+                "--device",
+                "cpu",
+                "--n",
+                "2",
+                "--batch-pairs",
+                "1",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert sorted(record["policies"]) == sorted(POLICIES) and len(POLICIES) == 11
     assert (record["pairs"], record["batch_pairs"], record["budget"], record["serving"]) == (2, 1, "0.5", "compact")
     renderer = Renderer(random_model("qwen3-tiny", "cpu").tokenizer)
-    expected = sum(len(m.input_ids) for p in SUITES.get("discovery").generate(0, 2) for m in layout_pair(p, renderer).members)
+    expected = sum(
+        len(m.input_ids) for p in SUITES.get("discovery").generate(0, 2) for m in layout_pair(p, renderer).members
+    )
     assert record["prefill_tokens"] == expected
     for name, entry in record["policies"].items():
         assert min(entry["select_ms_per_pair"], entry["serve_ms_per_pair"]) > 0, name
-        assert entry["select_over_prefill"] == pytest.approx(entry["select_ms_per_pair"] / record["prefill_ms_per_pair"], rel=0.02, abs=2e-3)
-        assert entry["serve_over_oracle"] == pytest.approx(entry["serve_ms_per_pair"] / record["oracle_serve_ms_per_pair"], rel=0.02, abs=2e-3)
+        assert entry["select_over_prefill"] == pytest.approx(
+            entry["select_ms_per_pair"] / record["prefill_ms_per_pair"], rel=0.02, abs=2e-3
+        )
+        assert entry["serve_over_oracle"] == pytest.approx(
+            entry["serve_ms_per_pair"] / record["oracle_serve_ms_per_pair"], rel=0.02, abs=2e-3
+        )

@@ -36,13 +36,15 @@ def test_gates_on_a_tiny_model(tiny_llama):
 def _record(index: int, layout: str, v1: tuple[str, str], v2: tuple[str, str], q1, q2) -> PairRecord:
     def arm(answers, values):
         return ArmRecord(answers, outcome(answers, values), values, ((0.0, 0.0), (0.0, 0.0)), 0.0, values=values)
+
     arms = {"control": arm(v1 if index == 0 else ("ONLINE", "ONLINE"), v1)}  # item 0 follows: not clean
     for enc in ("harv", "sel", "full_txt"):
         arms[f"{enc}/q1"] = arm(q1, v1)
         if layout != "one":
             arms[f"{enc}/q2"] = arm(q2, v2)
-    return PairRecord(f"binding_capacity-v1-s0-{index:05d}", layout, v1, ("ONLINE", "OFFLINE"), 10, 100, (100, 100),
-                      arms)
+    return PairRecord(
+        f"binding_capacity-v1-s0-{index:05d}", layout, v1, ("ONLINE", "OFFLINE"), 10, 100, (100, 100), arms
+    )
 
 
 def test_both_cross_talk_and_the_paired_cost():
@@ -57,8 +59,13 @@ def test_both_cross_talk_and_the_paired_cost():
     ]
     m = EVALUATORS.get("binding_capacity")(suite="binding_capacity").summarize(records)
     head = m["headline"]
-    assert head["harv"] == {"one/q1": 1.0, "two_in_one/q1": 0.5, "two_in_one/q2": 1.0, "two_sep/q1": 1.0,
-                            "two_sep/q2": 0.5}
+    assert head["harv"] == {
+        "one/q1": 1.0,
+        "two_in_one/q1": 0.5,
+        "two_in_one/q2": 1.0,
+        "two_sep/q1": 1.0,
+        "two_sep/q2": 0.5,
+    }
     assert head["both"] == {"two_in_one": 0.5, "two_sep": 0.5}
     assert head["cross_talk"] == {"two_in_one": 1.0, "two_sep": 0.0}
     assert head["vs_one"]["two_in_one"]["mean"] == pytest.approx(-0.5) and head["vs_one"]["two_sep"]["mean"] == 0.0

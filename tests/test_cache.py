@@ -101,8 +101,12 @@ def test_a_converted_folder_records_its_source_and_the_whole_sha256(tmp_path, mo
     assert convert_gguf(source, False) == target
     recorded = json.loads((target / SOURCE_FILE).read_text())
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    assert recorded == {"gguf_file": str(path.resolve()), "name": "Tiny Test Model", "sha256": digest,
-                        "bytes": path.stat().st_size}
+    assert recorded == {
+        "gguf_file": str(path.resolve()),
+        "name": "Tiny Test Model",
+        "sha256": digest,
+        "bytes": path.stat().st_size,
+    }
     assert target.name == digest[:24]
 
 
@@ -111,8 +115,11 @@ def test_a_gguf_models_revision_groups_old_prefixes_with_whole_digests():
     from matbench.results.schema import ResultsFile
 
     digest = "ab" * 32
-    results = ResultsFile.model_construct(config=type("C", (), {"model": type("M", (), {
-        "commit_hash": None, "revision": None, "gguf_sha256": digest})()})())
+    results = ResultsFile.model_construct(
+        config=type(
+            "C", (), {"model": type("M", (), {"commit_hash": None, "revision": None, "gguf_sha256": digest})()}
+        )()
+    )
     assert model_revision(results) == "gguf:" + digest[:24]
 
 
@@ -124,8 +131,10 @@ def _fill(root: Path) -> dict[str, int]:
     assembled = root / "qwen2.5-coder-0.5b"
     assembled.mkdir()
     (assembled / "q.gguf").write_bytes(b"y" * 3000)
-    return {"gguf/0123456789abcdef01234567": sum(f.stat().st_size for f in converted.iterdir()),
-            "qwen2.5-coder-0.5b": 3000}
+    return {
+        "gguf/0123456789abcdef01234567": sum(f.stat().st_size for f in converted.iterdir()),
+        "qwen2.5-coder-0.5b": 3000,
+    }
 
 
 def test_cache_list_shows_each_entry_its_size_and_source(tmp_path, monkeypatch, capsys):
@@ -134,7 +143,9 @@ def test_cache_list_shows_each_entry_its_size_and_source(tmp_path, monkeypatch, 
     assert main(["cache", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{tmp_path}: 2 entries, {sum(sizes.values()) / 1e9:.2f} GB"
-    assert lines[1].split()[0] == "gguf/0123456789abcdef01234567" and lines[1].endswith("converted GGUF: M <- /models/m.gguf")
+    assert lines[1].split()[0] == "gguf/0123456789abcdef01234567" and lines[1].endswith(
+        "converted GGUF: M <- /models/m.gguf"
+    )
     assert lines[2].split()[0] == "qwen2.5-coder-0.5b" and lines[2].endswith("assembled offline model: q.gguf")
 
 
@@ -162,7 +173,8 @@ def test_a_missing_gguf_package_is_named_before_any_conversion(tmp_path, monkeyp
         import gguf  # noqa: F401
     code = main(["eval", "--model", str(tmp_path / "m.gguf"), "--limit", "1", "--output", str(tmp_path / "o")])
     assert code == 2 and one_line_error(capsys.readouterr().err) == (
-        "matbench: error: loading m.gguf needs the gguf package, which is not installed: run `pip install 'gguf>=0.10'`")
+        "matbench: error: loading m.gguf needs the gguf package, which is not installed: run `pip install 'gguf>=0.10'`"
+    )
     target = gguf_cache_dir(source)
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}")

@@ -48,10 +48,19 @@ def test_the_decoy_may_name_a_menu_value_but_only_the_decoy():
 def test_a_served_event_naming_a_differing_operand_is_refused():
     menu = ("EXCEEDED", "NORMAL")
     pair = DonorPair(
-        item_id="flag", source=1,
-        events=("register KAPPA refreshed to 120", "<donor>", "the alarm flag for sensor S7 was updated after reading 140"),
-        source_bodies=("sensor S7 measured 140; the alert threshold is 100", "sensor S7 measured 60; the alert threshold is 100"),
-        values=menu, menu=menu,
+        item_id="flag",
+        source=1,
+        events=(
+            "register KAPPA refreshed to 120",
+            "<donor>",
+            "the alarm flag for sensor S7 was updated after reading 140",
+        ),
+        source_bodies=(
+            "sensor S7 measured 140; the alert threshold is 100",
+            "sensor S7 measured 60; the alert threshold is 100",
+        ),
+        values=menu,
+        menu=menu,
         arms=(Arm("kv", (0, 2), "Was sensor S7 above the alert threshold?"),),
     )
     assert donor_words(pair) == {"140", "60", "EXCEEDED", "NORMAL"}
@@ -62,17 +71,23 @@ def test_a_served_event_naming_a_differing_operand_is_refused():
 def test_register_names_that_are_menu_words_must_be_written_as_registers():
     menu = ("ALPHA", "BRAVO")
     base = DonorPair(
-        item_id="name8", source=1,
+        item_id="name8",
+        source=1,
         events=("register KILO refreshed to 120", "<donor>", "register DELTA copied from register ALPHA"),
         source_bodies=("register ALPHA set to state ALPHA", "register ALPHA set to state BRAVO"),
-        values=menu, menu=menu, registers=("ALPHA", "DELTA"),
+        values=menu,
+        menu=menu,
+        registers=("ALPHA", "DELTA"),
         arms=(Arm("kv", (0, 2), "What state is register DELTA in?"),),
     )
     with pytest.raises(MatbenchError, match="names the donor-specific word 'ALPHA'"):
         check_pair(base)  # ALPHA is a donor value and the source register: ambiguous on purpose
     clash = dataclasses.replace(
-        base, values=("BRAVO", "ECHO"), menu=("ALPHA", "BRAVO", "ECHO"),
-        source_bodies=("register ALPHA set to state BRAVO", "register ALPHA set to state ECHO"))
+        base,
+        values=("BRAVO", "ECHO"),
+        menu=("ALPHA", "BRAVO", "ECHO"),
+        source_bodies=("register ALPHA set to state BRAVO", "register ALPHA set to state ECHO"),
+    )
     check_pair(clash)  # every ALPHA is preceded by "register"
     bad = dataclasses.replace(clash, arms=(Arm("kv", (0, 2), "What state is ALPHA in?"),))
     with pytest.raises(MatbenchError, match="register ALPHA is also a menu word"):
@@ -108,7 +123,8 @@ def test_complement_decoys_are_refused():
         planted.append(dataclasses.replace(p, events=tuple(events)))
     with pytest.raises(MatbenchError, match="decoy values depend on the gold"):
         check_decoy_independence(planted, "discovery")
-    constant = [dataclasses.replace(p, events=(p.events[0].rsplit(" ", 1)[0] + " ONLINE",) + p.events[1:])
-                for p in pairs]
+    constant = [
+        dataclasses.replace(p, events=(p.events[0].rsplit(" ", 1)[0] + " ONLINE",) + p.events[1:]) for p in pairs
+    ]
     with pytest.raises(MatbenchError, match="not drawn uniformly"):
         check_decoy_independence(constant, "discovery")

@@ -41,7 +41,9 @@ def eval_refused_before_loading(argv: list[str], monkeypatch, capsys) -> str:
 
 
 def test_help_lists_eval():
-    out = subprocess.run([sys.executable, "-m", "matbench.cli", "eval", "--help"], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "matbench.cli", "eval", "--help"], capture_output=True, text=True, check=False
+    )
     assert out.returncode == 0
     for flag in ("--model", "--readout", "--serving", "--limit", "--check", "--output", "examples:"):
         assert flag in out.stdout
@@ -50,7 +52,9 @@ def test_help_lists_eval():
 def test_misspelt_alias(capsys, tmp_path):
     code, _, err = run_cli(["eval", "--model", "smolm2-135m", "--output", str(tmp_path)], capsys)
     line = one_line_error(err)
-    assert code == 2 and "unknown model 'smolm2-135m'" in line and "Did you mean the offline alias 'smollm2-135m'" in line
+    assert (
+        code == 2 and "unknown model 'smolm2-135m'" in line and "Did you mean the offline alias 'smollm2-135m'" in line
+    )
 
 
 def test_limit_zero(capsys, tmp_path):
@@ -74,10 +78,14 @@ def test_directory_without_weights(capsys, tmp_path, tiny_llama):
 @pytest.mark.parametrize(
     "make, expected",
     [
-        (lambda: __import__("transformers").MambaConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1),
-         "no token-addressable KV cache"),
-        (lambda: __import__("transformers").Qwen3NextConfig(num_hidden_layers=4, vocab_size=100),
-         "no token-addressable KV cache"),
+        (
+            lambda: __import__("transformers").MambaConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1),
+            "no token-addressable KV cache",
+        ),
+        (
+            lambda: __import__("transformers").Qwen3NextConfig(num_hidden_layers=4, vocab_size=100),
+            "no token-addressable KV cache",
+        ),
         (lambda: __import__("transformers").T5Config(), "encoder-decoder, not a causal LM"),
         (lambda: __import__("transformers").BertConfig(architectures=["BertForMaskedLM"]), "is not a causal LM"),
     ],
@@ -106,14 +114,27 @@ def test_missing_gguf_file(capsys, tmp_path):
 
 
 def test_unknown_suite(capsys, tmp_path):
-    code, _, err = run_cli(["eval", "--model", "smollm2-135m", "--suite", "discovry", "--output", str(tmp_path)], capsys)
+    code, _, err = run_cli(
+        ["eval", "--model", "smollm2-135m", "--suite", "discovry", "--output", str(tmp_path)], capsys
+    )
     assert code == 2 and "Did you mean 'discovery'" in one_line_error(err)
 
 
 def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
     out = tmp_path / "run"
-    args = ["eval", "--model", str(tiny_dir), "--limit", "3", "--check", "--readout", "short",
-            "--no-progress", "--output", str(out)]
+    args = [
+        "eval",
+        "--model",
+        str(tiny_dir),
+        "--limit",
+        "3",
+        "--check",
+        "--readout",
+        "short",
+        "--no-progress",
+        "--output",
+        str(out),
+    ]
     code, _stdout, _ = run_cli(args, capsys)
     assert code == 0
     results = json.loads((out / "discovery_short_compact.json").read_text())
@@ -124,8 +145,11 @@ def test_eval_end_to_end_and_resume(capsys, tmp_path, tiny_dir, monkeypatch):
         m = metrics["arms"][arm]
         assert sum(m["classes"].values()) == 3 and m["n_pairs"] == 3
     assert metrics["headline"]["control_clean"] is True
-    assert {k: v for k, v in results["gates"]["A"].items() if k != "max_abs_diff"} == {"checked": 3, "passed": 3,
-                                                                                       "skipped": 0}
+    assert {k: v for k, v in results["gates"]["A"].items() if k != "max_abs_diff"} == {
+        "checked": 3,
+        "passed": 3,
+        "skipped": 0,
+    }
     assert 0 <= results["gates"]["A"]["max_abs_diff"] <= 1e-3
     assert results["items"]["log"] == "discovery_short_compact.items.jsonl" and results["items"]["n_from_log"] == 0
 
@@ -191,23 +215,43 @@ def test_a_larger_limit_resumes_the_cell_and_computes_only_the_new_items(capsys,
 
 
 def test_eval_in_float64_records_it_and_gate_a_reads_zero(capsys, tmp_path, tiny_dir):
-    code, _, _ = run_cli(["eval", "--model", str(tiny_dir), "--dtype", "float64", "--limit", "2", "--check",
-                          "--no-progress", "--output", str(tmp_path)], capsys)
+    code, _, _ = run_cli(
+        [
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "--dtype",
+            "float64",
+            "--limit",
+            "2",
+            "--check",
+            "--no-progress",
+            "--output",
+            str(tmp_path),
+        ],
+        capsys,
+    )
     assert code == 0
     results = json.loads((tmp_path / "discovery_probe_compact.json").read_text())
     assert results["config"]["model"]["dtype"] == "float64"
     assert results["config"]["model"]["attn_implementation"] == "sdpa_grouped"
     assert results["gates"]["A"] == {"checked": 2, "passed": 2, "skipped": 0, "max_abs_diff": 0.0}
     code, _, err = run_cli(["eval", "--model", str(tiny_dir), "--dtype", "float128", "--output", str(tmp_path)], capsys)
-    assert code == 2 and one_line_error(err) == ("matbench: error: unknown --dtype 'float128'; "
-                                                 "use one of float32, bfloat16, float16, float64")
+    assert code == 2 and one_line_error(err) == (
+        "matbench: error: unknown --dtype 'float128'; use one of float32, bfloat16, float16, float64"
+    )
 
 
 def test_console_script_reports_one_line(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     script = Path(sys.executable).with_name("matbench")  # the console script of this environment
-    out = subprocess.run([str(script), "eval", "--model", "smollm2-135m", "--limit", "0", "--output", str(tmp_path)],
-                         capture_output=True, text=True, env=env, check=False)
+    out = subprocess.run(
+        [str(script), "eval", "--model", "smollm2-135m", "--limit", "0", "--output", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert out.returncode == 2
     assert out.stderr.strip() == "matbench: error: --limit must be at least 1 (got 0)"
 
@@ -217,8 +261,21 @@ def test_eval_from_a_dataset_repository(capsys, tmp_path, tiny_dir):
 
     summary = write_repo(tmp_path / "suites", ["discovery"], seed=3, n=4, revision="t")[0]
     out = tmp_path / "run"
-    code, _, err = run_cli(["eval", "--model", str(tiny_dir), "--dataset", str(tmp_path / "suites"), "--limit", "2",
-                            "--no-progress", "--output", str(out)], capsys)
+    code, _, err = run_cli(
+        [
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "--dataset",
+            str(tmp_path / "suites"),
+            "--limit",
+            "2",
+            "--no-progress",
+            "--output",
+            str(out),
+        ],
+        capsys,
+    )
     assert code == 0, err
     results = json.loads((out / "discovery_probe_compact.json").read_text())
     config = results["config"]
@@ -240,9 +297,27 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
     from tests.helpers import shared_data
 
     out = tmp_path / "contract"
-    code, stdout, err = run_cli(["eval", "--model", str(tiny_dir), "--suite", "all", "--limit", "5", "--chunk-size", "4096",
-                                 "--locomo", str(shared_data() / "locomo"), "--realtalk", str(shared_data() / "realtalk"),
-                                 "--no-progress", "--output", str(out)], capsys)
+    code, stdout, err = run_cli(
+        [
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "--suite",
+            "all",
+            "--limit",
+            "5",
+            "--chunk-size",
+            "4096",
+            "--locomo",
+            str(shared_data() / "locomo"),
+            "--realtalk",
+            str(shared_data() / "realtalk"),
+            "--no-progress",
+            "--output",
+            str(out),
+        ],
+        capsys,
+    )
     assert code == 0, err
     contract = [name for name in SUITES.names() if SUITES.get(name).contract]
     assert len(contract) == 7 and "edge_swap" not in contract  # the paper's further experiments run by name
@@ -258,12 +333,33 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
     from matbench.evaluators import EVALUATORS
 
     declared = [m for m in EVALUATORS.get("trigger").contract if m.in_scorecard and m.valid_for("probe")]
-    assert trigger["evidence"] == {"results": "trigger_probe_compact.json", "items": "trigger_probe_compact.items.jsonl",
-                                   "keys": {m.key: f"metrics.{m.path}" for m in declared}, "n_items": 5, "device": "cpu"}
+    assert trigger["evidence"] == {
+        "results": "trigger_probe_compact.json",
+        "items": "trigger_probe_compact.items.jsonl",
+        "keys": {m.key: f"metrics.{m.path}" for m in declared},
+        "n_items": 5,
+        "device": "cpu",
+    }
     assert trigger["evidence"]["keys"]["write_through"] == "metrics.headline.write_through_accuracy"
     assert card["contract"]["access"]["bin2"]["chance"] == 0.5
-    code, stdout, err = run_cli(["eval", "--model", str(tiny_dir), "--suite", "all", "--limit", "5", "--chunk-size", "4096",
-                                 "--no-progress", "--json", "--output", str(out)], capsys)  # resumed: nothing redone
+    code, stdout, err = run_cli(
+        [
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "--suite",
+            "all",
+            "--limit",
+            "5",
+            "--chunk-size",
+            "4096",
+            "--no-progress",
+            "--json",
+            "--output",
+            str(out),
+        ],
+        capsys,
+    )  # resumed: nothing redone
     assert code == 0 and json.loads(stdout) == card["contract"] and card["contract"]["update"]["control_clean"] is True
     (out / "scorecard.json").unlink()
     code, stdout, err = run_cli(["scorecard", str(out)], capsys)
@@ -338,14 +434,29 @@ def test_a_full_device_from_a_kernel_launch_is_out_of_memory_too(capsys, monkeyp
 
 @pytest.mark.parametrize("fraction", ["0", "1.5", "-0.2"])
 def test_memory_fraction_outside_zero_to_one_is_one_line(capsys, tmp_path, fraction):
-    code, _, err = run_cli(["eval", "--model", "smollm2-135m", "--memory-fraction", fraction,
-                            "--output", str(tmp_path)], capsys)
+    code, _, err = run_cli(
+        ["eval", "--model", "smollm2-135m", "--memory-fraction", fraction, "--output", str(tmp_path)], capsys
+    )
     assert code == 2 and f"--memory-fraction must be in (0, 1] (got {float(fraction)})" in one_line_error(err)
 
 
 def test_memory_fraction_on_the_cpu_is_one_line(capsys, tmp_path, tiny_dir):
-    code, _, err = run_cli(["eval", "--model", str(tiny_dir), "--device", "cpu", "--memory-fraction", "0.5",
-                            "--limit", "1", "--output", str(tmp_path)], capsys)
+    code, _, err = run_cli(
+        [
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "--device",
+            "cpu",
+            "--memory-fraction",
+            "0.5",
+            "--limit",
+            "1",
+            "--output",
+            str(tmp_path),
+        ],
+        capsys,
+    )
     assert code == 2 and "--memory-fraction caps a GPU's memory; this run is on cpu" in one_line_error(err)
     assert not list(tmp_path.iterdir())  # refused before anything ran
 

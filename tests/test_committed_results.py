@@ -70,7 +70,7 @@ def test_results_readme_tables_are_generated_from_the_files():
     assert sum(row.startswith("### ") for row in rows) == len({p.name.split("_")[0] for p in CONTRACT})
     for row in rows:
         assert row in readme
-    below = readme[readme.index("\n### "):]  # the suites' tables close the file
+    below = readme[readme.index("\n### ") :]  # the suites' tables close the file
     tables = [line for line in below.splitlines() if line.startswith("| ") and not line.startswith("| model")]
     runs = [line for line in tables if not line.startswith("|---")]
     assert len(runs) == len(CONTRACT)  # no row left over from a file that is gone
@@ -80,7 +80,7 @@ def test_experiments_readme_tables_are_generated_from_the_files():
     """results/experiments/README.md closes with the report of exactly the committed experiment files."""
     readme = (RESULTS / "experiments" / "README.md").read_text()
     rows = report_rows(EXPERIMENTS)
-    below = readme[readme.index("\n### "):]
+    below = readme[readme.index("\n### ") :]
     assert below.strip().splitlines() == [r for r in "\n".join(rows).strip().splitlines()]
     runs = [line for line in below.splitlines() if line.startswith("| ") and not line.startswith(("| model", "|---"))]
     assert len(runs) == len(EXPERIMENTS) == 252
@@ -91,8 +91,13 @@ def test_report_rows_name_each_files_model_readout_serving_and_dtype():
     for path in CONTRACT[:3] + CONTRACT[-3:]:
         config = read_results(path).config
         row = next(r for r in report_rows([path]) if r.startswith(f"| {config.model.model} |"))
-        assert row.split(" | ")[:5] == [f"| {config.model.model}", config.readout, config.serving,
-                                        config.model.dtype, str(config.n_items)]
+        assert row.split(" | ")[:5] == [
+            f"| {config.model.model}",
+            config.readout,
+            config.serving,
+            config.model.dtype,
+            str(config.n_items),
+        ]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -108,8 +113,13 @@ def test_the_report_names_a_missing_file_in_one_line(tmp_path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "matbench.results.report", str(tmp_path / "nope.json")],
-                          check=False, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "matbench.results.report", str(tmp_path / "nope.json")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert f"results file {tmp_path / 'nope.json'} not found" in done.stderr
 
@@ -160,16 +170,31 @@ def test_the_eviction_audit_covers_its_grid_and_evicted_runs_never_show_the_dono
     cells = {(r.config.model.model, r.config.suite, r.config.policy, r.config.source_mode) for r in configs}
     assert len(AUDIT) == len(cells) == 480 + 96
     pairs = {c for c in cells if c[1] != "harvest"}
-    assert len(pairs) == 480 and {c[0] for c in pairs} == set(MODELS) and {c[1] for c in pairs} == {"discovery", "access"}
+    assert (
+        len(pairs) == 480 and {c[0] for c in pairs} == set(MODELS) and {c[1] for c in pairs} == {"discovery", "access"}
+    )
     policies = {c[2].split("@")[0] for c in pairs}
-    assert policies == {"random", "streaming_llm", "knorm", "snapkv", "tova", "h2o", "pyramidkv", "adakv", "merging",
-                        "snapkv:question=True"}
+    assert policies == {
+        "random",
+        "streaming_llm",
+        "knorm",
+        "snapkv",
+        "tova",
+        "h2o",
+        "pyramidkv",
+        "adakv",
+        "merging",
+        "snapkv:question=True",
+    }
     harvest = cells - pairs
     assert {c[0] for c in harvest} == set(MODELS) and len(harvest) == 3 * 4 * 4 * 2
     assert {c[2].split("@")[0] for c in harvest} == {"streaming_llm", "knorm", "snapkv", "snapkv:question=True"}
     newer = [r for r in configs if r.schema_version == "1.10"]
     assert {(r.config.suite == "harvest", r.config.policy.split("@")[0]) for r in newer} == {
-        (False, "merging"), (False, "snapkv:question=True"), *((True, c[2].split("@")[0]) for c in harvest)}
+        (False, "merging"),
+        (False, "snapkv:question=True"),
+        *((True, c[2].split("@")[0]) for c in harvest),
+    }
     assert len(newer) == 96 + 96
     assert {r.config.check_pairs for r in configs} == {None, 8}
     assert {r.config.suite for r in configs if r.config.check_pairs == 8} == {"harvest"}

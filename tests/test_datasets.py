@@ -32,14 +32,35 @@ def repo(tmp_path_factory) -> Path:
 def test_load_dataset_reads_the_repository_offline(repo, tmp_path):
     from datasets import load_dataset
 
-    assert SUITES.names() == ["access", "binding_capacity", "decoy_audit", "discovery", "edge_swap", "harvest",
-                              "harvest_freeform", "landing", "note_knob", "orthogonal_bits", "phantom_erase", "phantom_swap", "programming", "recompute_matrix", "reference_gradient", "sink_dependency", "sliding_window", "trigger", "update", "var_tracking"]
+    assert SUITES.names() == [
+        "access",
+        "binding_capacity",
+        "decoy_audit",
+        "discovery",
+        "edge_swap",
+        "harvest",
+        "harvest_freeform",
+        "landing",
+        "note_knob",
+        "orthogonal_bits",
+        "phantom_erase",
+        "phantom_swap",
+        "programming",
+        "recompute_matrix",
+        "reference_gradient",
+        "sink_dependency",
+        "sliding_window",
+        "trigger",
+        "update",
+        "var_tracking",
+    ]
     for name in SUITES.names():
         suite = SUITES.get(name)
         ds = load_dataset(str(repo), name, split="test", cache_dir=str(tmp_path))
         assert ds.num_rows == 6 and ds.features == suite.features()
-        assert list(ds.features) == list({"harvest": HARVEST_FIELDS, "harvest_freeform": FREEFORM_FIELDS}.get(
-            name, ROW_FIELDS))
+        assert list(ds.features) == list(
+            {"harvest": HARVEST_FIELDS, "harvest_freeform": FREEFORM_FIELDS}.get(name, ROW_FIELDS)
+        )
         rows = [dict(r) for r in ds]
         assert rows == suite.dataset_rows(0, 6, dialog_sources())
         assert suite.pairs_from_rows(rows, dialog_sources()) == suite.generate(0, 6, dialog_sources())
@@ -51,6 +72,7 @@ def test_card_documents_configs_fields_and_hashes(repo):
     assert f"path: {PARQUET.format(config='discovery')}" in card
     for field in ROW_FIELDS + HARVEST_FIELDS:
         assert f"| `{field}` |" in card
+
     def row(name: str) -> str:  # the card's table row of a 6-row config: what it measures, contract, version
         suite = SUITES.get(name)
         return f"| {name} | {suite.summary} | {'yes' if suite.contract else 'no'} | {suite.version} | 6 |"

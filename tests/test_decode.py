@@ -77,7 +77,7 @@ def test_stop_tokens_cut_rows_alike_and_end_the_steps_when_every_row_stopped(tin
         results[name] = decode(engine.runner, batch, first, STEPS, stops)
     assert results["static"] == results["eager"]
     assert len(results["eager"][0]) <= 3 and results["eager"] != free
-    assert [r[:len(c)] for r, c in zip(free, results["eager"])] == results["eager"]
+    assert [r[: len(c)] for r, c in zip(free, results["eager"])] == results["eager"]
     calls.clear()
     firsts = {row[0] for row in free}  # every row stops at once: no step runs
     batch, first = SERVING[engine.serving](engine.runner, requests, reserve=STEPS)
@@ -106,12 +106,22 @@ def test_decode_graphs_on_a_cpu_is_refused_in_one_line_before_the_model_loads(ti
     from tests.test_cli import eval_refused_before_loading
 
     argv = ["--model", str(tiny_dir), "--device", "cpu", "--decode-graphs", "on", "--output", str(tmp_path)]
-    assert "--decode-graphs on needs the model on one CUDA device" in eval_refused_before_loading(argv, monkeypatch, capsys)
+    assert "--decode-graphs on needs the model on one CUDA device" in eval_refused_before_loading(
+        argv, monkeypatch, capsys
+    )
 
 
-@pytest.mark.parametrize("setting, device, device_map, expected", [
-    ("auto", "cpu", None, False), ("auto", "cuda", None, True), ("auto", "cuda:1", None, True),
-    ("auto", "cuda", "auto", False), ("off", "cuda", None, False), ("on", "cuda:0", None, True)])
+@pytest.mark.parametrize(
+    "setting, device, device_map, expected",
+    [
+        ("auto", "cpu", None, False),
+        ("auto", "cuda", None, True),
+        ("auto", "cuda:1", None, True),
+        ("auto", "cuda", "auto", False),
+        ("off", "cuda", None, False),
+        ("on", "cuda:0", None, True),
+    ],
+)
 def test_decode_graphs_resolve_to_a_single_cuda_device(setting, device, device_map, expected):
     from matbench.models.loading import resolve_decode_graphs
 

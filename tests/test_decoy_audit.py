@@ -47,6 +47,7 @@ def test_gates_on_a_tiny_model(tiny_llama):
 def _record(index: int, mode: str, answers: tuple[str, str]) -> PairRecord:
     def arm(ans):
         return ArmRecord(ans, outcome(ans, STATES), ans, ((0.0, 0.0), (0.0, 0.0)), 0.0)
+
     arms = {name: arm(answers) for name in ("harv_kv", "sel_ikv", "sel_txt")}
     arms["full_txt"] = arm(STATES)
     if mode != "opposite":
@@ -61,8 +62,11 @@ def test_an_eliminating_model_scores_only_with_the_opposite_decoy():
     read without a decoy."""
     records = []
     for g in range(4):
-        records += [_record(3 * g, "opposite", STATES), _record(3 * g + 1, "independent", ("OFFLINE", "OFFLINE")),
-                    _record(3 * g + 2, "none", ("ONLINE", "ONLINE"))]
+        records += [
+            _record(3 * g, "opposite", STATES),
+            _record(3 * g + 1, "independent", ("OFFLINE", "OFFLINE")),
+            _record(3 * g + 2, "none", ("ONLINE", "ONLINE")),
+        ]
     m = EVALUATORS.get("decoy_audit")(suite="decoy_audit").summarize(records)
     head = m["headline"]
     assert head["harv_kv_accuracy"] == {"opposite": 1.0, "independent": 0.5, "none": 0.5}

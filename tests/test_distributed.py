@@ -44,10 +44,24 @@ def test_shard_from_env(monkeypatch):
 
 
 def _line(item_id: str, config_hash: str = "k") -> str:
-    arm = ArmRecord(answers=("ON", "OFF"), outcome="follow", probe_answers=("ON", "OFF"),
-                    probe_logp=((-0.1, -2.0), (-2.0, -0.1)), shift=3.8)
-    record = PairRecord(item_id=item_id, variant="", values=("ON", "OFF"), menu=("ON", "OFF"), budget=2, length=50,
-                        n_tokens=(50, 50), arms={"root": arm}, config_hash=config_hash)
+    arm = ArmRecord(
+        answers=("ON", "OFF"),
+        outcome="follow",
+        probe_answers=("ON", "OFF"),
+        probe_logp=((-0.1, -2.0), (-2.0, -0.1)),
+        shift=3.8,
+    )
+    record = PairRecord(
+        item_id=item_id,
+        variant="",
+        values=("ON", "OFF"),
+        menu=("ON", "OFF"),
+        budget=2,
+        length=50,
+        n_tokens=(50, 50),
+        arms={"root": arm},
+        config_hash=config_hash,
+    )
     return json.dumps(record.to_json()) + "\n"
 
 
@@ -68,8 +82,11 @@ def test_merge_puts_records_in_the_given_order_and_drops_a_cut_line(tmp_path):
 
 def _eval(args, out, nproc=None):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m"] if nproc \
+    launcher = (
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m"]
+        if nproc
         else [sys.executable, "-m"]
+    )
     cmd = launcher + ["matbench", "eval", *args, "--no-progress", "--output", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -109,15 +126,35 @@ def test_two_processes_give_the_results_of_one(tmp_path, tiny_dir):
     again = json.loads((resumed / "discovery_probe_compact.json").read_text())
     assert again["items"]["n_from_log"] == 2 and again["items"]["n_records"] == 5
     assert set(_records(resumed)) == set(a)
-    assert [_records(resumed)[i]["arms"]["root"]["class"] for i in a] == [r["arms"]["root"]["class"] for r in a.values()]
+    assert [_records(resumed)[i]["arms"]["root"]["class"] for i in a] == [
+        r["arms"]["root"]["class"] for r in a.values()
+    ]
 
 
 def test_scaling_bench_under_two_processes(tmp_path):
     out = tmp_path / "scaling.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "matbench",
-           "bench", "scaling", "--random-weights", "qwen3-tiny", "--pairs", "5", "--batch-pairs", "2", "--device", "cpu",
-           "--output", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "-m",
+        "matbench",
+        "bench",
+        "scaling",
+        "--random-weights",
+        "qwen3-tiny",
+        "--pairs",
+        "5",
+        "--batch-pairs",
+        "2",
+        "--device",
+        "cpu",
+        "--output",
+        str(out),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(out.read_text())

@@ -22,15 +22,28 @@ def _pair(**kw) -> DonorPair:
     events = tuple(f"register KAPPA refreshed to {100 + i}" for i in range(8))
     events = events[:3] + ("<donor>", "<verdict>") + events[5:]
     base = {
-        "item_id": "exp", "events": events, "source": 3,
-        "source_bodies": ("sensor S7 measured 190; the alert threshold is 150", "sensor S7 measured 90; the alert threshold is 150"),
-        "values": MENU, "menu": MENU,
-        "donor_events": ((4, "audit note: sensor S7 was above the threshold, verdict EXCEEDED",
-                       "audit note: sensor S7 was not above the threshold at any time, verdict NORMAL"),),
-        "arms": (Arm("carrier", (0, 4), "Was sensor S7 above the alert threshold?", uses_source=True),
-              Arm("filler", (0, 6), "Was sensor S7 above the alert threshold?"),
-              Arm("filler_at_end", (0, 6), "Was sensor S7 above the alert threshold?", query_at_end=True),
-              Arm("control", (0, 1, 2), "Was sensor S7 above the alert threshold?")),
+        "item_id": "exp",
+        "events": events,
+        "source": 3,
+        "source_bodies": (
+            "sensor S7 measured 190; the alert threshold is 150",
+            "sensor S7 measured 90; the alert threshold is 150",
+        ),
+        "values": MENU,
+        "menu": MENU,
+        "donor_events": (
+            (
+                4,
+                "audit note: sensor S7 was above the threshold, verdict EXCEEDED",
+                "audit note: sensor S7 was not above the threshold at any time, verdict NORMAL",
+            ),
+        ),
+        "arms": (
+            Arm("carrier", (0, 4), "Was sensor S7 above the alert threshold?", uses_source=True),
+            Arm("filler", (0, 6), "Was sensor S7 above the alert threshold?"),
+            Arm("filler_at_end", (0, 6), "Was sensor S7 above the alert threshold?", query_at_end=True),
+            Arm("control", (0, 1, 2), "Was sensor S7 above the alert threshold?"),
+        ),
     }
     base.update(kw)
     return DonorPair(**base)

@@ -56,18 +56,32 @@ def test_gates_pass_on_a_tiny_model(tiny_llama):
 
 def _record(variant: str, values: tuple[str, str], answers: tuple[str, str]) -> PairRecord:
     """A record whose edge arm gives `answers`, its txt arm the referenced values, control a constant."""
+
     def arm(ans):
-        return ArmRecord(ans, outcome(ans, values), ans, ((0.0, 0.0), (0.0, 0.0)), 0.1 if ans == values else 0.0,
-                         values=values)
-    return PairRecord(f"x-{variant}-{answers}", variant, STATES, STATES, 1, 100, (100, 100),
-                      {"edge": arm(answers), "txt": arm(values), "control": arm(("ONLINE", "ONLINE"))})
+        return ArmRecord(
+            ans, outcome(ans, values), ans, ((0.0, 0.0), (0.0, 0.0)), 0.1 if ans == values else 0.0, values=values
+        )
+
+    return PairRecord(
+        f"x-{variant}-{answers}",
+        variant,
+        STATES,
+        STATES,
+        1,
+        100,
+        (100, 100),
+        {"edge": arm(answers), "txt": arm(values), "control": arm(("ONLINE", "ONLINE"))},
+    )
 
 
-@pytest.mark.parametrize("reads,tracking,wrong,by_leaf", [
-    ("referenced", 1.0, 0.0, {"leaf_a": "3:0", "leaf_b": "3:0"}),  # the edge selects the root
-    ("chain a", 0.5, 0.5, {"leaf_a": "3:0", "leaf_b": "0:3"}),  # always chain a: the edge is ignored
-    ("nothing", 0.5, 0.5, {"leaf_a": "0:0", "leaf_b": "0:0"}),  # donor-blind: one constant answer
-])
+@pytest.mark.parametrize(
+    "reads,tracking,wrong,by_leaf",
+    [
+        ("referenced", 1.0, 0.0, {"leaf_a": "3:0", "leaf_b": "3:0"}),  # the edge selects the root
+        ("chain a", 0.5, 0.5, {"leaf_a": "3:0", "leaf_b": "0:3"}),  # always chain a: the edge is ignored
+        ("nothing", 0.5, 0.5, {"leaf_a": "0:0", "leaf_b": "0:0"}),  # donor-blind: one constant answer
+    ],
+)
 def test_edge_tracking_and_wrong_chain_on_known_patterns(reads, tracking, wrong, by_leaf):
     records = []
     for variant, referenced in (("leaf_a", STATES), ("leaf_b", STATES[::-1])):

@@ -50,8 +50,14 @@ def test_headless_runs_encode_consecutive_events_together_and_apart_ones_alone(t
     apart = isolated_cache(engine.runner, joint, member, served, alone=True)
     (a2, b2), (a3, b3), (a6, b6) = (member.event_spans[i] for i in served)
     fresh = new_cache()
-    prefill(engine.runner, fresh, list(member.input_ids[a2:b3]), list(member.positions[a2:b3]),
-            torch.empty(0, dtype=torch.long), None)
+    prefill(
+        engine.runner,
+        fresh,
+        list(member.input_ids[a2:b3]),
+        list(member.positions[a2:b3]),
+        torch.empty(0, dtype=torch.long),
+        None,
+    )
     keys, _ = cache_rows(fresh)
     last = len(joint.keys) - 1
     assert b2 == a3  # adjacent slots

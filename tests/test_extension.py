@@ -21,14 +21,27 @@ def _matbench(*args: str, plugins: str | None = str(PLUGIN)) -> subprocess.Compl
     env.pop("MATBENCH_PLUGINS", None)
     if plugins is not None:
         env["MATBENCH_PLUGINS"] = plugins
-    return subprocess.run([sys.executable, "-m", "matbench", *args], capture_output=True, text=True, env=env,
-                          timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "matbench", *args], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
 
 
 def test_a_plugin_suite_readout_and_policy_run_end_to_end(tiny_dir, tmp_path):
     out, site = tmp_path / "out", tmp_path / "site"
-    common = ["eval", "--model", str(tiny_dir), "--suite", "toggle", "--limit", "3", "--device", "cpu",
-              "--no-progress", "--output", str(out)]
+    common = [
+        "eval",
+        "--model",
+        str(tiny_dir),
+        "--suite",
+        "toggle",
+        "--limit",
+        "3",
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--output",
+        str(out),
+    ]
     done = _matbench(*common, "--readout", "probe,brief", "--check")
     assert done.returncode == 0, done.stderr[-2000:]
     done = _matbench(*common, "--policy", "latest", "--check")
@@ -41,9 +54,19 @@ def test_a_plugin_suite_readout_and_policy_run_end_to_end(tiny_dir, tmp_path):
     latest = json.loads((out / "toggle_probe_compact_latest.json").read_text())
     assert latest["config"]["policy"] == "latest"
     record = json.loads((out / "toggle_probe_compact_latest.items.jsonl").read_text().splitlines()[0])
-    assert set(record["arms"]["carrier"]["selection"]) == {"kept_tokens", "members_differ", "donor_visible", "overlap",
-                                                           "source_kept", "kept", "held_rows", "picked",
-                                                           "members_differ_matched", "served_bytes", "needed_bytes"}
+    assert set(record["arms"]["carrier"]["selection"]) == {
+        "kept_tokens",
+        "members_differ",
+        "donor_visible",
+        "overlap",
+        "source_kept",
+        "kept",
+        "held_rows",
+        "picked",
+        "members_differ_matched",
+        "served_bytes",
+        "needed_bytes",
+    }
     assert "selection" not in record["arms"]["control"]  # a before-source control keeps its declared rows
 
     assert _matbench("scorecard", str(out), "--readout", "brief").returncode == 0

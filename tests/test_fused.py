@@ -29,8 +29,9 @@ def test_fused_modules_give_the_same_logits(tiny, monkeypatch):
     out = []
     for m in (tiny.model, model):
         runner = ModelRunner(m, tiny.text_config)
-        out.append(runner.forward(ids, pos, new_cache(), query_coords=pos, key_coords=pos, key_valid=valid,
-                                  logits_to_keep=0))
+        out.append(
+            runner.forward(ids, pos, new_cache(), query_coords=pos, key_coords=pos, key_valid=valid, logits_to_keep=0)
+        )
     assert torch.allclose(out[0], out[1], atol=1e-5)
     assert fuse(model, backend="aot_eager") == 0  # already fused: not wrapped twice
 

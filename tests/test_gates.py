@@ -173,15 +173,21 @@ def test_identity_gate_catches_a_missing_position_budget(tiny_llama, pairs, monk
     renderer = Renderer(tiny_llama.tokenizer)
     layout = pairs_mod.layout_pair(pairs[0], renderer)
     assert layout.members[0].positions != layout.members[1].positions  # ONLINE/OFFLINE differ in length
-    broken = pairs_mod.MemberLayout(layout.members[0].input_ids, tuple(range(len(layout.members[0].input_ids))),
-                                    layout.members[0].header_span, layout.members[0].event_spans)
-    bad = pairs_mod.PairLayout(layout.pair, (broken, layout.members[1]), layout.budget, layout.length,
-                               layout.prefix_tokens)
+    broken = pairs_mod.MemberLayout(
+        layout.members[0].input_ids,
+        tuple(range(len(layout.members[0].input_ids))),
+        layout.members[0].header_span,
+        layout.members[0].event_spans,
+    )
+    bad = pairs_mod.PairLayout(
+        layout.pair, (broken, layout.members[1]), layout.budget, layout.length, layout.prefix_tokens
+    )
     with pytest.raises(MatbenchError, match="identity gate"):
         bad.check_identity()
 
 
 # --- gate A's reference in chunks (long dialogs) ------------------------------------------------
+
 
 @pytest.mark.parametrize("chunk", [17, 64, 100])
 def test_chunked_reference_equals_the_plain_forward(tiny, chunk):
@@ -219,12 +225,15 @@ def test_gate_a_under_a_chunk_size_uses_the_chunked_reference(tiny, pairs, monke
     assert expected and calls == expected
 
 
-@pytest.mark.parametrize(("attn", "dtype", "hint"), [
-    ("sdpa", "float32", "; try --attn-implementation eager"),
-    ("sdpa_grouped", "bfloat16", "; try --attn-implementation eager"),
-    ("eager", "float32", "; rerun with --dtype float64 to tell rounding from a fault"),
-    ("eager", "float64", ""),
-])
+@pytest.mark.parametrize(
+    ("attn", "dtype", "hint"),
+    [
+        ("sdpa", "float32", "; try --attn-implementation eager"),
+        ("sdpa_grouped", "bfloat16", "; try --attn-implementation eager"),
+        ("eager", "float32", "; rerun with --dtype float64 to tell rounding from a fault"),
+        ("eager", "float64", ""),
+    ],
+)
 def test_require_hints_what_can_tell_rounding_from_a_fault(attn, dtype, hint):
     failed = GateResult("A", False, 2e-3, "max |dlogit| 2.00e-03 (tol 0.001)")
     with pytest.raises(GateFailure) as info:
@@ -232,7 +241,9 @@ def test_require_hints_what_can_tell_rounding_from_a_fault(attn, dtype, hint):
     assert str(info.value) == "faithfulness gate A failed on s-00002: max |dlogit| 2.00e-03 (tol 0.001)" + hint
     require([GateResult("A", True, 1e-5, "ok")], "s-00002", attn, dtype)  # all passed: no error
     with pytest.raises(GateFailure) as info:  # the hints are for the logit gates only
-        require([GateResult("mask", False, 1.0, "max |dlogit| 1.00e+00 with noise in dropped rows")], "s-1", attn, dtype)
+        require(
+            [GateResult("mask", False, 1.0, "max |dlogit| 1.00e+00 with noise in dropped rows")], "s-1", attn, dtype
+        )
     assert str(info.value) == "faithfulness gate mask failed on s-1: max |dlogit| 1.00e+00 with noise in dropped rows"
 
 

@@ -33,8 +33,10 @@ def rows():
 
 @pytest.fixture(scope="module")
 def conversations():
-    return {(c.corpus, c.conversation): c for c in load_locomo(shared_data() / "locomo")
-            + load_realtalk(shared_data() / "realtalk")}
+    return {
+        (c.corpus, c.conversation): c
+        for c in load_locomo(shared_data() / "locomo") + load_realtalk(shared_data() / "realtalk")
+    }
 
 
 def test_sources_load_turns_as_the_paper_does():
@@ -65,15 +67,22 @@ def test_realtalk_chats_form_three_participant_components():
     assert components["Chat_5_Nicolas_Nebraas"] != components["Chat_9_Fahim_Akib"]
     # A subset joins only through the chats it holds; a name without participants stands alone.
     assert participant_components(["Chat_1_Emi_Elise", "Chat_3_Kevin_Paola", "conv-26"]) == {
-        "Chat_1_Emi_Elise": "Elise+Emi", "Chat_3_Kevin_Paola": "Kevin+Paola", "conv-26": "conv-26"}
+        "Chat_1_Emi_Elise": "Elise+Emi",
+        "Chat_3_Kevin_Paola": "Kevin+Paola",
+        "conv-26": "conv-26",
+    }
 
 
 def test_rows_follow_the_papers_selection_rules(rows, conversations):
     kinds = Counter((r["corpus"], r["kind"]) for r in rows)
     # Every qualifying QA of the paper's rule (kv_harvest3 select_qa + kv_harvest4 hard_neg): the
     # counts were checked against the paper's own functions on these files, item for item.
-    assert kinds == {("locomo", "natural"): 564, ("realtalk", "natural"): 497,
-                     ("locomo", "injected"): 36, ("realtalk", "injected"): 26}
+    assert kinds == {
+        ("locomo", "natural"): 564,
+        ("realtalk", "natural"): 497,
+        ("locomo", "injected"): 36,
+        ("realtalk", "injected"): 26,
+    }
     per_conversation = Counter((r["conversation"], r["kind"]) for r in rows)
     assert max(v for (_, kind), v in per_conversation.items() if kind == "injected") <= N_INJECTED
     assert {r["strong"] for r in rows} == {True, False}
@@ -97,7 +106,7 @@ def test_rows_follow_the_papers_selection_rules(rows, conversations):
             assert conv.turns[i].session > last and dia not in r["evidence"]
             # Words and the gold are read in the turn as served (session, date and speaker included).
             assert len(content_words(qa["question"]) & content_words(bodies[i])) >= 2
-            assert gold.lower() not in " ".join(bodies[max(0, i - 1):i + 2])
+            assert gold.lower() not in " ".join(bodies[max(0, i - 1) : i + 2])
         if r["kind"] == "injected":
             assert len(gold) >= 3 and any(gold.lower() in bodies[index[e]] for e in r["evidence"])
 
@@ -131,7 +140,9 @@ def test_hydration_builds_both_kinds_of_item():
     assert natural.arm("none").encoding == natural.arm("text").encoding == "text"  # the paper's text prompts
     # kv_harvest4 recog_q after "\n\nQuestion: ": the question carries its own answer instruction.
     assert all(a.open_question for a in natural.arms + injected.arms)
-    assert re.search(r"\nOption A: .+\nOption B: .+\nWhich option is correct\? Answer A or B\.$", natural.arms[0].question)
+    assert re.search(
+        r"\nOption A: .+\nOption B: .+\nWhich option is correct\? Answer A or B\.$", natural.arms[0].question
+    )
     assert injected.paired and set(injected.values) == {"A", "B"}
     inj = len(injected.events) - 1
     assert injected.arm("harv").served == (inj,) and "moderator: for the record" in injected.events[inj]
@@ -147,8 +158,11 @@ def test_the_headless_encoding_encodes_the_event_with_nothing_before_it(tiny_lla
     from matbench.engine.runtime import cache_rows, new_cache
     from tests.helpers import engine_for
 
-    bodies = ("[session 1 May] Ann: I moved to Lisbon last spring.", "[session 1 May] Bob: How is the weather there?",
-              "[session 2 June] Ann: The tram to the old town is my favourite ride.")
+    bodies = (
+        "[session 1 May] Ann: I moved to Lisbon last spring.",
+        "[session 1 May] Bob: How is the weather there?",
+        "[session 2 June] Ann: The tram to the old town is my favourite ride.",
+    )
     draw = HarvestDraw("natural", bodies, "Where did Ann move?", "Lisbon", "Porto", "B", evidence=(0,), carriers=(2,))
     pair = build(draw, "tiny", "natural/locomo/tiny/weak")
     engine = engine_for(tiny_llama)
@@ -158,8 +172,13 @@ def test_the_headless_encoding_encodes_the_event_with_nothing_before_it(tiny_lla
     alone = isolated_cache(engine.runner, caches[0], member, (2,), alone=True)
     after_header = isolated_cache(engine.runner, caches[0], member, (2,))
     reference = new_cache()
-    prefill(engine.runner, reference, list(member.input_ids[lo:hi]), list(member.positions[lo:hi]),
-            torch.empty(0, dtype=torch.long))
+    prefill(
+        engine.runner,
+        reference,
+        list(member.input_ids[lo:hi]),
+        list(member.positions[lo:hi]),
+        torch.empty(0, dtype=torch.long),
+    )
     keys, _ = cache_rows(reference)
     last = len(keys) - 1  # layer 0's keys see no context: compare the last layer's
     assert torch.allclose(alone.keys[last][:, :, lo:hi], keys[last], atol=1e-5)
@@ -180,10 +199,16 @@ def test_gate_a_runs_one_reference_for_the_identical_members_of_a_natural_item(t
     from matbench.engine.runtime import ModelRunner
     from tests.helpers import engine_for
 
-    bodies = ("[session 1 May] Ann: I moved to Lisbon last spring.", "[session 1 May] Bob: How is the weather there?",
-              "[session 2 June] Ann: The tram to the old town is my favourite ride.")
-    natural = build(HarvestDraw("natural", bodies, "Where did Ann move?", "Lisbon", "Porto", "B", evidence=(0,),
-                                carriers=(2,)), "tiny", "natural/locomo/tiny/weak")
+    bodies = (
+        "[session 1 May] Ann: I moved to Lisbon last spring.",
+        "[session 1 May] Bob: How is the weather there?",
+        "[session 2 June] Ann: The tram to the old town is my favourite ride.",
+    )
+    natural = build(
+        HarvestDraw("natural", bodies, "Where did Ann move?", "Lisbon", "Porto", "B", evidence=(0,), carriers=(2,)),
+        "tiny",
+        "natural/locomo/tiny/weak",
+    )
     paired = SUITES.get("discovery").generate(0, 1)[0]
     engine = engine_for(tiny_llama)
     calls = []
@@ -229,24 +254,47 @@ def test_a_changed_or_missing_source_copy_is_refused(rows, tmp_path):
         suite.dataset_rows(0, 5, None)
 
 
-def _record(variant: str, gold: str, answers: dict[str, str | None], paper: dict[str, str | None] | None = None,
-            probe: dict[str, str] | None = None) -> PairRecord:
+def _record(
+    variant: str,
+    gold: str,
+    answers: dict[str, str | None],
+    paper: dict[str, str | None] | None = None,
+    probe: dict[str, str] | None = None,
+) -> PairRecord:
     """A natural item's record: per arm the readout's answer (both members), optionally the
     paper's parse of generated text and the probe's answer."""
     arms = {}
     for arm, answer in answers.items():
         p = (probe or {}).get(arm, answer) or "A"
-        arms[arm] = ArmRecord(answers=(answer, answer), outcome=outcome((answer, answer), (gold, gold)),
-                              probe_answers=(p, p), probe_logp=((0.0, 0.0), (0.0, 0.0)), shift=0.0,
-                              texts=("", "") if paper is not None else None,
-                              paper_answers=(paper[arm], paper[arm]) if paper is not None else None)
-    return PairRecord(item_id=variant, variant=variant, values=(gold, gold), menu=("A", "B"), budget=1, length=1,
-                      n_tokens=(1, 1), arms=arms)
+        arms[arm] = ArmRecord(
+            answers=(answer, answer),
+            outcome=outcome((answer, answer), (gold, gold)),
+            probe_answers=(p, p),
+            probe_logp=((0.0, 0.0), (0.0, 0.0)),
+            shift=0.0,
+            texts=("", "") if paper is not None else None,
+            paper_answers=(paper[arm], paper[arm]) if paper is not None else None,
+        )
+    return PairRecord(
+        item_id=variant,
+        variant=variant,
+        values=(gold, gold),
+        menu=("A", "B"),
+        budget=1,
+        length=1,
+        n_tokens=(1, 1),
+        arms=arms,
+    )
 
 
 def _item(variant: str, harv_right: bool, iso_right: bool, **kw) -> PairRecord:
-    answers = {"harv": "A" if harv_right else "B", "iso": "A" if iso_right else "B", "text": "A", "none": "B",
-               "goldev": "A"}
+    answers = {
+        "harv": "A" if harv_right else "B",
+        "iso": "A" if iso_right else "B",
+        "text": "A",
+        "none": "B",
+        "goldev": "A",
+    }
     return _record(variant, "A", answers, **kw)
 
 
@@ -254,10 +302,16 @@ def test_the_evaluator_clusters_realtalk_by_component_and_reports_the_strong_str
     from matbench.evaluators import EVALUATORS
 
     chats = ["Chat_1_Emi_Elise", "Chat_2_Kevin_Elise", "Chat_5_Nicolas_Nebraas", "Chat_9_Fahim_Akib"]
-    records = [_item(f"natural/realtalk/{c}/{'strong' if k % 2 else 'weak'}", k % 3 == 0, k % 4 == 0)
-               for c in chats for k in range(6)]
-    records += [_item(f"natural/locomo/conv-{c}/{'strong' if k < 2 else 'weak'}", True, k != 0)
-                for c in (26, 30, 41) for k in range(5)]
+    records = [
+        _item(f"natural/realtalk/{c}/{'strong' if k % 2 else 'weak'}", k % 3 == 0, k % 4 == 0)
+        for c in chats
+        for k in range(6)
+    ]
+    records += [
+        _item(f"natural/locomo/conv-{c}/{'strong' if k < 2 else 'weak'}", True, k != 0)
+        for c in (26, 30, 41)
+        for k in range(5)
+    ]
     metrics = EVALUATORS.get("harvest")(suite="harvest").summarize(records)
     realtalk, locomo = metrics["natural"]["realtalk"], metrics["natural"]["locomo"]
     assert realtalk["clustered_by"] == realtalk["harv_minus_iso"]["clustered_by"] == "participant component"
@@ -265,8 +319,15 @@ def test_the_evaluator_clusters_realtalk_by_component_and_reports_the_strong_str
     assert realtalk["harv_minus_iso"]["descriptive"] and "equivalent" not in realtalk["harv_minus_iso"]
     assert "realtalk_equivalent" not in metrics["headline"] and "locomo_equivalent" in metrics["headline"]
     assert set(realtalk["by_component"]) == {"Elise+Emi+Kevin", "Nebraas+Nicolas", "Akib+Fahim"}
-    assert set(realtalk["leave_one_participant_out"]) == {"Emi", "Elise", "Kevin", "Nicolas", "Nebraas", "Fahim",
-                                                          "Akib"}
+    assert set(realtalk["leave_one_participant_out"]) == {
+        "Emi",
+        "Elise",
+        "Kevin",
+        "Nicolas",
+        "Nebraas",
+        "Fahim",
+        "Akib",
+    }
     assert locomo["clustered_by"] == "conversation" and locomo["harv_minus_iso"]["tost_bound"] == 0.05
     assert locomo["harv_minus_iso"]["mean"] == pytest.approx(3 / 15)
     strong = locomo["strata"]["strong"]
@@ -286,10 +347,16 @@ def test_a_generating_run_reads_the_papers_parse_first_and_matbenchs_beside_it()
     from matbench.evaluators import EVALUATORS
 
     # The paper's parse finds "A" in text matbench's parse leaves unread (e.g. "a) ..." upper-cased).
-    records = [_item(f"natural/locomo/conv-{c}/weak", False, False,
-                     paper={"harv": "A", "iso": None, "text": "A", "none": "B", "goldev": "A"},
-                     probe={"harv": "B", "iso": "B"})
-               for c in (26, 30, 41, 42)]
+    records = [
+        _item(
+            f"natural/locomo/conv-{c}/weak",
+            False,
+            False,
+            paper={"harv": "A", "iso": None, "text": "A", "none": "B", "goldev": "A"},
+            probe={"harv": "B", "iso": "B"},
+        )
+        for c in (26, 30, 41, 42)
+    ]
     natural = EVALUATORS.get("harvest")(suite="harvest").summarize(records)["natural"]["locomo"]
     assert natural["reading"] == "paper_parse" and list(natural["readings"]) == ["paper_parse", "readout", "probe"]
     assert natural["harv_minus_iso"]["mean"] == 1.0 and natural["arms"]["iso"]["parsed"] == 0.0
@@ -300,12 +367,33 @@ def test_a_generating_run_reads_the_papers_parse_first_and_matbenchs_beside_it()
 def test_generate_and_evaluate_harvest_from_a_repository(tmp_path, tiny_dir, capsys):
     from matbench.cli import main
 
-    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json"), "--realtalk", str(shared_data() / "realtalk")]
+    sources = [
+        "--locomo",
+        str(shared_data() / "locomo" / "locomo10.json"),
+        "--realtalk",
+        str(shared_data() / "realtalk"),
+    ]
     assert main(["generate", "--suite", "harvest", "--n-items", "3", "--out", str(tmp_path / "suites"), *sources]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 3
     out = tmp_path / "run"
-    code = main(["eval", "--model", str(tiny_dir), "--suite", "harvest", "--dataset", str(tmp_path / "suites"),
-                 "--chunk-size", "4096", "--check", "--no-progress", "--output", str(out), *sources])
+    code = main(
+        [
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "--suite",
+            "harvest",
+            "--dataset",
+            str(tmp_path / "suites"),
+            "--chunk-size",
+            "4096",
+            "--check",
+            "--no-progress",
+            "--output",
+            str(out),
+            *sources,
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     results = json.loads((out / "harvest_probe_compact.json").read_text())
     natural = results["metrics"]["natural"]
@@ -342,5 +430,9 @@ def test_the_injected_carriers_donor_shift_is_on_the_scorecard():
     assert (value["positive"], value["negative"]) == (3, 1)
     assert value["ci"][0] <= value["mean"] <= value["ci"][1]
     assert evaluator.metric("injected_shift").text(value).startswith("+0.150 [")
-    assert evaluator.metric("injected_shift").value(EVALUATORS.get("harvest")(suite="harvest").summarize(
-        [_item("natural/locomo/conv-26/weak", True, False)])) is None  # no injected items: a dash
+    assert (
+        evaluator.metric("injected_shift").value(
+            EVALUATORS.get("harvest")(suite="harvest").summarize([_item("natural/locomo/conv-26/weak", True, False)])
+        )
+        is None
+    )  # no injected items: a dash

@@ -20,8 +20,10 @@ from tests.helpers import dialog_sources, shared_data
 
 @pytest.fixture(scope="module")
 def conversations():
-    return {(c.corpus, c.conversation): c for c in load_locomo(shared_data() / "locomo")
-            + load_realtalk(shared_data() / "realtalk")}
+    return {
+        (c.corpus, c.conversation): c
+        for c in load_locomo(shared_data() / "locomo") + load_realtalk(shared_data() / "realtalk")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +36,11 @@ def test_every_qa_with_a_carrier_gives_one_row_per_window_in_order(rows, convers
     assert len(rows) == len(WINDOWS) * len(qualifying)  # no negative needed, nothing refused
     assert {(r["corpus"], r["conversation"], r["qa_index"]) for r in rows} == qualifying
     for k in range(0, len(rows), len(WINDOWS)):  # a QA's windows are consecutive rows, 0, 1, 2
-        group = rows[k:k + len(WINDOWS)]
+        group = rows[k : k + len(WINDOWS)]
         assert [r["window"] for r in group] == list(WINDOWS)
         assert len({(r["conversation"], r["qa_index"]) for r in group}) == 1
     assert [r["index"] for r in rows] == list(range(len(rows)))
-    assert len({r["conversation"] for r in rows[:3 * 20]}) == 20  # round-robin over the 20 conversations
+    assert len({r["conversation"] for r in rows[: 3 * 20]}) == 20  # round-robin over the 20 conversations
 
 
 def test_the_windows_grow_around_the_carriers_under_the_papers_screens(rows, conversations):
@@ -66,8 +68,10 @@ def test_window_units_apply_each_screen_to_the_neighbours(conversations):
     c = sorted(known[d] for d in item.carriers)
     wide = window_units(conv, item, 1)
     assert set(c) <= set(wide) and set(wide) <= {j for i in c for j in (i - 1, i, i + 1)}
-    evidence = replace(item, evidence=item.evidence + tuple(conv.turns[j].dia_id for j in (c[0] - 1, c[0] + 1)
-                                                              if 0 <= j < len(conv.turns)))
+    evidence = replace(
+        item,
+        evidence=item.evidence + tuple(conv.turns[j].dia_id for j in (c[0] - 1, c[0] + 1) if 0 <= j < len(conv.turns)),
+    )
     assert not {c[0] - 1, c[0] + 1} & set(window_units(conv, evidence, 1)) - set(c)
 
 
@@ -108,10 +112,16 @@ def _arm(text: str, gold: str, judged: bool | None) -> ArmRecord:
 
     found = find_menu_words(text, (gold,))
     answer = found[0] if found else None
-    return ArmRecord(answers=(answer, answer), outcome="same", probe_answers=(gold, gold),
-                     probe_logp=((0.0,), (0.0,)), shift=0.0, texts=(text, text),
-                     paper_answers=(paper_pick(text, (gold,), "first"),) * 2,
-                     judged=(judged, judged) if judged is not None else None)
+    return ArmRecord(
+        answers=(answer, answer),
+        outcome="same",
+        probe_answers=(gold, gold),
+        probe_logp=((0.0,), (0.0,)),
+        shift=0.0,
+        texts=(text, text),
+        paper_answers=(paper_pick(text, (gold,), "first"),) * 2,
+        judged=(judged, judged) if judged is not None else None,
+    )
 
 
 def _freeform(conv: str, qa: int, window: int, harv: bool, iso: bool, judged: bool = True) -> PairRecord:
@@ -120,8 +130,16 @@ def _freeform(conv: str, qa: int, window: int, harv: bool, iso: bool, judged: bo
     texts = {"harv": say[harv], "iso": say[iso], "text": "Lisbonne", "none": "no idea", "goldev": "lisbon, in July"}
     arms = {arm: _arm(t, gold, (t == say[True] or arm == "goldev") if judged else None) for arm, t in texts.items()}
     variant = f"natural/locomo/{conv}/{'strong' if qa == 0 else 'weak'}/q{qa}/w{window}"
-    return PairRecord(item_id=f"{variant}", variant=variant, values=(gold, gold), menu=(gold,), budget=1, length=1,
-                      n_tokens=(1, 1), arms=arms)
+    return PairRecord(
+        item_id=f"{variant}",
+        variant=variant,
+        values=(gold, gold),
+        menu=(gold,),
+        budget=1,
+        length=1,
+        n_tokens=(1, 1),
+        arms=arms,
+    )
 
 
 def test_the_evaluator_reads_four_ways_and_measures_the_dose_on_the_same_qas():
@@ -131,8 +149,12 @@ def test_the_evaluator_reads_four_ways_and_measures_the_dose_on_the_same_qas():
     assert token_f1("The Lisbon trip", "lisbon") == pytest.approx(2 * (1 / 2) * 1 / (1 / 2 + 1))
     assert token_f1("Paris", "Lisbon") == 0.0 and token_f1("the", "a") == 1.0  # both empty after normalizing
     # w0: harv right, iso wrong on every QA; w1: both right; w2: both wrong.
-    records = [_freeform(f"conv-{c}", qa, w, harv=w in (0, 1), iso=w == 1)
-               for c in (26, 30, 41) for qa in (0, 1) for w in WINDOWS]
+    records = [
+        _freeform(f"conv-{c}", qa, w, harv=w in (0, 1), iso=w == 1)
+        for c in (26, 30, 41)
+        for qa in (0, 1)
+        for w in WINDOWS
+    ]
     evaluator = EVALUATORS.get("harvest_freeform")(suite="harvest_freeform")
     metrics = evaluator.summarize(records)
     assert metrics["readings"] == ["judge", "contains", "paper_contains", "f1"] and metrics["reading"] == "judge"
@@ -163,16 +185,20 @@ def test_the_judge_asks_the_papers_question_and_grades_each_text_once(tiny_llama
     from matbench.run import judge as judging
 
     request = judging.judge_request("When?", "July", "in July")
-    assert request == ("You are grading an answer to a question about an agent trajectory.\nQuestion: When?\n"
-                       "Reference answer: July\nCandidate answer: in July\n\nIs the candidate correct and consistent "
-                       "with the reference answer? Reply with exactly one word: yes or no.")
+    assert request == (
+        "You are grading an answer to a question about an agent trajectory.\nQuestion: When?\n"
+        "Reference answer: July\nCandidate answer: in July\n\nIs the candidate correct and consistent "
+        "with the reference answer? Reply with exactly one word: yes or no."
+    )
     assert judging.verdict(" Yes, it is") and not judging.verdict("no") and not judging.verdict("The answer: yes")
     seen = []
     tok = tiny_llama.tokenizer
 
     def fake_greedy(self, ids, max_new_tokens, stop_ids):
         seen.append((tok.decode(ids), max_new_tokens))
-        return tok("yes" if "Candidate answer: in July" in tok.decode(ids) else "no", add_special_tokens=False).input_ids
+        return tok(
+            "yes" if "Candidate answer: in July" in tok.decode(ids) else "no", add_special_tokens=False
+        ).input_ids
 
     monkeypatch.setattr(ModelRunner, "plain_greedy", fake_greedy)
     judge = judging.Judge(tiny_llama)
@@ -185,8 +211,12 @@ def test_the_judge_asks_the_papers_question_and_grades_each_text_once(tiny_llama
     record = replace(record, arms={n: replace(a, texts=(texts[n], texts[n])) for n, a in record.arms.items()})
     judged = judge.judge_record(pair, record, suite)
     assert {n: a.judged for n, a in judged.arms.items()} == {
-        "harv": (True, True), "iso": (True, True), "text": (False, False), "none": (False, False),
-        "goldev": (True, True)}
+        "harv": (True, True),
+        "iso": (True, True),
+        "text": (False, False),
+        "none": (False, False),
+        "goldev": (True, True),
+    }
     assert len(seen) == 3 and {n for _, n in seen} == {judging.JUDGE_TOKENS}  # one call per distinct text
     assert all(f"Question: {question}\nReference answer: {gold}\n" in text for text, _ in seen)
 
@@ -194,14 +224,42 @@ def test_the_judge_asks_the_papers_question_and_grades_each_text_once(tiny_llama
 def test_a_judged_run_of_a_tiny_model_end_to_end(tmp_path, tiny_dir, capsys):
     from matbench.cli import main
 
-    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json"), "--realtalk", str(shared_data() / "realtalk")]
+    sources = [
+        "--locomo",
+        str(shared_data() / "locomo" / "locomo10.json"),
+        "--realtalk",
+        str(shared_data() / "realtalk"),
+    ]
     out = tmp_path / "run"
-    code = main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--limit", "3", "--readout", "all",
-                 "--judge", str(tiny_dir), "--chunk-size", "4096", "--check", "--no-progress", "--output", str(out),
-                 *sources])
+    code = main(
+        [
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "--suite",
+            "harvest_freeform",
+            "--limit",
+            "3",
+            "--readout",
+            "all",
+            "--judge",
+            str(tiny_dir),
+            "--chunk-size",
+            "4096",
+            "--check",
+            "--no-progress",
+            "--output",
+            str(out),
+            *sources,
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     stem = f"harvest_freeform_short_compact_judge-{str(tiny_dir).strip('/').replace('/', '-')}"
-    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.attempts.jsonl", f"{stem}.items.jsonl", f"{stem}.json"]  # short alone
+    assert sorted(p.name for p in out.iterdir()) == [
+        f"{stem}.attempts.jsonl",
+        f"{stem}.items.jsonl",
+        f"{stem}.json",
+    ]  # short alone
     results = json.loads((out / f"{stem}.json").read_text())
     assert results["schema_version"] == SCHEMA_VERSION and results["config"]["judge"]["model"] == str(tiny_dir)
     assert results["config"]["readout"] == "short" and results["gates"]["A"]["passed"] == 3
@@ -226,13 +284,47 @@ def test_a_free_answer_suite_refuses_other_readouts_and_other_suites_refuse_a_ju
     from matbench.cli import main
 
     sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json")]
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--readout", "probe",
-                 "--output", str(tmp_path), *sources]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--suite",
+                "harvest_freeform",
+                "--readout",
+                "probe",
+                "--output",
+                str(tmp_path),
+                *sources,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
-    assert err.endswith("suite harvest_freeform is read by --readout short only (got probe); its arms ask open "
-                        "questions and score the text") and len(err.splitlines()) == 1
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "discovery", "--judge", str(tiny_dir),
-                 "--output", str(tmp_path)]) == 2
+    assert (
+        err.endswith(
+            "suite harvest_freeform is read by --readout short only (got probe); its arms ask open "
+            "questions and score the text"
+        )
+        and len(err.splitlines()) == 1
+    )
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--suite",
+                "discovery",
+                "--judge",
+                str(tiny_dir),
+                "--output",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "--judge grades free answers against a gold; suite discovery is read from its menu" in err
     assert len(err.splitlines()) == 1
@@ -252,16 +344,52 @@ def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(tmp_path
     monkeypatch.setattr(loading, "load_model", counted)
     sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json")]
     # a misspelt judge is named before the evaluated model's weights are read (3 rows: one whole QA)
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--limit", "3",
-                 "--judge", "smolm2-135m", "--output", str(tmp_path / "a"), *sources]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--suite",
+                "harvest_freeform",
+                "--limit",
+                "3",
+                "--judge",
+                "smolm2-135m",
+                "--output",
+                str(tmp_path / "a"),
+                *sources,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "unknown model 'smolm2-135m'" in err and "Did you mean the offline alias 'smollm2-135m'?" in err
     assert loads == ["smolm2-135m"] and len(err.splitlines()) == 1
     # the answering model as its own judge (kv_harvest3's setting): its weights load once
     loads.clear()
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "harvest_freeform", "--limit", "1",
-                 "--judge", str(tiny_dir), "--chunk-size", "4096", "--no-progress",
-                 "--output", str(tmp_path / "b"), *sources]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--suite",
+                "harvest_freeform",
+                "--limit",
+                "1",
+                "--judge",
+                str(tiny_dir),
+                "--chunk-size",
+                "4096",
+                "--no-progress",
+                "--output",
+                str(tmp_path / "b"),
+                *sources,
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     assert loads == [str(tiny_dir)]
 
 
@@ -273,8 +401,10 @@ def test_a_count_that_ends_inside_a_qas_windows_is_named_with_the_whole_qa_count
     err = capsys.readouterr().err
     whole = n - n % len(WINDOWS)  # every QA gives len(WINDOWS) consecutive rows (the test above)
     if n % len(WINDOWS):
-        assert err == (f"note: the first {n} harvest_freeform rows end inside a QA's windows ({n % len(WINDOWS)} of "
-                       f"its 3 rows kept: its dose lacks the rest); {whole} or {whole + 3} rows keep whole QAs\n")
+        assert err == (
+            f"note: the first {n} harvest_freeform rows end inside a QA's windows ({n % len(WINDOWS)} of "
+            f"its 3 rows kept: its dose lacks the rest); {whole} or {whole + 3} rows keep whole QAs\n"
+        )
     else:
         assert err == ""
     assert SUITES.get("harvest").dataset_rows(0, n, dialog_sources()) and capsys.readouterr().err == ""

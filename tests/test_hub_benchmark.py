@@ -42,16 +42,33 @@ def test_a_repository_without_a_task_suite_has_no_eval_yaml(tmp_path):
 
 def test_export_writes_one_entry_per_task_with_the_files_numbers(tmp_path, capsys):
     out = tmp_path / "repo"
-    assert main(["export", "--eval-results", str(DISCOVERY), str(CONTRACT / "trigger_probe_compact.json"),
-                 "--dataset-id", "org/suites", "--source-url", "https://example.org/lb", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--eval-results",
+                str(DISCOVERY),
+                str(CONTRACT / "trigger_probe_compact.json"),
+                "--dataset-id",
+                "org/suites",
+                "--source-url",
+                "https://example.org/lb",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     entries = yaml.safe_load((out / ".eval_results" / "matbench.yaml").read_text())
     metrics = json.loads(DISCOVERY.read_text())["metrics"]["arms"]["root"]
     assert [e["dataset"] for e in entries] == [{"id": "org/suites", "task_id": t.id} for t in HUB_TASKS]
     assert entries[0]["value"] == round(100 * metrics["classes"]["follow"] / metrics["n_pairs"], 4)
     assert entries[1]["value"] == round(metrics["donor_shift"]["mean"], 4)
     assert all(set(e) == {"dataset", "value", "date", "source"} and date.fromisoformat(e["date"]) for e in entries)
-    assert entries[0]["source"] == {"name": f"matbench probe/compact, {metrics['n_pairs']} pairs "
-                                            "(discovery_probe_compact.json)", "url": "https://example.org/lb"}
+    assert entries[0]["source"] == {
+        "name": f"matbench probe/compact, {metrics['n_pairs']} pairs (discovery_probe_compact.json)",
+        "url": "https://example.org/lb",
+    }
     assert capsys.readouterr().out.startswith(f"{out / '.eval_results' / 'matbench.yaml'}: 2 entries")
 
 

@@ -67,7 +67,11 @@ def kvpress_kept(model, ids: torch.Tensor, press, ratio: float) -> torch.Tensor:
             mask[heads, rows] = False
         else:
             scores = press.score(module, hidden, keys, values, output[1], kwargs)[0]
-            n = press.get_layer_budget(module, total) if hasattr(press, "get_layer_budget") else compute_n_kept(total, ratio)
+            n = (
+                press.get_layer_budget(module, total)
+                if hasattr(press, "get_layer_budget")
+                else compute_n_kept(total, ratio)
+            )
             mask.scatter_(-1, scores.topk(n, dim=-1).indices, True)
         kept[module.layer_idx] = mask
 
@@ -108,8 +112,14 @@ def matbench_kept(loaded, ids: torch.Tensor, spec: str, question: tuple[int, ...
     with torch.no_grad():
         loaded.model(input_ids=ids, use_cache=True, **{cache_keyword(loaded.model): cache})
     total = ids.shape[1]
-    rows = EventCache(tuple(layer.keys for layer in cache.layers), tuple(layer.values for layer in cache.layers),
-                      torch.arange(total), (0, 0), (), total)
+    rows = EventCache(
+        tuple(layer.keys for layer in cache.layers),
+        tuple(layer.values for layer in cache.layers),
+        torch.arange(total),
+        (0, 0),
+        (),
+        total,
+    )
     member = MemberLayout(tuple(ids[0].tolist()), tuple(range(total)), (0, 0), ())
     policy = parse_policy(spec)
     scores = policy.layer_scores(member, rows, SelectionContext(engine.runner, question=question))
@@ -144,9 +154,13 @@ def test_the_kvpress_policy_keeps_its_press_rows_and_never_patches_attention(tin
     via_adapter, policy = matbench_kept(loaded, ids, "kvpress:SnapKVPress(window_size=32, compression_ratio=0.5)")
     assert policy.spec == "kvpress:SnapKVPress(window_size=32)@0.5"
     assert torch.equal(via_adapter, matbench_kept(loaded, ids, "snapkv:window=32@0.5")[0])
-    assert torch.equal(via_adapter, kvpress_kept(loaded.model, ids, press_class("SnapKVPress")(0.5, window_size=32), 0.5))
+    assert torch.equal(
+        via_adapter, kvpress_kept(loaded.model, ids, press_class("SnapKVPress")(0.5, window_size=32), 0.5)
+    )
     assert {name: ALL_ATTENTION_FUNCTIONS[name] for name in ALL_ATTENTION_FUNCTIONS} == before
-    assert "kvpress.attention_patch" not in sys.modules and not hasattr(sys.modules["kvpress"], "patch_attention_functions")
+    assert "kvpress.attention_patch" not in sys.modules and not hasattr(
+        sys.modules["kvpress"], "patch_attention_functions"
+    )
 
 
 def test_a_question_aware_kvpress_press_keeps_the_builtin_question_aware_rows(tiny_llama):

@@ -80,7 +80,7 @@ def test_each_trajectory_holds_one_experiment_with_only_its_own_events():
             named = mirror if p.variant == "perturb/mention" else unrelated
             assert p.events[PERTURB_AT] == MENTION.format(m=named)
             assert p.slot_alternatives == ((PERTURB_AT, (MENTION.format(m=mirror), MENTION.format(m=unrelated))),)
-            assert unrelated not in " ".join(p.events[:PERTURB_AT] + p.events[PERTURB_AT + 1:])
+            assert unrelated not in " ".join(p.events[:PERTURB_AT] + p.events[PERTURB_AT + 1 :])
             arm = p.variant.split("/")[1]
             assert served[arm] == served[f"{arm}_cross"] == {0, ROOT_AT, PERTURB_AT}
             assert ("absent" in served) == (arm == "mention")
@@ -108,8 +108,9 @@ def test_the_two_perturbation_items_of_a_group_differ_only_in_the_referent():
 def test_make_item_is_a_draw_then_a_build():
     suite = SUITES.get("landing")
     for index, kind in enumerate(KINDS):
-        rng = random.Random(f"{'perturb' if kind.startswith('perturb') else kind}/"
-                            f"{suite.item_rng(5, index).getrandbits(64)}")
+        rng = random.Random(
+            f"{'perturb' if kind.startswith('perturb') else kind}/{suite.item_rng(5, index).getrandbits(64)}"
+        )
         item_id = f"x-{index}"
         if kind == "edge":
             built = build_edge(draw_edge(rng), item_id)
@@ -167,18 +168,32 @@ def test_swapping_every_donor_carrying_row_turns_one_member_into_the_other(tiny_
 
 # --- the evaluator on hand-made records ------------------------------------------------------
 
+
 def _arm(answers, shift=0.0, paper=None) -> ArmRecord:
     from matbench.protocol.outcomes import outcome
 
-    return ArmRecord(answers=tuple(answers), outcome=outcome(tuple(answers), STATES),
-                     probe_answers=tuple(a or "ONLINE" for a in answers), probe_logp=((0.0, 0.0), (0.0, 0.0)),
-                     shift=shift, paper_answers=None if paper is None else tuple(paper))
+    return ArmRecord(
+        answers=tuple(answers),
+        outcome=outcome(tuple(answers), STATES),
+        probe_answers=tuple(a or "ONLINE" for a in answers),
+        probe_logp=((0.0, 0.0), (0.0, 0.0)),
+        shift=shift,
+        paper_answers=None if paper is None else tuple(paper),
+    )
 
 
 def _record(index: int, variant: str, arms: dict, n_tokens=(500, 501)) -> PairRecord:
     arms = {**arms, "txt": _arm(STATES), "control": _arm(("ONLINE", "ONLINE"))}
-    return PairRecord(item_id=f"landing-v3-s0-{index:05d}", variant=variant, values=STATES, menu=STATES,
-                      budget=9, length=700, n_tokens=n_tokens, arms=arms)
+    return PairRecord(
+        item_id=f"landing-v3-s0-{index:05d}",
+        variant=variant,
+        values=STATES,
+        menu=STATES,
+        budget=9,
+        length=700,
+        n_tokens=n_tokens,
+        arms=arms,
+    )
 
 
 F, A, C_ON = STATES, STATES[::-1], ("ONLINE", "ONLINE")  # follow, anti, const answers
@@ -186,14 +201,17 @@ F, A, C_ON = STATES, STATES[::-1], ("ONLINE", "ONLINE")  # follow, anti, const a
 
 def test_root_effect_and_sensitivity_follow_kv_poscontrol():
     # mention: j = i cells follow the root; crossing the slot-18 rows turns member A to OFFLINE.
-    rec = _record(2, "perturb/mention", {"absent": _arm(F), "mention": _arm(F), "mention_cross": _arm(("OFFLINE", "OFFLINE"))})
+    rec = _record(
+        2, "perturb/mention", {"absent": _arm(F), "mention": _arm(F), "mention_cross": _arm(("OFFLINE", "OFFLINE"))}
+    )
     # cells: root A (j=A: ON, j=B: OFF) -> 1/2; root B (j=A: OFF, j=B: OFF) -> 0
     assert root_effect(rec, "mention") == 0.5 and root_effect(rec, "absent") == 1.0
     assert root_sensitive(rec, "mention") and root_sensitive(rec, "absent")
     const = _record(2, "perturb/mention", {"absent": _arm(C_ON), "mention": _arm(C_ON), "mention_cross": _arm(C_ON)})
     assert root_effect(const, "mention") == 0.0 and not root_sensitive(const, "mention")
-    off_menu = _record(2, "perturb/mention", {"absent": _arm((None, "OFFLINE")), "mention": _arm(F),
-                                              "mention_cross": _arm(F)})
+    off_menu = _record(
+        2, "perturb/mention", {"absent": _arm((None, "OFFLINE")), "mention": _arm(F), "mention_cross": _arm(F)}
+    )
     assert root_effect(off_menu, "absent") is None and root_effect(off_menu, "mention") == 1.0
 
 
@@ -202,19 +220,45 @@ def test_the_headline_on_hand_made_records():
     for g in range(4):
         base = 4 * g
         # edge: root_edge follows in every item, the crossed edge too (the edge is inert); edge-only const.
-        records.append(_record(base, "edge", {"root_edge": _arm(F, 1.0), "root_edge_cross": _arm(F, 0.5),
-                                              "root_only": _arm(F), "edge_only": _arm(C_ON, 0.0)}))
+        records.append(
+            _record(
+                base,
+                "edge",
+                {
+                    "root_edge": _arm(F, 1.0),
+                    "root_edge_cross": _arm(F, 0.5),
+                    "root_only": _arm(F),
+                    "edge_only": _arm(C_ON, 0.0),
+                },
+            )
+        )
         # depth-3: with the root 3 of 4 items right (both members), without it 1 of 4; the floor at chance.
-        d3 = {"depth3_c1": _arm(F), "depth3_c2": _arm(C_ON), "depth3_c3": _arm(C_ON),
-              "depth3_root": _arm(F if g < 3 else A, 0.2), "depth3_noroot": _arm(F if g < 1 else A, -0.1),
-              "depth3_floor": _arm(C_ON)}
+        d3 = {
+            "depth3_c1": _arm(F),
+            "depth3_c2": _arm(C_ON),
+            "depth3_c3": _arm(C_ON),
+            "depth3_root": _arm(F if g < 3 else A, 0.2),
+            "depth3_noroot": _arm(F if g < 1 else A, -0.1),
+            "depth3_floor": _arm(C_ON),
+        }
         records.append(_record(base + 1, "depth3", d3))
         # perturbation: the mention kills the root effect, the referent swap and absence do not;
         # groups 0-1 are length-matched, 2-3 are not.
-        records.append(_record(base + 2, "perturb/mention", {"absent": _arm(F, 2.0), "mention": _arm(C_ON, 0.5),
-                                                             "mention_cross": _arm(C_ON, 0.5)}))
-        records.append(_record(base + 3, "perturb/refswap", {"refswap": _arm(F, 1.5), "refswap_cross": _arm(F, 1.5)},
-                               n_tokens=(500, 501) if g < 2 else (499, 500)))
+        records.append(
+            _record(
+                base + 2,
+                "perturb/mention",
+                {"absent": _arm(F, 2.0), "mention": _arm(C_ON, 0.5), "mention_cross": _arm(C_ON, 0.5)},
+            )
+        )
+        records.append(
+            _record(
+                base + 3,
+                "perturb/refswap",
+                {"refswap": _arm(F, 1.5), "refswap_cross": _arm(F, 1.5)},
+                n_tokens=(500, 501) if g < 2 else (499, 500),
+            )
+        )
     metrics = EVALUATORS.get("landing")(suite="landing").summarize(records)
     head = metrics["headline"]
     assert head["root_edge_follow_anti"] == [4, 0] and head["edge_only_follow_anti"] == [0, 0]

@@ -10,8 +10,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where each top-level folder is installed (pyproject's package-dir).
-FOLDERS = {"matbench": ROOT / "matbench", "matbench.data_gen": ROOT / "data_gen",
-           "matbench.evaluators": ROOT / "evaluators", "matbench.leaderboard": ROOT / "leaderboard"}
+FOLDERS = {
+    "matbench": ROOT / "matbench",
+    "matbench.data_gen": ROOT / "data_gen",
+    "matbench.evaluators": ROOT / "evaluators",
+    "matbench.leaderboard": ROOT / "leaderboard",
+}
 # Bottom to top, as README "Layout" and CONTRIBUTING describe them.
 LAYERS = [
     ("matbench.errors", "matbench.registry", "matbench.stats", "matbench.plugins", "matbench"),
@@ -26,8 +30,17 @@ LAYERS = [
     ("matbench.bench",),
     ("matbench.commands", "matbench.cli", "matbench.__main__"),
 ]
-TORCH_FREE = ("matbench.errors", "matbench.registry", "matbench.stats", "matbench.plugins", "matbench.protocol",
-              "matbench.data_gen", "matbench.evaluators", "matbench.results", "matbench.leaderboard")
+TORCH_FREE = (
+    "matbench.errors",
+    "matbench.registry",
+    "matbench.stats",
+    "matbench.plugins",
+    "matbench.protocol",
+    "matbench.data_gen",
+    "matbench.evaluators",
+    "matbench.results",
+    "matbench.leaderboard",
+)
 
 
 def _layer(module: str) -> int:
@@ -68,8 +81,14 @@ MODULES = _modules()
 
 
 def test_every_module_is_found():
-    assert {"matbench.protocol.records", "matbench.engine.pair_engine", "matbench.data_gen.base",
-            "matbench.evaluators.base", "matbench.leaderboard.site", "matbench.cli"} <= set(MODULES)
+    assert {
+        "matbench.protocol.records",
+        "matbench.engine.pair_engine",
+        "matbench.data_gen.base",
+        "matbench.evaluators.base",
+        "matbench.leaderboard.site",
+        "matbench.cli",
+    } <= set(MODULES)
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

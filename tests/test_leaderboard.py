@@ -63,8 +63,11 @@ def test_the_submissions_are_the_stores_contract_experiment_and_audit_runs():
     # The same runs, whatever their formatting: the address is of the payload, not the file's bytes.
     results = Path(__file__).resolve().parents[1] / "results"
     stored = [p for c in ("contract", "experiments", "audit") for p in results_files(results / c, recursive=True)]
-    assert sorted(run_address(json.loads(p.read_bytes())) for p in runs) == sorted(
-        run_address(json.loads(p.read_bytes())) for p in stored) and runs
+    assert (
+        sorted(run_address(json.loads(p.read_bytes())) for p in runs)
+        == sorted(run_address(json.loads(p.read_bytes())) for p in stored)
+        and runs
+    )
 
 
 def test_site_from_the_committed_submissions(tmp_path):
@@ -74,8 +77,11 @@ def test_site_from_the_committed_submissions(tmp_path):
     models = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs}
     suites = {json.loads(p.read_text())["config"]["suite"] for p in runs}
     assert (summary.n_runs, summary.n_models) == (len(runs), len(models))
-    audited = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs
-               if json.loads(p.read_text())["config"].get("policy")}
+    audited = {
+        json.loads(p.read_text())["config"]["model"]["model"]
+        for p in runs
+        if json.loads(p.read_text())["config"].get("policy")
+    }
     # index, a page per suite, a page per model, a policies page per audited model
     assert summary.pages == 1 + len(suites_in_order()) + summary.n_models + len(audited) and len(audited) == 3
     assert sum(h.startswith("policies-") for h in _parse(site / "index.html").hrefs) == len(audited)
@@ -113,14 +119,19 @@ def test_the_runs_table_names_each_runs_departure_from_the_protocol(tmp_path):
     assert yarn == 15 and para == 30  # the three models' YaRN harvests; six para cells
     # The eviction audit: 10 policies x 4 budgets x 2 source modes, on 3 models x 2 suites each;
     # 4 of the policies on harvest too, for the same 3 models.
-    audit = Counter(f"policy {c['policy']}" + (", source evicted" if c.get("source_mode") else "")
-                    for c in (json.loads(r.path.read_text())["config"] for r in runs) if c.get("policy"))
-    on_harvest = {p for p in audit if p.split()[1].split("@")[0] in ("streaming_llm", "knorm", "snapkv",
-                                                                     "snapkv:question=True")}
+    audit = Counter(
+        f"policy {c['policy']}" + (", source evicted" if c.get("source_mode") else "")
+        for c in (json.loads(r.path.read_text())["config"] for r in runs)
+        if c.get("policy")
+    )
+    on_harvest = {
+        p for p in audit if p.split()[1].split("@")[0] in ("streaming_llm", "knorm", "snapkv", "snapkv:question=True")
+    }
     assert len(audit) == 80 and len(on_harvest) == 32
     assert {p: n for p, n in audit.items()} == {p: 6 + 3 * (p in on_harvest) for p in audit}
-    assert variants == Counter({"—": len(runs) - yarn - para - 480 - 96, "yarn ×4": yarn, "template para": para,
-                                **audit})
+    assert variants == Counter(
+        {"—": len(runs) - yarn - para - 480 - 96, "yarn ×4": yarn, "template para": para, **audit}
+    )
 
 
 def test_the_overview_ranks_are_the_paired_tests_of_the_committed_models(tmp_path):
@@ -128,15 +139,19 @@ def test_the_overview_ranks_are_the_paired_tests_of_the_committed_models(tmp_pat
     from matbench.leaderboard.ranks import compare, item_outcomes
 
     site = build_site([SUBMISSIONS], tmp_path / "site").out
-    cells = re.findall(r'<tr class="measured"[^>]*><td[^>]*data-sort="(\d+)"[^>]*>\d+</td><td[^>]*data-sort="(\d+)"',
-                       (site / "index.html").read_text())
+    cells = re.findall(
+        r'<tr class="measured"[^>]*><td[^>]*data-sort="(\d+)"[^>]*>\d+</td><td[^>]*data-sort="(\d+)"',
+        (site / "index.html").read_text(),
+    )
     entries = group_models(find_runs([SUBMISSIONS]), site)
     outcomes = [item_outcomes(e, site) for e in entries]
     assert len(cells) == len(entries) == 3 and all(len(o) == 256 for o in outcomes)
-    comparisons = [compare(a, b) for i, a in enumerate(outcomes) for b in outcomes[i + 1:]]
+    comparisons = [compare(a, b) for i, a in enumerate(outcomes) for b in outcomes[i + 1 :]]
     # on the 256 shared discovery pairs no paired test separates the three offline models: one rank each way
-    assert all(c.shared == 256 and not (c.a_follows_more or c.b_follows_more or c.a_shifts_more or c.b_shifts_more)
-               for c in comparisons)
+    assert all(
+        c.shared == 256 and not (c.a_follows_more or c.b_follows_more or c.a_shifts_more or c.b_shifts_more)
+        for c in comparisons
+    )
     assert cells == [("1", "1")] * 3
     assert "exact McNemar test" in (site / "index.html").read_text()
 
@@ -148,8 +163,9 @@ def test_a_hostile_model_name_stays_text_and_cannot_pick_a_path(tmp_path):
     assert "<script>window" not in html and "<img src=x" not in html
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
     written = [p.resolve() for p in tmp_path.rglob("*")]  # the run's inputs under runs/, all else in the site
-    assert written and all(p.is_relative_to(site.resolve()) or p.is_relative_to((tmp_path / "runs").resolve())
-                           for p in written)
+    assert written and all(
+        p.is_relative_to(site.resolve()) or p.is_relative_to((tmp_path / "runs").resolve()) for p in written
+    )
     assert not (tmp_path / "etc").exists()
     # In the CSV downloads the name is text behind an apostrophe; the JSON keeps it as submitted.
     import csv
@@ -166,14 +182,45 @@ def test_a_csv_cell_a_spreadsheet_would_run_goes_behind_an_apostrophe(tmp_path):
 
     from matbench.leaderboard.downloads import write_frame
 
-    cells = ["=1+1", "@SUM(A1)", "+cmd", "-2+3+cmd|' /C calc'!A0", "\tx", "-0.260", "+0.005 [-0.002, +0.011]",
-             "12.5%", "1e-05", "-1.5e-05 [-2e-05, 3.1]", "—", "smollm2-135m", "-", 3, -0.5, None]
+    cells = [
+        "=1+1",
+        "@SUM(A1)",
+        "+cmd",
+        "-2+3+cmd|' /C calc'!A0",
+        "\tx",
+        "-0.260",
+        "+0.005 [-0.002, +0.011]",
+        "12.5%",
+        "1e-05",
+        "-1.5e-05 [-2e-05, 3.1]",
+        "—",
+        "smollm2-135m",
+        "-",
+        3,
+        -0.5,
+        None,
+    ]
     frame = pd.DataFrame({"cell": pd.Series(cells, dtype=object)})
     write_frame(tmp_path, "t", frame)
     written = [r["cell"] for r in csv.DictReader((tmp_path / "t.csv").open())]
-    assert written == ["'=1+1", "'@SUM(A1)", "'+cmd", "'-2+3+cmd|' /C calc'!A0", "'\tx", "-0.260",
-                       "+0.005 [-0.002, +0.011]", "12.5%", "1e-05", "-1.5e-05 [-2e-05, 3.1]", "—", "smollm2-135m",
-                       "'-", "3", "-0.5", ""]
+    assert written == [
+        "'=1+1",
+        "'@SUM(A1)",
+        "'+cmd",
+        "'-2+3+cmd|' /C calc'!A0",
+        "'\tx",
+        "-0.260",
+        "+0.005 [-0.002, +0.011]",
+        "12.5%",
+        "1e-05",
+        "-1.5e-05 [-2e-05, 3.1]",
+        "—",
+        "smollm2-135m",
+        "'-",
+        "3",
+        "-0.5",
+        "",
+    ]
     assert [r["cell"] for r in json.loads((tmp_path / "t.json").read_text())] == cells
 
 
@@ -185,14 +232,22 @@ def _tamper(tmp_path: Path, edit) -> Path:
     return path
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["metrics"]["arms"]["root"]["classes"].__setitem__("follow", 9), "metrics.arms.root.classes.follow does not match"),
-    (lambda d: d["metrics"]["headline"].__setitem__("control_clean", False),
-     "metrics.headline.control_clean does not match"),
-    (lambda d: d["items"].__setitem__("log", "../../outside.items.jsonl"), "field items.log"),
-    (lambda d: d["items"].__setitem__("sha256", "0" * 64), "not the one the run wrote"),
-    (lambda d: d.__setitem__("script", "<script>"), "field script"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda d: d["metrics"]["arms"]["root"]["classes"].__setitem__("follow", 9),
+            "metrics.arms.root.classes.follow does not match",
+        ),
+        (
+            lambda d: d["metrics"]["headline"].__setitem__("control_clean", False),
+            "metrics.headline.control_clean does not match",
+        ),
+        (lambda d: d["items"].__setitem__("log", "../../outside.items.jsonl"), "field items.log"),
+        (lambda d: d["items"].__setitem__("sha256", "0" * 64), "not the one the run wrote"),
+        (lambda d: d.__setitem__("script", "<script>"), "field script"),
+    ],
+)
 def test_a_doctored_submission_is_refused_in_one_line(tmp_path, capsys, edit, message):
     path = _tamper(tmp_path, edit)
     assert main(["submit", str(path), "--store", str(tmp_path / "store")]) == 2
@@ -220,15 +275,20 @@ def _edit_first_record(line: str, edit) -> str:
     return json.dumps(record)
 
 
-@pytest.mark.parametrize("edit_line, message", [
-    (lambda line: "{not json", "line 1 is not JSON"),
-    (lambda line: "[1, 2]", "line 1: missing field 'item_id'"),
-    (lambda line: _edit_first_record(line, lambda r: r.pop("item_id")), "line 1: missing field 'item_id'"),
-    (lambda line: _edit_first_record(line, lambda r: r.pop("arms")), "missing field 'arms'"),
-    (lambda line: _edit_first_record(line, lambda r: r["arms"]["root"].__setitem__("class", "won")),
-     "arm root: class 'won' is not one of follow, anti, const, other"),
-    (lambda line: _edit_first_record(line, lambda r: r.__setitem__("scrore", 1)), "unknown field 'scrore'"),
-])
+@pytest.mark.parametrize(
+    "edit_line, message",
+    [
+        (lambda line: "{not json", "line 1 is not JSON"),
+        (lambda line: "[1, 2]", "line 1: missing field 'item_id'"),
+        (lambda line: _edit_first_record(line, lambda r: r.pop("item_id")), "line 1: missing field 'item_id'"),
+        (lambda line: _edit_first_record(line, lambda r: r.pop("arms")), "missing field 'arms'"),
+        (
+            lambda line: _edit_first_record(line, lambda r: r["arms"]["root"].__setitem__("class", "won")),
+            "arm root: class 'won' is not one of follow, anti, const, other",
+        ),
+        (lambda line: _edit_first_record(line, lambda r: r.__setitem__("scrore", 1)), "unknown field 'scrore'"),
+    ],
+)
 def test_a_submission_whose_log_lacks_records_is_refused_in_one_line(tmp_path, capsys, edit_line, message):
     # The log matches the results file's sha256 (both forged together), but its lines are not records.
     path = copy_run(RUN, tmp_path / "sub")
@@ -251,7 +311,9 @@ def test_store_is_content_addressed_and_idempotent(tmp_path):
     folder = tmp_path / "store" / "submissions" / first.address
     assert first == second and first.address == run.sha256[:16] == run_address(json.loads(RUN.read_bytes()))
     assert sorted(p.name for p in folder.iterdir()) == [
-        "discovery_probe_compact.items.jsonl.gz", "discovery_probe_compact.json"]
+        "discovery_probe_compact.items.jsonl.gz",
+        "discovery_probe_compact.json",
+    ]
     assert first.files == (folder / "discovery_probe_compact.json", folder / "discovery_probe_compact.items.jsonl.gz")
     bytes_once = [p.read_bytes() for p in first.files]
     store_submission(run, tmp_path / "store")  # the same bytes again: deterministic compression
@@ -268,6 +330,7 @@ def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
 
             class Info:
                 pr_url = "https://huggingface.co/datasets/x/y/discussions/1"
+
             return Info()
 
     api = FakeApi()
@@ -276,7 +339,8 @@ def test_hub_submission_opens_a_pull_request_with_both_files(tmp_path):
     assert api.kw["create_pr"] is True and api.kw["repo_type"] == "dataset"
     assert [op.path_in_repo for op in api.kw["operations"]] == [
         f"submissions/{run.address}/discovery_probe_compact.json",
-        f"submissions/{run.address}/discovery_probe_compact.items.jsonl.gz"]
+        f"submissions/{run.address}/discovery_probe_compact.items.jsonl.gz",
+    ]
 
 
 def _http_error(message: str) -> Exception:
@@ -287,18 +351,24 @@ def _http_error(message: str) -> Exception:
     return HfHubHTTPError(message, response=SimpleNamespace(headers={}, request=None))
 
 
-@pytest.mark.parametrize("error, name", [
-    (lambda: _http_error("403 Forbidden: you cannot open a pull request here\nmore detail"), "HfHubHTTPError"),
-    (lambda: ConnectionError("you cannot open a pull request here\nmore detail"), "ConnectionError"),
-])
+@pytest.mark.parametrize(
+    "error, name",
+    [
+        (lambda: _http_error("403 Forbidden: you cannot open a pull request here\nmore detail"), "HfHubHTTPError"),
+        (lambda: ConnectionError("you cannot open a pull request here\nmore detail"), "ConnectionError"),
+    ],
+)
 def test_hub_errors_are_one_line(tmp_path, error, name):
     class FailingApi:
         def create_commit(self, **kw):
             raise error()
 
     run = verify_submission(copy_run(RUN, tmp_path / "sub"))
-    with pytest.raises(MatbenchError, match=rf"^could not open a pull request on the Hub dataset org/x: {name}: "
-                                            r"(403 Forbidden: )?you cannot open a pull request here$"):
+    with pytest.raises(
+        MatbenchError,
+        match=rf"^could not open a pull request on the Hub dataset org/x: {name}: "
+        r"(403 Forbidden: )?you cannot open a pull request here$",
+    ):
         open_hub_pull_request(run, "org/x", api=FailingApi())
 
 
@@ -306,8 +376,11 @@ def test_build_cli_and_its_errors(tmp_path, capsys):
     assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "s")]) == 0
     runs = committed_runs()
     models = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs}
-    audited = {json.loads(p.read_text())["config"]["model"]["model"] for p in runs
-               if json.loads(p.read_text())["config"].get("policy")}
+    audited = {
+        json.loads(p.read_text())["config"]["model"]["model"]
+        for p in runs
+        if json.loads(p.read_text())["config"].get("policy")
+    }
     pages = 1 + len(suites_in_order()) + len(models) + len(audited)  # a policies page per audited model
     assert f"{len(models)} models, {len(runs)} results files, {pages} pages" in capsys.readouterr().out
     assert main(["leaderboard", "build", "--results", str(tmp_path / "none"), "--out", str(tmp_path / "t")]) == 2
@@ -319,8 +392,21 @@ def test_build_cli_and_its_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fails the results schema" in err
     missing = tmp_path / "no-reported.json"
-    assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "v"),
-                 "--reported", str(missing)]) == 2
+    assert (
+        main(
+            [
+                "leaderboard",
+                "build",
+                "--results",
+                str(SUBMISSIONS),
+                "--out",
+                str(tmp_path / "v"),
+                "--reported",
+                str(missing),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"reported figures {missing} cannot be read" in err
     assert not (tmp_path / "v").exists()
@@ -421,7 +507,7 @@ def test_each_reported_figure_sits_in_a_column_computed_the_same_way(tmp_path):
         placed = 0
         for row in (r for r in rows if r.kind == "reported"):
             model, readout = row.cells[0].sort or None, row.cells[2].sort
-            for metric, cell in zip(metrics, row.cells[4:4 + len(metrics)]):
+            for metric, cell in zip(metrics, row.cells[4 : 4 + len(metrics)]):
                 if cell is not EMPTY:
                     assert cell.text.startswith(metric.text(figure(model, suite, readout, metric).value))
                     placed += 1
@@ -448,40 +534,73 @@ def test_the_policies_page_shows_each_audit_cell_and_the_oracle_row_from_their_f
     sections = audit_sections(entry, links)
     audits = [r for r in entry.runs if r.results.config.policy]
     arms = {(r.results.config.suite, arm) for r in audits for arm in r.results.metrics["selection"] if "/" not in arm}
-    assert sorted((s.suite, s.arm) for s in sections) == sorted(arms) and (sections[0].suite, sections[0].arm) == ("discovery", "root")
+    assert sorted((s.suite, s.arm) for s in sections) == sorted(arms) and (sections[0].suite, sections[0].arm) == (
+        "discovery",
+        "root",
+    )
     section = next(s for s in sections if (s.suite, s.arm) == ("discovery", "root"))
     shift = next(m for m in section.maps if m.metric.key == "shift")
     assert shift.columns == [(mode, b) for mode in ("natural", "evicted") for b in ("0.25", "0.5", "0.75", "0.875")]
     rows = dict(shift.rows)
-    assert next(iter(rows)) == "oracle (whole events)" and len(rows) == 1 + len({r.results.config.policy.split("@")[0]
-                                                                                 for r in audits})
-    run = next(r for r in audits if r.results.config.policy == "snapkv@0.75" and r.results.config.source_mode
-               and r.results.config.suite == "discovery")
+    assert next(iter(rows)) == "oracle (whole events)" and len(rows) == 1 + len(
+        {r.results.config.policy.split("@")[0] for r in audits}
+    )
+    run = next(
+        r
+        for r in audits
+        if r.results.config.policy == "snapkv@0.75"
+        and r.results.config.source_mode
+        and r.results.config.suite == "discovery"
+    )
     hidden = run.results.metrics["selection"]["root"]["materialization"]["donor_hidden"]
     cell = rows["snapkv"][shift.columns.index(("evicted", "0.75"))]
     assert cell.text == f"{hidden['shift']['mean']:+.3f}" and cell.href == f"r/{run.sha256}"
     assert cell.strong == (hidden["shift"]["ci"][0] > 0 or hidden["shift"]["ci"][1] < 0)
-    oracle = next(r for r in entry.runs if not r.results.config.variants and r.results.config.suite == "discovery"
-                  and (r.results.config.readout, r.results.config.serving) == (section.readout, section.serving)
-                  and r.results.config.n_items == max(x.results.config.n_items for x in entry.runs
-                                                      if x.results.config.suite == "discovery" and not x.results.config.variants
-                                                      and x.results.config.readout == section.readout
-                                                      and x.results.config.serving == section.serving))
+    oracle = next(
+        r
+        for r in entry.runs
+        if not r.results.config.variants
+        and r.results.config.suite == "discovery"
+        and (r.results.config.readout, r.results.config.serving) == (section.readout, section.serving)
+        and r.results.config.n_items
+        == max(
+            x.results.config.n_items
+            for x in entry.runs
+            if x.results.config.suite == "discovery"
+            and not x.results.config.variants
+            and x.results.config.readout == section.readout
+            and x.results.config.serving == section.serving
+        )
+    )
     lines = [json.loads(line) for line in oracle.log.read_text().splitlines() if line.strip()]
-    lines = sorted(lines, key=lambda d: d["item_id"])[:oracle.results.items.n_records]
+    lines = sorted(lines, key=lambda d: d["item_id"])[: oracle.results.items.n_records]
     mean = sum(d["arms"]["root"]["shift"] for d in lines) / len(lines)
     assert {c.text for c in rows["oracle (whole events)"]} == {f"{mean:+.3f}"}
     leak = dict(next(m for m in section.maps if m.metric.key == "leak").rows)
     assert "oracle (whole events)" not in leak  # a leak needs a policy's choice
     memory = dict(next(m for m in section.maps if m.metric.key == "memory").rows)
-    merged = next(r for r in audits if r.results.config.policy == "merging@0.75" and r.results.config.source_mode
-                  and r.results.config.suite == "discovery").results.metrics["selection"]["root"]
-    assert memory["merging"][shift.columns.index(("evicted", "0.75"))].text == \
-        f"{merged['needed_bytes_mean'] / merged['served_bytes_mean']:.2f}"
+    merged = next(
+        r
+        for r in audits
+        if r.results.config.policy == "merging@0.75"
+        and r.results.config.source_mode
+        and r.results.config.suite == "discovery"
+    ).results.metrics["selection"]["root"]
+    assert (
+        memory["merging"][shift.columns.index(("evicted", "0.75"))].text
+        == f"{merged['needed_bytes_mean'] / merged['served_bytes_mean']:.2f}"
+    )
     assert memory["snapkv"][0].text == "—"  # a schema 1.9 file: no bytes recorded
     # schema 1.9 files hold no count-matched leak: no such heat map for them
-    assert [m.metric.key for m in section.maps] == [m.key for m in AUDIT_METRICS if any(
-        m.read(r.results.metrics["selection"]["root"]) is not None for r in audits if "root" in r.results.metrics["selection"])]
+    assert [m.metric.key for m in section.maps] == [
+        m.key
+        for m in AUDIT_METRICS
+        if any(
+            m.read(r.results.metrics["selection"]["root"]) is not None
+            for r in audits
+            if "root" in r.results.metrics["selection"]
+        )
+    ]
 
 
 def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(tmp_path):
@@ -491,15 +610,32 @@ def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(t
     from matbench.leaderboard.collect import group_models
     from matbench.leaderboard.policies import AUDIT_METRICS, _model_settings, _oracle_run
 
-    every = {"n": 4, "classes": {}, "follow_rate": {"rate": 0.5, "ci": [0.1, 0.9], "n": 4},
-             "shift": {"mean": 0.0, "ci": [0.0, 0.0]}, "accuracy": {"mean": 0.625, "ci": [0.25, 1.0], "n": 4}, "paired": 0}
-    block = {"n_pairs": 4, "members_differ": {"rate": 0.0, "ci": [0.0, 0.5], "n": 4},
-             "members_differ_matched": {"rate": 0.0, "ci": [0.0, 0.5], "n": 4},
-             "source_kept": {"a": {"rate": 0.25, "ci": [0.0, 0.7], "n": 4}},
-             "materialization": {"all": every, "donor_hidden": every}}
+    every = {
+        "n": 4,
+        "classes": {},
+        "follow_rate": {"rate": 0.5, "ci": [0.1, 0.9], "n": 4},
+        "shift": {"mean": 0.0, "ci": [0.0, 0.0]},
+        "accuracy": {"mean": 0.625, "ci": [0.25, 1.0], "n": 4},
+        "paired": 0,
+    }
+    block = {
+        "n_pairs": 4,
+        "members_differ": {"rate": 0.0, "ci": [0.0, 0.5], "n": 4},
+        "members_differ_matched": {"rate": 0.0, "ci": [0.0, 0.5], "n": 4},
+        "source_kept": {"a": {"rate": 0.25, "ci": [0.0, 0.7], "n": 4}},
+        "materialization": {"all": every, "donor_hidden": every},
+    }
     reads = {m.key: m.read(block) for m in AUDIT_METRICS}
-    assert reads == {"shift": None, "follow": None, "accuracy": (0.625, [0.25, 1.0], 4), "margin": None, "leak": None,
-                     "leak_matched": None, "memory": None, "source_kept": (0.25, [0.0, 0.7], 4)}
+    assert reads == {
+        "shift": None,
+        "follow": None,
+        "accuracy": (0.625, [0.25, 1.0], 4),
+        "margin": None,
+        "leak": None,
+        "leak_matched": None,
+        "memory": None,
+        "source_kept": (0.25, [0.0, 0.7], 4),
+    }
     margin = {"mean": -0.5, "ci": [-0.75, -0.25], "n": 4}
     with_margin = {**block, "materialization": {"all": {**every, "margin": margin}, "donor_hidden": every}}
     assert next(m for m in AUDIT_METRICS if m.key == "margin").read(with_margin) == (-0.5, [-0.75, -0.25], 4)
@@ -507,14 +643,22 @@ def test_the_policies_page_reads_accuracy_not_a_donor_shift_for_unpaired_items(t
     assert next(m for m in AUDIT_METRICS if m.key == "shift").read(paired) == (0.0, [0.0, 0.0], 4)
     assert next(m for m in AUDIT_METRICS if m.key == "leak").read(paired) == (0.0, [0.0, 0.5], 4)
     entry = next(e for e in group_models(find_runs([SUBMISSIONS]), home=tmp_path) if e.name == "smollm2-135m")
-    contract = next(r for r in entry.runs if r.results.config.suite == "harvest" and r.results.config.serving == "compact"
-                    and r.results.config.readout == "probe" and not r.results.config.policy)
+    contract = next(
+        r
+        for r in entry.runs
+        if r.results.config.suite == "harvest"
+        and r.results.config.serving == "compact"
+        and r.results.config.readout == "probe"
+        and not r.results.config.policy
+    )
     audit = contract.results.config.model_copy(update={"policy": "knorm@0.5", "source_mode": "evicted"})
     assert _model_settings(audit) == ("yarn ×4",)
     assert _oracle_run(entry, "harvest", "probe", "compact", _model_settings(audit)) is contract
     plain = audit.model_copy(update={"rope_yarn": None})  # an audit without YaRN: the protocol run without it
     reference = _oracle_run(entry, "harvest", "probe", "compact", _model_settings(plain))
-    assert reference is not None and reference.results.config.variants == [] and reference.results.config.rope_yarn is None
+    assert (
+        reference is not None and reference.results.config.variants == [] and reference.results.config.rope_yarn is None
+    )
     templated = audit.model_copy(update={"template": "para"})  # no protocol run of harvest with that template
     assert _oracle_run(entry, "harvest", "probe", "compact", _model_settings(templated)) is None
 
@@ -550,7 +694,13 @@ def test_the_parquet_holds_one_row_per_results_file_with_its_headline_metrics(co
         config = by_sha[row["sha256"]]["config"]
         policy, budget = split_budget(config["policy"]) if config.get("policy") else (None, None)
         assert (row["model"], row["suite"], row["readout"], row["serving"], row["policy"], row["budget"]) == (
-            config["model"]["model"], config["suite"], config["readout"], config["serving"], policy, budget)
+            config["model"]["model"],
+            config["suite"],
+            config["readout"],
+            config["serving"],
+            policy,
+            budget,
+        )
         assert row["results"] in index and row["items_log"] in index  # the runs table's evidence links
         assert file_sha256(site / row["results"]) == row["sha256"]
         for metric in (m for m in EVALUATORS.get(config["suite"]).contract if m.overview):
@@ -559,12 +709,20 @@ def test_the_parquet_holds_one_row_per_results_file_with_its_headline_metrics(co
                 name = f"{config['suite']}.{metric.key}"
                 mean, ci = metric.fields
                 assert (row[f"{name}.{mean}"], row[f"{name}.{ci}_low"], row[f"{name}.{ci}_high"]) == (
-                    value[mean], *value[ci])
+                    value[mean],
+                    *value[ci],
+                )
                 checked += 1
-    assert checked == sum(m.format.value in ("rate_ci", "signed_ci")
-                          and m.value(json.loads(p.read_text())["metrics"]) is not None
-                          for p in runs for m in EVALUATORS.get(json.loads(p.read_text())["config"]["suite"]).contract
-                          if m.overview) > 0
+    assert (
+        checked
+        == sum(
+            m.format.value in ("rate_ci", "signed_ci") and m.value(json.loads(p.read_text())["metrics"]) is not None
+            for p in runs
+            for m in EVALUATORS.get(json.loads(p.read_text())["config"]["suite"]).contract
+            if m.overview
+        )
+        > 0
+    )
 
 
 def test_without_a_parquet_engine_the_build_says_so_in_one_line(tmp_path, capsys, monkeypatch):
@@ -627,15 +785,30 @@ def test_evidence_link_points_each_number_at_its_submission_on_the_hub(tmp_path,
     from matbench.leaderboard.collect import check_run
 
     trigger = next(p for p in committed_runs() if p.name == "trigger_probe_compact.json")
-    stored = [store_submission(check_run(copy_run(p, tmp_path / "in" / p.stem)), tmp_path / "subs") for p in (RUN, trigger)]
-    args = ["leaderboard", "build", "--results", str(tmp_path / "subs"), "--evidence", "link",
-            "--hub-dataset", "org/subs", "--hub-revision", "v1"]
+    stored = [
+        store_submission(check_run(copy_run(p, tmp_path / "in" / p.stem)), tmp_path / "subs") for p in (RUN, trigger)
+    ]
+    args = [
+        "leaderboard",
+        "build",
+        "--results",
+        str(tmp_path / "subs"),
+        "--evidence",
+        "link",
+        "--hub-dataset",
+        "org/subs",
+        "--hub-revision",
+        "v1",
+    ]
     assert main([*args, "--out", str(tmp_path / "site")]) == 0
     assert capsys.readouterr().err == ""  # every run has its address: nothing copied, nothing to say
     site = tmp_path / "site"
     assert not (site / "evidence").exists()
-    expected = {f"https://huggingface.co/datasets/org/subs/resolve/v1/submissions/{s.address}/{f.name}"
-                for s in stored for f in s.files}
+    expected = {
+        f"https://huggingface.co/datasets/org/subs/resolve/v1/submissions/{s.address}/{f.name}"
+        for s in stored
+        for f in s.files
+    }
     hrefs = {h for page in site.glob("*.html") for h in _parse(page).hrefs if h.startswith("https://")}
     assert hrefs == expected and len(expected) == 4
     frame = pd.read_parquet(site / "leaderboard.parquet")
@@ -644,21 +817,28 @@ def test_evidence_link_points_each_number_at_its_submission_on_the_hub(tmp_path,
     loose = copy_run(trigger, tmp_path / "loose" / "x", model="loose-model")
     assert main([*args, "--results", str(tmp_path / "loose"), "--out", str(tmp_path / "mixed")]) == 0
     err = capsys.readouterr().err
-    assert err == ("note: 1 of 3 results files have no Hub address (not stored as submissions/<address>/ by "
-                   "matbench submit): their evidence is copied under evidence/\n")
-    copied = sorted(p.relative_to(tmp_path / "mixed") for p in (tmp_path / "mixed" / "evidence").rglob("*") if p.is_file())
+    assert err == (
+        "note: 1 of 3 results files have no Hub address (not stored as submissions/<address>/ by "
+        "matbench submit): their evidence is copied under evidence/\n"
+    )
+    copied = sorted(
+        p.relative_to(tmp_path / "mixed") for p in (tmp_path / "mixed" / "evidence").rglob("*") if p.is_file()
+    )
     stem = run_address(json.loads(loose.read_bytes()))
     assert [p.name for p in copied] == [f"{stem}.items.jsonl", f"{stem}.json"]
     mixed = {h for page in (tmp_path / "mixed").glob("*.html") for h in _parse(page).hrefs}
     assert expected <= mixed and {str(p) for p in copied} <= mixed
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--evidence", "link"], "--evidence link needs --hub-dataset ORG/NAME"),
-    (["--evidence", "link", "--hub-dataset", "../etc"], "--hub-dataset '../etc' is not a Hub repository id"),
-    (["--evidence", "link", "--hub-dataset", "a/b/c"], "--hub-dataset 'a/b/c' is not a Hub repository id"),
-    (["--hub-dataset", "org/subs"], "--hub-dataset is for --evidence link"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--evidence", "link"], "--evidence link needs --hub-dataset ORG/NAME"),
+        (["--evidence", "link", "--hub-dataset", "../etc"], "--hub-dataset '../etc' is not a Hub repository id"),
+        (["--evidence", "link", "--hub-dataset", "a/b/c"], "--hub-dataset 'a/b/c' is not a Hub repository id"),
+        (["--hub-dataset", "org/subs"], "--hub-dataset is for --evidence link"),
+    ],
+)
 def test_evidence_flags_are_refused_in_one_line_before_anything_is_written(tmp_path, capsys, flags, message):
     assert main(["leaderboard", "build", "--results", str(SUBMISSIONS), "--out", str(tmp_path / "site"), *flags]) == 2
     err = capsys.readouterr().err
@@ -702,8 +882,11 @@ def test_paired_ranks_separate_a_synthetic_pair_of_models_with_a_known_differenc
     copy_run(RUN, runs / "weak", model="weak-model")
     _stronger_copy(RUN, runs / "strong", "strong-model", n_follow=16, lift=0.5)
     site = build_site([runs], tmp_path / "site").out
-    cells = re.findall(r'<tr class="measured"[^>]*><td[^>]*data-sort="(\d+)"[^>]*>\d+</td><td[^>]*data-sort="(\d+)"'
-                       r'[^>]*>\d+</td><td data-sort="([^"]+)"', (site / "index.html").read_text())
+    cells = re.findall(
+        r'<tr class="measured"[^>]*><td[^>]*data-sort="(\d+)"[^>]*>\d+</td><td[^>]*data-sort="(\d+)"'
+        r'[^>]*>\d+</td><td data-sort="([^"]+)"',
+        (site / "index.html").read_text(),
+    )
     assert cells == [("1", "1", "strong-model"), ("2", "2", "weak-model")]
     strong, weak = (item_outcomes(e, site) for e in sorted(group_models(find_runs([runs]), site), key=lambda e: e.name))
     c = compare(strong, weak)
@@ -717,8 +900,8 @@ def test_the_reported_badge_sits_in_the_model_cell(tmp_path):
 
     site = build_site([SUBMISSIONS], tmp_path / "site").out
     html = (site / "index.html").read_text()
-    overview = html[html.index('<table class="sortable" id="overview">'):]
-    overview = overview[:overview.index("</table>")]
+    overview = html[html.index('<table class="sortable" id="overview">') :]
+    overview = overview[: overview.index("</table>")]
     rows = re.findall(r'<tr class="reported"[^>]*>(.*?)</tr>', overview)
     assert rows  # the paper's rows
     for row in rows:

@@ -26,8 +26,16 @@ if not Path(CHROMIUM).exists() and not REQUIRED:
     pytest.skip("no chromium here (apt-get install chromium); CI requires it", allow_module_level=True)
 
 # Flags for a sandboxed root user on a closed network (see the machine notes): no background traffic.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +69,9 @@ def page(site):
 def test_overview_has_a_row_per_model_and_runs_a_row_per_results_file(page):
     n_reported = sum(model is not None for model, _ in load_reported().rows())
     models = {json.loads(p.read_text())["config"]["model"]["model"] for p in committed_runs()}
-    assert page.locator("#overview tbody tr.measured").count() == len(models) + 1  # the offline models + the hostile one
+    assert (
+        page.locator("#overview tbody tr.measured").count() == len(models) + 1
+    )  # the offline models + the hostile one
     assert page.locator("#overview tbody tr.reported").count() == n_reported
     assert page.locator("#runs tbody tr").count() == len(committed_runs()) + 1
 
@@ -175,7 +185,10 @@ def test_filtering_by_one_model_leaves_only_its_rows(page, site):
     counts = Counter(_config(p)["model"]["model"] for p in committed_runs())
     model = counts.most_common()[-1][0]  # the model with the fewest runs
     total = len(committed_runs()) + 1
-    assert page.locator("#runs-filter-model option").all_inner_texts() == ["all", *sorted({*counts, HOSTILE}, key=str.lower)]
+    assert page.locator("#runs-filter-model option").all_inner_texts() == [
+        "all",
+        *sorted({*counts, HOSTILE}, key=str.lower),
+    ]
     page.select_option("#runs-filter-model", label=model)
     shown = _shown(page, "runs")
     assert shown.count() == counts[model] < total

@@ -32,7 +32,9 @@ def test_batch_grows_with_free_memory_and_stays_within_bounds():
     config = _qwen3_8b()
     per_pair = pair_bytes(config, 2, 600, 4, eager=True)
     assert per_pair > pair_bytes(config, 2, 600, 4, eager=False) > pair_bytes(config, 2, 300, 4, eager=False)
-    assert batch_pairs_for(20 * per_pair, config, 2, 600, 4, True) > batch_pairs_for(10 * per_pair, config, 2, 600, 4, True)
+    assert batch_pairs_for(20 * per_pair, config, 2, 600, 4, True) > batch_pairs_for(
+        10 * per_pair, config, 2, 600, 4, True
+    )
     assert batch_pairs_for(per_pair, config, 2, 600, 4, True) == 1  # never below one pair
     assert batch_pairs_for(10**15, config, 2, 600, 4, True) == MAX_BATCH_PAIRS
 
@@ -40,15 +42,34 @@ def test_batch_grows_with_free_memory_and_stays_within_bounds():
 def test_results_report_peak_memory_and_batching(tmp_path, tiny_dir):
     from matbench.cli import main
 
-    assert main(["eval", "--model", str(tiny_dir), "--device", "cpu", "--limit", "2", "--no-progress",
-                 "--output", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--device",
+                "cpu",
+                "--limit",
+                "2",
+                "--no-progress",
+                "--output",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     payload = json.loads((tmp_path / "discovery_probe_compact.json").read_text())
     resources = payload["resources"]
     from matbench.results.schema import SCHEMA_VERSION
 
     assert payload["schema_version"] == SCHEMA_VERSION  # written at the current version (resources: 1.2 on)
     assert resources["memory_kind"] == "cpu_rss" and resources["peak_memory_gib"] > 0.1
-    assert (resources["batch_pairs"], resources["batch_pairs_chosen_from_memory"], resources["processes"]) == (2, False, 1)
+    assert (resources["batch_pairs"], resources["batch_pairs_chosen_from_memory"], resources["processes"]) == (
+        2,
+        False,
+        1,
+    )
 
 
 def test_the_estimate_covers_the_rows_a_pair_really_holds(tiny_llama):
@@ -101,8 +122,11 @@ def test_the_batch_is_sized_within_the_cap(monkeypatch, tiny_llama, pairs):
     longest = max(len(m.input_ids) for lay in layouts for m in lay.members)
     arms = max(len(lay.pair.arms) for lay in layouts)
     assert capped == batch_pairs_for(0, tiny_llama.text_config, 4, longest, arms, False) == 1
-    assert choose_batch_pairs(on_gpu, pairs, engine.prefetch_layouts) == batch_pairs_for(
-        100 * gib, tiny_llama.text_config, 4, longest, arms, False) == MAX_BATCH_PAIRS
+    assert (
+        choose_batch_pairs(on_gpu, pairs, engine.prefetch_layouts)
+        == batch_pairs_for(100 * gib, tiny_llama.text_config, 4, longest, arms, False)
+        == MAX_BATCH_PAIRS
+    )
 
 
 def test_the_cap_is_set_on_the_device_index(monkeypatch):

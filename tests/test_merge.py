@@ -40,8 +40,11 @@ def test_two_shards_merge_into_what_one_process_writes(runs, capsys):
     assert main(["merge", str(runs / "a"), str(runs / "b"), "--output", str(runs / "merged")]) == 0
     printed = capsys.readouterr().out
     merged_results = read_results(runs / "merged" / f"{STEM}.json")
-    assert printed.strip().splitlines() == [f"merged 2 shards into {runs / 'merged'}", "",
-                                            *run_summary(merged_results, runs / "merged")]
+    assert printed.strip().splitlines() == [
+        f"merged 2 shards into {runs / 'merged'}",
+        "",
+        *run_summary(merged_results, runs / "merged"),
+    ]
     assert {f: _snapshot(runs / f) for f in ("a", "b")} == before  # the shards are left as they were
 
     log = (runs / "merged" / f"{STEM}.items.jsonl").read_bytes()
@@ -50,10 +53,12 @@ def test_two_shards_merge_into_what_one_process_writes(runs, capsys):
     merged = json.loads((runs / "merged" / f"{STEM}.json").read_text())
     assert merged["metrics"] == one["metrics"] and merged["gates"] == one["gates"]
     assert merged["gates"]["A"]["checked"] == 5
-    assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == \
-        {k: v for k, v in one.items() if k not in ATTEMPT_FIELDS}  # config, hash, items (sha256 too), version
-    assert {k: v for k, v in merged["invocation"].items() if k != "output"} == \
-        {k: v for k, v in one["invocation"].items() if k != "output"}
+    assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == {
+        k: v for k, v in one.items() if k not in ATTEMPT_FIELDS
+    }  # config, hash, items (sha256 too), version
+    assert {k: v for k, v in merged["invocation"].items() if k != "output"} == {
+        k: v for k, v in one["invocation"].items() if k != "output"
+    }
     assert merged["invocation"]["output"] == str(runs / "merged")
 
     # The attempt fields: every shard's, read from its attempts file.
@@ -67,14 +72,20 @@ def test_two_shards_merge_into_what_one_process_writes(runs, capsys):
     assert merged["resources"]["peak_memory_gib"] == max(peak)
     assert (merged["resources"]["attempts"], merged["resources"]["processes"]) == (2, 2)
     parts = merged["merged"]["shards"]
-    assert [(p["shard"], p["n_items"], p["wall_seconds"], p["attempts"]) for p in parts] == [(0, 2, wall[0], 1),
-                                                                                            (1, 3, wall[1], 1)]
+    assert [(p["shard"], p["n_items"], p["wall_seconds"], p["attempts"]) for p in parts] == [
+        (0, 2, wall[0], 1),
+        (1, 3, wall[1], 1),
+    ]
     assert merged["environment"] == parts[0]["environment"]
 
     # Merging again writes the same; rescore reads the merged file like any other.
     assert main(["merge", str(runs / "a"), str(runs / "b"), "--output", str(runs / "merged"), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"readout": "probe", "serving": "compact", "shards": 2,
-                                                   **one["metrics"]["headline"]}
+    assert json.loads(capsys.readouterr().out) == {
+        "readout": "probe",
+        "serving": "compact",
+        "shards": 2,
+        **one["metrics"]["headline"],
+    }
     assert (runs / "merged" / f"{STEM}.items.jsonl").read_bytes() == log
     assert main(["rescore", str(runs / "merged" / f"{STEM}.json")]) == 0
     capsys.readouterr()
@@ -150,10 +161,13 @@ def test_shards_run_on_a_cpu_and_a_gpu_merge_naming_both_devices(runs, tmp_path,
     merged = json.loads((tmp_path / "m" / f"{STEM}.json").read_text())
     assert merged["config"]["model"]["device"] == "cpu+cuda" and one["config"]["model"]["device"] == "cpu"
     merged["config"]["model"]["device"] = "cpu"
-    assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == \
-        {k: v for k, v in one.items() if k not in ATTEMPT_FIELDS}  # the same key, metrics, gates, items
-    assert [(p["environment"]["gpu"], p["device"], p["location"]) for p in merged["merged"]["shards"]] == \
-        [(None, "cpu", one["config"]["model"]["location"]), ("NVIDIA H200", "cuda", "/elsewhere/tiny")]
+    assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == {
+        k: v for k, v in one.items() if k not in ATTEMPT_FIELDS
+    }  # the same key, metrics, gates, items
+    assert [(p["environment"]["gpu"], p["device"], p["location"]) for p in merged["merged"]["shards"]] == [
+        (None, "cpu", one["config"]["model"]["location"]),
+        ("NVIDIA H200", "cuda", "/elsewhere/tiny"),
+    ]
 
     # Another dtype or attention kernel is another configuration, named.
     _relabel_device(gpu, 1, "cuda")
@@ -168,9 +182,11 @@ def test_shards_run_on_a_cpu_and_a_gpu_merge_naming_both_devices(runs, tmp_path,
     described["config_hash"] = run_key(described["config"])
     path.write_text(json.dumps(described, sort_keys=True) + "\n")
     line = _refused([str(runs / "a"), str(gpu), "--output", str(tmp_path / "n")], capsys)
-    assert "ran different configurations (model.attn_implementation: sdpa_grouped vs eager); run the shards " \
-           "with the same options (--dtype, --attn-implementation, --decode-graphs, --fused-kernels: their " \
-           "defaults differ on CPU and GPU)" in line
+    assert (
+        "ran different configurations (model.attn_implementation: sdpa_grouped vs eager); run the shards "
+        "with the same options (--dtype, --attn-implementation, --decode-graphs, --fused-kernels: their "
+        "defaults differ on CPU and GPU)" in line
+    )
 
 
 def test_a_log_keyed_with_its_device_resumes_under_the_new_key(runs, tiny_dir, tmp_path, capsys):
@@ -224,19 +240,24 @@ def test_a_cpu_shard_and_an_h200_shard_merge_into_the_file_one_process_writes(tm
     assert printed[0] == f"merged 2 shards of 5 results files into {tmp_path}"
     assert sum(line.startswith("merged ") for line in printed) == 1 and printed.count("") >= 5
     expected = sorted((CPU_GPU / "one-process").glob("*.json"))
-    assert [p.name for p in expected] == [f"discovery_{r}_compact.json" for r in ("logit", "menu", "probe", "short",
-                                                                                  "trace")]
+    assert [p.name for p in expected] == [
+        f"discovery_{r}_compact.json" for r in ("logit", "menu", "probe", "short", "trace")
+    ]
     for path in expected:
         stem = path.name.removesuffix(".json")
-        assert (tmp_path / f"{stem}.items.jsonl").read_bytes() == (CPU_GPU / "one-process" /
-                                                                   f"{stem}.items.jsonl").read_bytes()
+        assert (tmp_path / f"{stem}.items.jsonl").read_bytes() == (
+            CPU_GPU / "one-process" / f"{stem}.items.jsonl"
+        ).read_bytes()
         one, merged = json.loads(path.read_text()), json.loads((tmp_path / path.name).read_text())
         assert (one["config"]["model"]["device"], merged["config"]["model"]["device"]) == ("cpu", "cpu+cuda")
-        assert [(p["device"], p["environment"]["gpu"]) for p in merged["merged"]["shards"]] == \
-            [("cpu", None), ("cuda", "NVIDIA H200")]
+        assert [(p["device"], p["environment"]["gpu"]) for p in merged["merged"]["shards"]] == [
+            ("cpu", None),
+            ("cuda", "NVIDIA H200"),
+        ]
         merged["config"]["model"]["device"] = "cpu"
         # n_from_log too describes the attempt: the process found all 32 in its log, the shards none
         assert (one["items"].pop("n_from_log"), merged["items"].pop("n_from_log")) == (32, 0)
-        assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == \
-            {k: v for k, v in one.items() if k not in ATTEMPT_FIELDS}
+        assert {k: v for k, v in merged.items() if k not in ATTEMPT_FIELDS} == {
+            k: v for k, v in one.items() if k not in ATTEMPT_FIELDS
+        }
         assert merged["gates"]["A"] == {**merged["gates"]["A"], "checked": 32, "passed": 32}

@@ -37,16 +37,23 @@ def test_a_metric_path_that_is_missing_is_one_line_naming_it():
     assert Metric("x", "a.b", "x", "x", Scale.COUNT, optional=True).value({"a": {}}) is None
 
 
-@pytest.mark.parametrize("format_, value, text", [
-    (Format.CLASSES, {"follow": 5, "anti": 1, "const": 3, "other": 0}, "5:1"),
-    (Format.CLASSES, [41, 0], "41:0"),
-    (Format.RATE_CI, {"accuracy": 0.934, "ci": [0.896, 0.958]}, "0.934 [0.896, 0.958]"),
-    (Format.SIGNED_CI, {"mean": -0.011, "ci": [-0.026, 0.004]}, "-0.011 [-0.026, +0.004]"),
-    (Format.SIGNED_CI, {"mean": 0.02, "ci": [0.01, 0.03], "positive": 40, "negative": 2}, "+0.020 [+0.010, +0.030] (40+:2−)"),
-    (Format.COUNTS, {"W": 3, "U": 5, "N": 8}, "W 3 / U 5 / N 8"),
-    (Format.BOOL, True, "yes"),
-    (Format.P_VALUE, 3.2e-30, "3.2e-30"),
-])
+@pytest.mark.parametrize(
+    "format_, value, text",
+    [
+        (Format.CLASSES, {"follow": 5, "anti": 1, "const": 3, "other": 0}, "5:1"),
+        (Format.CLASSES, [41, 0], "41:0"),
+        (Format.RATE_CI, {"accuracy": 0.934, "ci": [0.896, 0.958]}, "0.934 [0.896, 0.958]"),
+        (Format.SIGNED_CI, {"mean": -0.011, "ci": [-0.026, 0.004]}, "-0.011 [-0.026, +0.004]"),
+        (
+            Format.SIGNED_CI,
+            {"mean": 0.02, "ci": [0.01, 0.03], "positive": 40, "negative": 2},
+            "+0.020 [+0.010, +0.030] (40+:2−)",
+        ),
+        (Format.COUNTS, {"W": 3, "U": 5, "N": 8}, "W 3 / U 5 / N 8"),
+        (Format.BOOL, True, "yes"),
+        (Format.P_VALUE, 3.2e-30, "3.2e-30"),
+    ],
+)
 def test_formats_read_their_values(format_, value, text):
     fields = ("accuracy", "ci") if format_ is Format.RATE_CI else ("mean", "ci")
     assert Metric("m", "m", "m", "m", Scale.COUNT, format_, fields=fields).text(value) == text
@@ -82,19 +89,37 @@ def _figures_file(tmp_path: Path, figure: dict) -> Path:
     return path
 
 
-@pytest.mark.parametrize("figure, message", [
-    ({"model": "M", "suite": "discovery", "metric": "root_classes", "scale": "accuracy", "value": 0.9},
-     "a figure on scale 'accuracy' is not comparable to discovery metric 'root_classes' (pair follow)"),
-    ({"model": "M", "suite": "discovery", "metric": "root_clases", "scale": "pair follow", "value": [1, 0]},
-     "declares no metric 'root_clases'"),
-    ({"model": "M", "suite": "discovry", "name": "x", "value": 1}, "names an unknown suite 'discovry'"),
-    ({"model": "M", "suite": "discovery", "value": 1}, "needs the declared metric it is comparable to, or a name"),
-    ({"model": "M", "suite": "discovery", "metric": "root_classes", "scale": "pair follow", "value": [1, 0]},
-     "a figure in metric 'root_classes''s column must name the readout the paper read it with"),
-    ({"model": "M", "suite": "discovery", "metric": "root_classes_paper", "scale": "pair follow", "value": [1, 0],
-      "readout": "probe"}, "discovery metric 'root_classes_paper' means nothing under the probe readout"),
-    ({"model": "M", "suite": "discovery", "name": "x", "value": 1, "readout": "gen8"}, "unknown readout 'gen8'"),
-])
+@pytest.mark.parametrize(
+    "figure, message",
+    [
+        (
+            {"model": "M", "suite": "discovery", "metric": "root_classes", "scale": "accuracy", "value": 0.9},
+            "a figure on scale 'accuracy' is not comparable to discovery metric 'root_classes' (pair follow)",
+        ),
+        (
+            {"model": "M", "suite": "discovery", "metric": "root_clases", "scale": "pair follow", "value": [1, 0]},
+            "declares no metric 'root_clases'",
+        ),
+        ({"model": "M", "suite": "discovry", "name": "x", "value": 1}, "names an unknown suite 'discovry'"),
+        ({"model": "M", "suite": "discovery", "value": 1}, "needs the declared metric it is comparable to, or a name"),
+        (
+            {"model": "M", "suite": "discovery", "metric": "root_classes", "scale": "pair follow", "value": [1, 0]},
+            "a figure in metric 'root_classes''s column must name the readout the paper read it with",
+        ),
+        (
+            {
+                "model": "M",
+                "suite": "discovery",
+                "metric": "root_classes_paper",
+                "scale": "pair follow",
+                "value": [1, 0],
+                "readout": "probe",
+            },
+            "discovery metric 'root_classes_paper' means nothing under the probe readout",
+        ),
+        ({"model": "M", "suite": "discovery", "name": "x", "value": 1, "readout": "gen8"}, "unknown readout 'gen8'"),
+    ],
+)
 def test_a_reported_figure_must_name_a_declared_metric_on_its_scale(tmp_path, figure, message):
     with pytest.raises(MatbenchError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_reported(_figures_file(tmp_path, figure))
@@ -108,8 +133,11 @@ def test_the_committed_figures_load_and_every_metric_figure_matches_its_scale():
     assert len(raw) == len(reported.figures)
     for figure, entry in zip(reported.figures, raw):  # each metric figure sits on its metric's own scale
         if figure.metric is not None:
-            assert entry["scale"] == figure.metric.scale.value == \
-                EVALUATORS.get(entry["suite"]).metric(entry["metric"]).scale.value, entry
+            assert (
+                entry["scale"]
+                == figure.metric.scale.value
+                == EVALUATORS.get(entry["suite"]).metric(entry["metric"]).scale.value
+            ), entry
     assert sum(f.metric is not None for f in reported.figures) == sum("metric" in e for e in raw)
     assert reported.models == ["Qwen3-8B", "Ministral-3-8B-Instruct-2512", "Gemma-4-12B-it"]
     # Depth-3 is accuracy (kv_hops), and the paper's text attributes it to no model (audit #5).

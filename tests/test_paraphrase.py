@@ -28,7 +28,10 @@ def test_the_rewording_table_is_kv_frozens():
     wrap = FIXTURE["wrap_index_4"]
     assert FRAMES["entry"].render_event(4, "BODY") == wrap["para"]
     assert FRAMES["trajectory"].render_event(4, "BODY") == wrap["orig"]
-    assert paraphrase_body("register KAPPA set to state ONLINE, then more") == "register KAPPA set to state ONLINE, then more"
+    assert (
+        paraphrase_body("register KAPPA set to state ONLINE, then more")
+        == "register KAPPA set to state ONLINE, then more"
+    )
 
 
 def test_which_suites_take_the_template_is_declared_once():
@@ -62,8 +65,11 @@ def test_every_structural_statement_is_reworded_and_the_pair_stays_a_donor_pair(
 
 def test_leak_patterns_gain_their_reworded_twins():
     assert paraphrase_leaks((r"\bregister KAPPA set to\b", r"\bsensor OMEGA measured\b")) == (
-        r"\bregister KAPPA set to\b", r"\bsensor OMEGA measured\b",
-        r"\bstatus of register KAPPA was logged as\b", r"\bsensor OMEGA returned a reading\b")
+        r"\bregister KAPPA set to\b",
+        r"\bsensor OMEGA measured\b",
+        r"\bstatus of register KAPPA was logged as\b",
+        r"\bsensor OMEGA returned a reading\b",
+    )
     pair = SUITES.get("discovery").generate(0, 1)[0]
     para = with_template(pair, "para", "discovery", True)
     source = para.member(0).events[para.source]
@@ -77,8 +83,26 @@ def test_eval_under_para_passes_the_gates_and_stays_out_of_the_scorecard(tmp_pat
     from matbench.results.scorecard import largest_runs
 
     out = tmp_path / "para"
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "discovery", "--limit", "2", "--check", "--template",
-                 "para", "--no-progress", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--suite",
+                "discovery",
+                "--limit",
+                "2",
+                "--check",
+                "--template",
+                "para",
+                "--no-progress",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     path = out / "discovery_probe_compact_para.json"
     parsed = read_results(path)
     assert parsed.config.template == "para" and all(g.passed == g.checked for g in parsed.gates.values())
@@ -89,6 +113,7 @@ def test_eval_under_para_passes_the_gates_and_stays_out_of_the_scorecard(tmp_pat
 
     rows = [line for line in report_rows([path]) if line.startswith("| ") and "discovery" not in line]
     assert rows[1].split(" | ")[1:4] == ["probe", "compact, template para", "float32"]
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "trigger", "--template", "para",
-                 "--output", str(out)]) == 2
+    assert (
+        main(["eval", "--model", str(tiny_dir), "--suite", "trigger", "--template", "para", "--output", str(out)]) == 2
+    )
     assert "suite trigger cannot take it" in capsys.readouterr().err

@@ -60,8 +60,7 @@ def sweep_draw(item: dict) -> AccessDraw:
     gold = bodies[source].rsplit(" ", 1)[1]
     pool = POOLS[item["setting"]]
     other = pool[(pool.index(gold) + 1) % len(pool)]
-    return AccessDraw(item["setting"], decoy_reg, source_reg, target, (gold, other), decoy_value, source,
-                      tuple(bodies))
+    return AccessDraw(item["setting"], decoy_reg, source_reg, target, (gold, other), decoy_value, source, tuple(bodies))
 
 
 def digit_draw(item: dict) -> AccessDraw:
@@ -71,8 +70,16 @@ def digit_draw(item: dict) -> AccessDraw:
     target, source_reg = re.fullmatch(r"register (\w+) mirrors register (\w+)", bodies[CARRIER_AT]).groups()
     source = next(i for i in range(1, CARRIER_AT) if bodies[i].startswith(f"register {source_reg} refreshed to "))
     value = bodies[source].rsplit(" ", 1)[1]
-    return AccessDraw("digit3", decoy_reg, source_reg, target, (value, "250" if int(value) > 500 else "750"), "",
-                      source, tuple(bodies))
+    return AccessDraw(
+        "digit3",
+        decoy_reg,
+        source_reg,
+        target,
+        (value, "250" if int(value) > 500 else "750"),
+        "",
+        source,
+        tuple(bodies),
+    )
 
 
 def _gap(pair: DonorPair, item: dict) -> tuple[int, int]:
@@ -157,7 +164,9 @@ def test_digit_items_render_identically(k):
         ours = served(pair, f"harv_kv/{question}", 0, readout)
         assert ours["rows"] == paper["rows"] and ours["query"] == paper["query"]
         if readout == "probe":
-            assert paper["call"] == "probe" and tuple(paper["candidates"]) == pair.arm_menu(pair.arm(f"harv_kv/{question}"))
+            assert paper["call"] == "probe" and tuple(paper["candidates"]) == pair.arm_menu(
+                pair.arm(f"harv_kv/{question}")
+            )
         else:
             assert paper["call"] == "greedy_pos" and paper["max_tokens"] == READOUTS.get(readout).max_new_tokens == 12
         # txt: every row of the joint prefill, contiguous; matbench's full_txt re-reads the same text.
@@ -175,8 +184,11 @@ def test_the_check_can_fail():
     old = dataclasses.replace(pair, events=tuple(events))
     assert served(old, "harv_kv/exact", 0, "short")["rows"] != item["serves"]["kv/exact"]["rows"]
     # A menu appended to kv_digit's open question (v1 asked "> 500?" through the readout's menu).
-    arm = dataclasses.replace(pair.arm("harv_kv/above500"), open_question=False,
-                              question=pair.arm("harv_kv/above500").question.rsplit("?", 1)[0] + "?")
+    arm = dataclasses.replace(
+        pair.arm("harv_kv/above500"),
+        open_question=False,
+        question=pair.arm("harv_kv/above500").question.rsplit("?", 1)[0] + "?",
+    )
     menu_pair = dataclasses.replace(pair, arms=(arm,))
     assert served(menu_pair, arm.name, 0, "probe")["query"] != item["serves"]["kv/above500"]["query"]
     # A source one slot later moves every later position and event.

@@ -46,8 +46,11 @@ def test_matbench_renders_the_papers_draws_identically_up_to_the_source_budget(k
     pair = build(draw, f"parity-{k}", item["mode"])
     member = ("ONLINE", "OFFLINE").index(gold)
     layout = layout_pair(pair, RENDERER).members[member]
-    skipped = [max(b - a for a, b in (x.event_spans[s] for x in layout_pair(pair, RENDERER).members))
-               - (layout.event_spans[s][1] - layout.event_spans[s][0]) for s in sorted(pair.varying())]
+    skipped = [
+        max(b - a for a, b in (x.event_spans[s] for x in layout_pair(pair, RENDERER).members))
+        - (layout.event_spans[s][1] - layout.event_spans[s][0])
+        for s in sorted(pair.varying())
+    ]
     assert skipped == gaps(pair, member)
     assert trajectory(pair, member) == budget_shifts(pair, member, item["prefill"])
     for arm in ("harv_kv", "sel_ikv"):

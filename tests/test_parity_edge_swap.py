@@ -74,5 +74,7 @@ def test_the_check_can_fail():
     paper = FIXTURE["items"][DIFF[0]]["serves"]["LA"]
     assert served(swapped, "edge", member, "trace")["rows"] != budget_shifts(swapped, member, paper["rows"])
     moved = build(dataclasses.replace(draw, decoy_states=draw.decoy_states[::-1]), "parity-y", "a")
-    assert trajectory(moved, member) != budget_shifts(moved, member, FIXTURE["items"][DIFF[0]]["prefill"]["LA"]) \
+    assert (
+        trajectory(moved, member) != budget_shifts(moved, member, FIXTURE["items"][DIFF[0]]["prefill"]["LA"])
         or draw.decoy_states[0] == draw.decoy_states[1]
+    )

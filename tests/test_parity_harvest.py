@@ -35,8 +35,11 @@ from tests.parity.compare import RENDERER, fixture, served, trajectory
 from tests.parity.recorder import CHAT_HEAD, CHAT_TAIL, _runs
 
 FIXTURE = fixture("harvest")
-QUERY = re.compile(r"\n\nQuestion: (.*)\nOption A: (.*)\nOption B: (.*)\nWhich option is correct\? Answer A or B\."
-                   + re.escape(CHAT_TAIL), re.DOTALL)
+QUERY = re.compile(
+    r"\n\nQuestion: (.*)\nOption A: (.*)\nOption B: (.*)\nWhich option is correct\? Answer A or B\."
+    + re.escape(CHAT_TAIL),
+    re.DOTALL,
+)
 GENERATED = READOUTS.get("short")  # the paper's gen8 query: no suffix (an open question), no "Answer:"
 
 
@@ -48,7 +51,9 @@ def pairs(tmp_path_factory) -> dict[tuple[str, str, str], DonorPair]:
     (folder / "realtalk").mkdir()
     for name, chat in FIXTURE["sources"]["realtalk"].items():
         (folder / "realtalk" / name).write_text(json.dumps(chat))
-    made = SUITES.get("harvest").generate(0, None, DialogSources(str(folder / "locomo10.json"), str(folder / "realtalk")))
+    made = SUITES.get("harvest").generate(
+        0, None, DialogSources(str(folder / "locomo10.json"), str(folder / "realtalk"))
+    )
     out = {}
     for pair in made:
         kind, corpus, conversation, _ = pair.variant.split("/")
@@ -70,7 +75,7 @@ def _bodies(prefill: list) -> tuple[list[str], list[tuple[int, int]]]:
     [first, last] positions."""
     [(text, span)] = prefill
     assert span[0] == 0 and text.startswith(CHAT_HEAD) and text.endswith("\n")
-    bodies = re.split(r"\n(?=\[session \d+ )", text[len(CHAT_HEAD):-1])
+    bodies = re.split(r"\n(?=\[session \d+ )", text[len(CHAT_HEAD) : -1])
     spans, at = [], len(CHAT_HEAD)
     for body in bodies:
         spans.append((at, at + len(body)))  # the turn's "\n" included
@@ -104,10 +109,18 @@ def _natural_draw(item: dict) -> tuple[HarvestDraw, list[int]]:
     header, *runs = serves["harv"]["rows"]
     assert header == [CHAT_HEAD, [0, len(CHAT_HEAD) - 1]]
     carriers = [i for text, _ in runs for i in _turns_in(text, bodies)]
-    goldev_text = serves["goldev"]["query"][len(CHAT_HEAD):serves["goldev"]["query"].index("\n\nQuestion: ")]
+    goldev_text = serves["goldev"]["query"][len(CHAT_HEAD) : serves["goldev"]["query"].index("\n\nQuestion: ")]
     goldev = _turns_in(goldev_text, bodies)
-    draw = HarvestDraw("natural", tuple(bodies), question, gold, negative, letter, evidence=tuple(sorted(set(goldev))),
-                       carriers=tuple(carriers))
+    draw = HarvestDraw(
+        "natural",
+        tuple(bodies),
+        question,
+        gold,
+        negative,
+        letter,
+        evidence=tuple(sorted(set(goldev))),
+        carriers=tuple(carriers),
+    )
     return draw, goldev
 
 
@@ -117,8 +130,12 @@ def _text_prompt(pair: DonorPair, arm_name: str, repeat: list[int] | None = None
     arm = pair.arm(arm_name)
     texts = pair.member(0).texts()
     events = repeat if repeat is not None else sorted(arm.served)
-    return CHAT_HEAD + FRAMES[pair.frame].header + "".join(texts[i] for i in events) + RENDERER.arm_query(
-        pair, arm, GENERATED)
+    return (
+        CHAT_HEAD
+        + FRAMES[pair.frame].header
+        + "".join(texts[i] for i in events)
+        + RENDERER.arm_query(pair, arm, GENERATED)
+    )
 
 
 def _iso_encodes(pair: DonorPair, member: int, events) -> list[list]:
@@ -187,8 +204,9 @@ def test_injected_items_render_identically_up_to_the_position_budget(k, pairs):
     gold = str(_qa(item["conversation"], question)["answer"]).strip()
     letter, negative = ("A", b) if a == gold else ("B", a)
     changed = [i for i in range(len(orig)) if orig[i] != cf[i]]
-    draw = HarvestDraw("injected", tuple(orig[:-1]), question, gold, negative, letter, evidence=tuple(changed),
-                       injected=orig[-1])
+    draw = HarvestDraw(
+        "injected", tuple(orig[:-1]), question, gold, negative, letter, evidence=tuple(changed), injected=orig[-1]
+    )
     ours = pairs[("injected", item["conversation"], question)]
     pair = build(draw, ours.item_id, ours.variant)
     # matbench swaps in all the QA's evidence turns; those that do not name the gold are unchanged.
@@ -216,8 +234,10 @@ def test_injected_items_render_identically_up_to_the_position_budget(k, pairs):
 
 
 def _names_the_question(turn: str, question: str) -> bool:
-    return turn.endswith(f'moderator: for the record, the answer to "{question}" was determined earlier in this '
-                         "chat and noted accordingly")
+    return turn.endswith(
+        f'moderator: for the record, the answer to "{question}" was determined earlier in this '
+        "chat and noted accordingly"
+    )
 
 
 def test_the_check_can_fail(pairs):
@@ -232,6 +252,8 @@ def test_the_check_can_fail(pairs):
     # An iso encoded after the header (access's sel_ikv) is not the paper's.
     m = layout_pair(pair, RENDERER).members[0]
     lo, hi = m.event_spans[draw.carriers[0]]
-    with_header = _runs(list(m.input_ids[:m.header_span[1]] + m.input_ids[lo:hi]),
-                        list(m.positions[:m.header_span[1]] + m.positions[lo:hi]))
+    with_header = _runs(
+        list(m.input_ids[: m.header_span[1]] + m.input_ids[lo:hi]),
+        list(m.positions[: m.header_span[1]] + m.positions[lo:hi]),
+    )
     assert [[t, p] for t, p in with_header] != item["iso_encodes"][0]

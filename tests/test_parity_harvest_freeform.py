@@ -88,15 +88,17 @@ def made(sources) -> dict[tuple[str, str, int], tuple[dict, DonorPair]]:
 @pytest.fixture(scope="module")
 def turn_ids(sources) -> dict[str, list[str]]:
     """corpus/conversation -> the dia_id of each turn, as matbench loads them (the paper's turn order)."""
-    return {f"{c.corpus}/{c.conversation}": [t.dia_id for t in c.turns]
-            for c in load_sources(sources.locomo, sources.realtalk)}
+    return {
+        f"{c.corpus}/{c.conversation}": [t.dia_id for t in c.turns]
+        for c in load_sources(sources.locomo, sources.realtalk)
+    }
 
 
 def _bodies(prefill: list) -> list[str]:
     """The turns of a recorded prefill (one run from position 0: chat head + turns)."""
     [(text, span)] = prefill
     assert span == [0, len(text) - 1] and text.startswith(CHAT_HEAD) and text.endswith("\n")
-    return TURN_BREAK.split(text[len(CHAT_HEAD):-1])
+    return TURN_BREAK.split(text[len(CHAT_HEAD) : -1])
 
 
 def _turns_in(text: str, bodies: list[str]) -> list[int]:
@@ -115,7 +117,7 @@ def _paper_units(item: dict) -> list[int]:
 def _paper_goldev(item: dict) -> list[int]:
     bodies = _bodies(FIXTURE["prefills"][str(item["window"])][item["conversation"]])
     query = item["serves"]["goldev"]["query"]
-    return _turns_in(query[len(CHAT_HEAD):query.index("\n\nQuestion: ")], bodies)
+    return _turns_in(query[len(CHAT_HEAD) : query.index("\n\nQuestion: ")], bodies)
 
 
 def _text_prompt(pair: DonorPair, arm_name: str, events: list[int] | None = None) -> str:
@@ -123,8 +125,12 @@ def _text_prompt(pair: DonorPair, arm_name: str, events: list[int] | None = None
     given list of events), the query."""
     arm = pair.arm(arm_name)
     texts = pair.member(0).texts()
-    return CHAT_HEAD + FRAMES[pair.frame].header + "".join(
-        texts[i] for i in (events if events is not None else sorted(arm.served))) + RENDERER.arm_query(pair, arm, GENERATED)
+    return (
+        CHAT_HEAD
+        + FRAMES[pair.frame].header
+        + "".join(texts[i] for i in (events if events is not None else sorted(arm.served)))
+        + RENDERER.arm_query(pair, arm, GENERATED)
+    )
 
 
 class EncodeRecorder:
@@ -145,8 +151,9 @@ def _event_cache(pair: DonorPair, member: int) -> EventCache:
     m = layout.members[member]
     ids = torch.tensor(m.input_ids, dtype=torch.float64).view(1, 1, -1, 1)
     positions = torch.tensor(m.positions, dtype=torch.long)
-    return EventCache((ids,), (positions.to(torch.float64).view(1, 1, -1, 1),), positions, m.header_span,
-                      m.event_spans, layout.length)
+    return EventCache(
+        (ids,), (positions.to(torch.float64).view(1, 1, -1, 1),), positions, m.header_span, m.event_spans, layout.length
+    )
 
 
 def _iso_encodes(pair: DonorPair, monkeypatch) -> tuple[list, EventCache]:
@@ -182,8 +189,12 @@ def test_matbench_selects_the_qas_carriers_and_units_the_paper_served(made, turn
 def test_the_fixture_exercises_the_window_rules(made):
     """Windows that join neighbouring units into one iso run, neighbours dropped by the session
     and gold screens, a window past the last turn, and evidence listed twice."""
-    runs = [e for i in ITEMS for e in i["iso_encodes"] if len(_turns_in(e[0][0], _bodies(
-        FIXTURE["prefills"][str(i["window"])][i["conversation"]]))) > 1]
+    runs = [
+        e
+        for i in ITEMS
+        for e in i["iso_encodes"]
+        if len(_turns_in(e[0][0], _bodies(FIXTURE["prefills"][str(i["window"])][i["conversation"]]))) > 1
+    ]
     assert runs
     dropped = {"session": 0, "gold": 0}
     for item in ITEMS:
@@ -196,8 +207,10 @@ def test_the_fixture_exercises_the_window_rules(made):
             dropped["gold"] += pair.values[0].lower() in pair.events[j].lower()
     assert dropped["session"] and dropped["gold"]
     assert any(len(goldev) > len(set(goldev)) for goldev in map(_paper_goldev, ITEMS))
-    assert any(max(_paper_units(i)) == len(made[(i["conversation"], i["question"], 0)][1].events) - 1
-               and i["window"] for i in ITEMS)
+    assert any(
+        max(_paper_units(i)) == len(made[(i["conversation"], i["question"], 0)][1].events) - 1 and i["window"]
+        for i in ITEMS
+    )
 
 
 @pytest.mark.parametrize("k", range(len(ITEMS)))
@@ -230,7 +243,9 @@ def test_items_render_identically(k, made, monkeypatch):
         ids, placed = text_layout(cache, m, pair.arm(arm).served)
         header = list(m.input_ids[slice(*m.header_span)])
         assert placed.positions.tolist() == list(range(len(header) + len(ids)))
-        assert "".join(map(chr, header + ids)) + RENDERER.arm_query(pair, pair.arm(arm), GENERATED) == _text_prompt(pair, arm)
+        assert "".join(map(chr, header + ids)) + RENDERER.arm_query(pair, pair.arm(arm), GENERATED) == _text_prompt(
+            pair, arm
+        )
     for arm in ("none", "text"):
         assert serves[arm]["query"] == _text_prompt(pair, arm)
     goldev = _paper_goldev(item)
@@ -269,12 +284,32 @@ def _judged_prompts(pair: DonorPair, texts: dict[str, str], monkeypatch) -> list
     monkeypatch.setattr(runtime, "ModelRunner", _JudgeRunner)
     _JudgeRunner.fed = []
     tok = RENDERER.tokenizer
-    judge = Judge(SimpleNamespace(model=SimpleNamespace(), text_config=None, tokenizer=tok,
-                                  source=SimpleNamespace(name="stand-in")))
-    arms = {a: ArmRecord(answers=(None, None), outcome="same", probe_answers=("", ""), probe_logp=((), ()), shift=0.0,
-                         texts=(texts[a], texts[a])) for a in JUDGED}
-    record = PairRecord(item_id=pair.item_id, variant=pair.variant, values=pair.values, menu=pair.menu, budget=1,
-                        length=1, n_tokens=(1, 1), arms=arms)
+    judge = Judge(
+        SimpleNamespace(
+            model=SimpleNamespace(), text_config=None, tokenizer=tok, source=SimpleNamespace(name="stand-in")
+        )
+    )
+    arms = {
+        a: ArmRecord(
+            answers=(None, None),
+            outcome="same",
+            probe_answers=("", ""),
+            probe_logp=((), ()),
+            shift=0.0,
+            texts=(texts[a], texts[a]),
+        )
+        for a in JUDGED
+    }
+    record = PairRecord(
+        item_id=pair.item_id,
+        variant=pair.variant,
+        values=pair.values,
+        menu=pair.menu,
+        budget=1,
+        length=1,
+        n_tokens=(1, 1),
+        arms=arms,
+    )
     judged = judge.judge_record(pair, record, SUITE)
     assert all(judged.arms[a].judged == (True, True) for a in JUDGED)
     prompts = {}
@@ -301,14 +336,22 @@ def test_the_judge_grades_the_answer_stripped_as_the_paper_does(made, monkeypatc
 
 
 def test_the_check_can_fail(made, monkeypatch):
-    multi = next(i for i in ITEMS if any(len(_turns_in(e[0][0], _bodies(FIXTURE["prefills"][str(i["window"])][
-        i["conversation"]]))) > 1 for e in i["iso_encodes"]))
+    multi = next(
+        i
+        for i in ITEMS
+        if any(
+            len(_turns_in(e[0][0], _bodies(FIXTURE["prefills"][str(i["window"])][i["conversation"]]))) > 1
+            for e in i["iso_encodes"]
+        )
+    )
     _, pair = made[(multi["conversation"], multi["question"], multi["window"])]
     # iso encoded one turn at a time (harvest's `headless`, kv_harvest4) is not kv_harvest3's iso
     layout = layout_pair(pair, RENDERER)
     m = layout.members[0]
-    one_each = [[[t, p] for t, p in _runs(list(m.input_ids[a:b]), list(m.positions[a:b]))]
-                for a, b in (m.event_spans[i] for i in pair.arm("iso").served)]
+    one_each = [
+        [[t, p] for t, p in _runs(list(m.input_ids[a:b]), list(m.positions[a:b]))]
+        for a, b in (m.event_spans[i] for i in pair.arm("iso").served)
+    ]
     assert one_each != multi["iso_encodes"] == _iso_encodes(pair, monkeypatch)[0]
     # another window's units, the recognition readout's probe suffix or a judge prompt with another
     # answer each render differently

@@ -73,23 +73,25 @@ def _start(b: list[str]) -> tuple[str, str, int, str]:
 def edge_draw(item: dict) -> EdgeDraw:
     b = bodies(item["prefill"]["ONLINE"])
     decoy, state, source, source_reg = _start(b)
-    mirror, = _names(rf"register (\w+) mirrors register {source_reg}", b[ROOT_AT])
-    target, = _names(rf"register (\w+) mirrors register {mirror}", b[EDGE_AT])
+    (mirror,) = _names(rf"register (\w+) mirrors register {source_reg}", b[ROOT_AT])
+    (target,) = _names(rf"register (\w+) mirrors register {mirror}", b[EDGE_AT])
     return EdgeDraw(decoy, source_reg, mirror, target, state, source, tuple(b))
 
 
 def perturb_draw(item: dict, unrelated_from: str | None) -> PerturbDraw:
     b = bodies(item["prefill"]["ONLINE" if unrelated_from is None else "ONLINE/men"])
     decoy, state, source, source_reg = _start(b)
-    mirror, = _names(rf"register (\w+) mirrors register {source_reg}", b[ROOT_AT])
+    (mirror,) = _names(rf"register (\w+) mirrors register {source_reg}", b[ROOT_AT])
     assert b[PERTURB_AT] == f"register {mirror} was listed in the scheduled audit inventory for this cycle"
     if unrelated_from is None:
         # kv_causal2 has no referent swap: its item is a mention item whose slot-18 alternatives
         # are the mention alone (U = M1), so the slot's budget is the mention's own length.
         unrelated = mirror
     else:
-        unrelated, = _names(r"register (\w+) was listed in the scheduled audit inventory for this cycle",
-                            bodies(item["prefill"][unrelated_from])[PERTURB_AT])
+        (unrelated,) = _names(
+            r"register (\w+) was listed in the scheduled audit inventory for this cycle",
+            bodies(item["prefill"][unrelated_from])[PERTURB_AT],
+        )
     return PerturbDraw(decoy, source_reg, mirror, unrelated, state, source, tuple(b))
 
 
@@ -97,9 +99,9 @@ def depth3_draw(item: dict) -> Depth3Draw:
     b = bodies(item["prefill"]["v1"])
     decoy, state, source, source_reg = _start(b)
     value = b[source].rsplit(" ", 1)[1]
-    mirror, = _names(rf"register (\w+) mirrors register {source_reg}", b[C1_AT])
-    mirror2, = _names(rf"register (\w+) mirrors register {mirror}", b[C2_AT])
-    target, = _names(rf"register (\w+) mirrors register {mirror2}", b[C3_AT])
+    (mirror,) = _names(rf"register (\w+) mirrors register {source_reg}", b[C1_AT])
+    (mirror2,) = _names(rf"register (\w+) mirrors register {mirror}", b[C2_AT])
+    (target,) = _names(rf"register (\w+) mirrors register {mirror2}", b[C3_AT])
     fillers = tuple("" if i in (0, source, C1_AT, C2_AT, C3_AT) else body for i, body in enumerate(b))
     return Depth3Draw(decoy, source_reg, mirror, mirror2, target, value, state, source, fillers)
 
@@ -120,9 +122,16 @@ def _own_slots_masked(draw, slots) -> object:
 
 # --- kv_causal3: the true reference edge ---------------------------------------------------------
 
-CAUSAL3 = {"t_ON_ON": ("root_edge", 0), "t_ON_OF": ("root_edge_cross", 0), "t_OF_ON": ("root_edge_cross", 1),
-           "t_OF_OF": ("root_edge", 1), "m_ON": ("root_only", 0), "m_OF": ("root_only", 1),
-           "e_ON": ("edge_only", 0), "e_OF": ("edge_only", 1)}
+CAUSAL3 = {
+    "t_ON_ON": ("root_edge", 0),
+    "t_ON_OF": ("root_edge_cross", 0),
+    "t_OF_ON": ("root_edge_cross", 1),
+    "t_OF_OF": ("root_edge", 1),
+    "m_ON": ("root_only", 0),
+    "m_OF": ("root_only", 1),
+    "e_ON": ("edge_only", 0),
+    "e_OF": ("edge_only", 1),
+}
 
 
 @pytest.mark.parametrize("k", range(len(FIXTURE["kv_causal3"]["items"])))
@@ -138,8 +147,14 @@ def test_edge_items_render_kv_causal3_identically(k):
 
 # --- kv_causal2: the mention 2x2 and its j=none bridge ---------------------------------------------
 
-CAUSAL2 = {"a_ON_ON": ("mention", 0), "a_ON_OF": ("mention_cross", 0), "a_ON_NO": ("absent", 0),
-           "a_OF_ON": ("mention_cross", 1), "a_OF_OF": ("mention", 1), "a_OF_NO": ("absent", 1)}
+CAUSAL2 = {
+    "a_ON_ON": ("mention", 0),
+    "a_ON_OF": ("mention_cross", 0),
+    "a_ON_NO": ("absent", 0),
+    "a_OF_ON": ("mention_cross", 1),
+    "a_OF_OF": ("mention", 1),
+    "a_OF_NO": ("absent", 1),
+}
 
 
 @pytest.mark.parametrize("k", range(len(FIXTURE["kv_causal2"]["items"])))
@@ -153,6 +168,7 @@ def test_mention_items_render_kv_causal2_identically(k):
 
 
 # --- kv_poscontrol: mention vs referent swap vs absent -------------------------------------------
+
 
 def _poscontrol_cells() -> dict[str, tuple[str, str, int]]:
     cells = {}
@@ -188,15 +204,22 @@ def test_perturbation_items_render_kv_poscontrol_identically(k):
 
 
 def test_the_fixture_holds_length_matched_and_unmatched_referent_swaps():
-    matched = [len(d.unrelated) == len(d.mirror)
-               for d in (perturb_draw(it, "ONLINE/fil") for it in FIXTURE["kv_poscontrol"]["items"])]
+    matched = [
+        len(d.unrelated) == len(d.mirror)
+        for d in (perturb_draw(it, "ONLINE/fil") for it in FIXTURE["kv_poscontrol"]["items"])
+    ]
     assert True in matched and False in matched
 
 
 # --- kv_hops: the depth-3 chain and its text floor -----------------------------------------------
 
-HOPS = {"A1_c1_M1": "depth3_c1", "A2_c2_M2": "depth3_c2", "A3_c3_T": "depth3_c3", "A4_c23_T": "depth3_noroot",
-        "A5_all_T": "depth3_root"}
+HOPS = {
+    "A1_c1_M1": "depth3_c1",
+    "A2_c2_M2": "depth3_c2",
+    "A3_c3_T": "depth3_c3",
+    "A4_c23_T": "depth3_noroot",
+    "A5_all_T": "depth3_root",
+}
 
 
 @pytest.mark.parametrize("k", range(len(FIXTURE["kv_hops"]["items"])))
@@ -232,10 +255,15 @@ def test_matbench_draws_consume_the_rng_as_the_papers_scripts_do():
     """Given the script's seed, draw_* reproduces its draws (fillers at the item's own slots are
     overwritten in both, so not compared)."""
     for script, draw_fn, read, slots in (
-            ("kv_causal3", draw_edge, edge_draw, lambda d: (0, d.source, ROOT_AT, EDGE_AT)),
-            ("kv_hops", draw_depth3, depth3_draw, lambda d: (0, d.source, C1_AT, C2_AT, C3_AT)),
-            ("kv_poscontrol", draw_perturb, lambda it: perturb_draw(it, "ONLINE/fil"),
-             lambda d: (0, d.source, ROOT_AT, PERTURB_AT))):
+        ("kv_causal3", draw_edge, edge_draw, lambda d: (0, d.source, ROOT_AT, EDGE_AT)),
+        ("kv_hops", draw_depth3, depth3_draw, lambda d: (0, d.source, C1_AT, C2_AT, C3_AT)),
+        (
+            "kv_poscontrol",
+            draw_perturb,
+            lambda it: perturb_draw(it, "ONLINE/fil"),
+            lambda d: (0, d.source, ROOT_AT, PERTURB_AT),
+        ),
+    ):
         rng = random.Random(FIXTURE[script]["seed"])
         for item in FIXTURE[script]["items"]:
             ours, paper = draw_fn(rng), read(item)

@@ -22,8 +22,11 @@ from tests.parity.compare import EVENT, budget_shifts, fixture, served, trajecto
 from tests.test_parity_access import text_prompt
 
 FIXTURE = fixture("note_knob")
-SOURCE = {"bin2": r"register (\w+) set to state (\w+)", "num": r"register (\w+) initialized to (\d+)",
-          "verdict": r"sensor (\w+) measured (\d+); the alert threshold is (\d+)"}
+SOURCE = {
+    "bin2": r"register (\w+) set to state (\w+)",
+    "num": r"register (\w+) initialized to (\d+)",
+    "verdict": r"sensor (\w+) measured (\d+); the alert threshold is (\d+)",
+}
 CASES = [(k, kind) for k in range(len(FIXTURE["items"])) for kind in KINDS]
 
 
@@ -86,7 +89,8 @@ def test_the_fixture_holds_every_setting_both_golds_and_the_papers_knob_texts():
     assert [it["setting"] for it in items] == [s for s in SETTINGS for _ in range(3)]
     for setting in ("bin2", "verdict"):
         assert {draw_of(it)[2] for it in items if it["setting"] == setting} == set(
-            STATES if setting == "bin2" else VERDICTS)
+            STATES if setting == "bin2" else VERDICTS
+        )
     for item in items:
         draw, _, _ = draw_of(item)
         note, filler = (bodies_of(item["variants"][kind]["prefill"]) for kind in KINDS)
@@ -104,7 +108,8 @@ def test_the_check_can_fail():
     paper = item["variants"]["note"]
     # The filler where the paper has its note.
     assert trajectory(build(draw, "x", "filler"), member) != budget_shifts(
-        build(draw, "x", "note"), member, paper["prefill"])
+        build(draw, "x", "note"), member, paper["prefill"]
+    )
     pair = build(draw, "y", "note")
     # The other member (the budget then shifts nothing: its source is the longer).
     assert trajectory(pair, 1 - member) != budget_shifts(pair, 1 - member, paper["prefill"])
@@ -114,10 +119,12 @@ def test_the_check_can_fail():
     # harv_drop without the knob's rows; harv_complete's source left out.
     arm = pair.arm("harv_drop")
     bare = dataclasses.replace(pair, arms=(dataclasses.replace(arm, served=(0, DOWNSTREAM_AT)),))
-    assert served(bare, "harv_drop", member, "short")["rows"] != budget_shifts(pair, member,
-                                                                                paper["serves"]["harv_drop"]["rows"])
+    assert served(bare, "harv_drop", member, "short")["rows"] != budget_shifts(
+        pair, member, paper["serves"]["harv_drop"]["rows"]
+    )
     assert served(pair, "harv_drop", member, "short")["rows"] != budget_shifts(
-        pair, member, paper["serves"]["harv_complete"]["rows"])
+        pair, member, paper["serves"]["harv_complete"]["rows"]
+    )
     # bin2's own answer instruction replaced by the readouts' menu suffix.
     menu = dataclasses.replace(pair, arms=(dataclasses.replace(arm, open_question=False),))
     assert served(menu, "harv_drop", member, "short")["query"] != paper["serves"]["harv_drop"]["query"]
@@ -126,5 +133,7 @@ def test_the_check_can_fail():
     vdraw, vmember, _ = draw_of(verdict)
     vpair = build(vdraw, "v", "note")
     open_arm = dataclasses.replace(vpair.arm("sel_txt"), open_question=True)
-    assert text_prompt(dataclasses.replace(vpair, arms=(open_arm,)), "sel_txt", "short", vmember) != \
-        verdict["variants"]["note"]["serves"]["sel_txt"]["query"]
+    assert (
+        text_prompt(dataclasses.replace(vpair, arms=(open_arm,)), "sel_txt", "short", vmember)
+        != verdict["variants"]["note"]["serves"]["sel_txt"]["query"]
+    )

@@ -28,7 +28,8 @@ def ours_for_paper(item: dict, text: str) -> str:
     if not item["conflict"]:
         return text
     return text.replace(f"{item['new']} seconds", f"{2 * max(item['old'], partner(item['old']))} seconds").replace(
-        f"'timeout', {item['new']})", f"'timeout', {2 * max(item['old'], partner(item['old']))})")
+        f"'timeout', {item['new']})", f"'timeout', {2 * max(item['old'], partner(item['old']))})"
+    )
 
 
 def mapped(item: dict, runs: list) -> list:

@@ -47,7 +47,7 @@ ITEM_IDS = [f"{script}-item{item['item']}" for script, item in ITEMS]
 def bodies(prefill: list) -> list[str]:
     """The 24 observation bodies of a recorded prefill, by step."""
     text = "".join(t for t, _ in prefill)
-    found = EVENT.findall(text[text.index("Trajectory:\n"):])
+    found = EVENT.findall(text[text.index("Trajectory:\n") :])
     assert [int(step) for step, _ in found] == list(range(1, 25))
     return [body for _, body in found]
 
@@ -68,8 +68,9 @@ def draws(item: dict) -> ProgrammingDraw:
     qtgt = next(s["query"] for s in cell(item, "bind", "hi")["serves"] if s["question"] == "qtgt")
     target = re.search(r"What verdict is recorded for status register (\w+)\?", qtgt).group(1)
     assert [b for i, b in enumerate(hi) if i != source] == [b for i, b in enumerate(lo) if i != source]
-    return ProgrammingDraw(decoy, sensor, target, unrelated, state, int(threshold), int(high), int(low), source,
-                           tuple(hi))
+    return ProgrammingDraw(
+        decoy, sensor, target, unrelated, state, int(threshold), int(high), int(low), source, tuple(hi)
+    )
 
 
 def arm_name(serve: dict) -> str:

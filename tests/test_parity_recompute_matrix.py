@@ -83,7 +83,8 @@ def test_matbench_renders_the_papers_draws_identically(k):
     # The replayed draws are the script's: its gold, its write-time (stale) gold, its update.
     assert rec["gold"] == gold(d) and rec["stale_gold"] == pair.values[member]
     assert {"A_mat": ("v1", "v2"), "B_oper": ("gv2",), "C_high": ("n1", "n2")}[d.row] == tuple(
-        key for key in rec if key in ("v1", "v2", "gv2", "n1", "n2"))
+        key for key in rec if key in ("v1", "v2", "gv2", "n1", "n2")
+    )
     if d.row == "A_mat":
         assert (rec["v1"], rec["v2"]) == (d.value, d.update)
     elif d.row == "B_oper":

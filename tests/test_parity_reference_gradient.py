@@ -28,14 +28,17 @@ def draw_of(item: dict) -> tuple[ReferenceDraw, str]:
     assert len(steps) == 24
     decoy = re.fullmatch(r"sensor (\w+) logged a routine idle reading", steps[DECOY_AT][1]).group(1)
     source = next(i for i, (action, _) in enumerate(steps) if action == "read_sensor()")
-    sensor, gv, thr = re.fullmatch(r"sensor (\w+) measured (\d+); the alert threshold is (\d+)",
-                                   steps[source][1]).groups()
+    sensor, gv, thr = re.fullmatch(
+        r"sensor (\w+) measured (\d+); the alert threshold is (\d+)", steps[source][1]
+    ).groups()
     gold = re.fullmatch(r"alert check result for sensor \w+: threshold (\w+)", steps[source + 1][1]).group(1)
     target = re.fullmatch(r"register (\w+) recorded the sensor \w+ verdict", steps[CARRIER_AT][1]).group(1)
     gv, thr = int(gv), int(thr)
     other = thr - 30 if gold == "EXCEEDED" else thr + 30  # the pair's other member: not the paper's
     high, low = (gv, other) if gold == "EXCEEDED" else (other, gv)
-    fillers = tuple("" if i in (DECOY_AT, source, source + 1, CARRIER_AT) else body for i, (_, body) in enumerate(steps))
+    fillers = tuple(
+        "" if i in (DECOY_AT, source, source + 1, CARRIER_AT) else body for i, (_, body) in enumerate(steps)
+    )
     return ReferenceDraw(decoy, sensor, target, thr, high, low, source, fillers), gold
 
 
@@ -62,7 +65,8 @@ def test_the_check_can_fail():
     draw, gold = draw_of(FIXTURE["items"][0])
     member = VERDICTS.index(gold)
     paper = FIXTURE["items"][0]["state"]
-    assert served(build(draw, "x", "outcome"), "harv", member, "short")["rows"] != \
-        budget_shifts(build(draw, "x", "outcome"), member, paper["harv"]["rows"])
+    assert served(build(draw, "x", "outcome"), "harv", member, "short")["rows"] != budget_shifts(
+        build(draw, "x", "outcome"), member, paper["harv"]["rows"]
+    )
     moved = build(dataclasses.replace(draw, thr=draw.thr + 1), "y", "state")
     assert trajectory(moved, member) != budget_shifts(moved, member, paper["prefill"])

@@ -66,8 +66,9 @@ def draw_of(item: dict) -> tuple[TriggerDraw, dict[str, str]]:
     verdict = "EXCEEDED" if gv > thr else "NORMAL"
     assert fb[m2 + 1] == f"alert check result for sensor {sensor}: threshold {verdict}"
     high, low = (gv, max(100, thr - 30)) if gv > thr else (min(998, thr + 30), gv)
-    draw = TriggerDraw(MirrorDraw(decoy, source_reg, target, m, tuple(mb)),
-                       FlagDraw(decoy2, sensor, thr, high, low, m2, tuple(fb)))
+    draw = TriggerDraw(
+        MirrorDraw(decoy, source_reg, target, m, tuple(mb)), FlagDraw(decoy2, sensor, thr, high, low, m2, tuple(fb))
+    )
     return draw, {"mirror": gold, "flag": verdict}
 
 
@@ -116,7 +117,9 @@ def test_positions_are_the_papers_plus_the_group_alignment(k):
     mirror, flag = pairs[("mirror", "mirrors")], pairs[("flag", "accord")]
     lengths = [event_lengths(p, m) for p, _ in (mirror, flag) for m in (0, 1)]
     budget = [max(lens[j] for lens in lengths) for j in range(CARRIER_AT)]
-    bank = [len(event_text(CARRIER_AT, b)) for f in FAMILIES for b in carriers(draw_of(FIXTURE["items"][k])[0], f).values()]
+    bank = [
+        len(event_text(CARRIER_AT, b)) for f in FAMILIES for b in carriers(draw_of(FIXTURE["items"][k])[0], f).values()
+    ]
     ours_query, paper_query = set(), {f: set() for f in FAMILIES}
     for family, key, pair, member, paper in groups:
         own = [len(t) for t in PIECE.findall(text(paper["txt"]))]
@@ -127,7 +130,7 @@ def test_positions_are_the_papers_plus_the_group_alignment(k):
         expected = list(range(header)) + [p for s, n in zip(starts, own) for p in range(s, s + n)]
         assert expand(served(pair, "txt", member, "trace")["rows"]) == expected, (family, key)
         kv = served(pair, "kv", member, "trace")
-        assert expand(kv["rows"]) == expected[:header + own[0]] + expected[-own[-1]:]
+        assert expand(kv["rows"]) == expected[: header + own[0]] + expected[-own[-1] :]
         # The paper asks right after the padded carrier; matbench at L, after the bank's longest carrier.
         paper_query[family].add(paper["kv"]["rows"][-1][1][1] + 1)
         assert kv["query_position"] == starts[CARRIER_AT] + max(bank)
@@ -162,12 +165,17 @@ def test_the_check_can_fail():
     family, key, pair, member, paper = next(g for g in pairs_of(0) if g[:2] == ("flag", "consist"))
     # matbench's former wording of this construction ("alert status flag") is not the paper's.
     reworded = pair.events[CARRIER_AT].replace("the alert flag", "the alert status flag")
-    changed = dataclasses.replace(pair, events=pair.events[:CARRIER_AT] + (reworded,),
-                                  padded=((CARRIER_AT, (reworded, *pair.padded[0][1])),))
+    changed = dataclasses.replace(
+        pair, events=pair.events[:CARRIER_AT] + (reworded,), padded=((CARRIER_AT, (reworded, *pair.padded[0][1])),)
+    )
     assert text(served(changed, "kv", member, "trace")) != text(paper["kv"])
     # The operand and verdict one slot later: the txt arm serves another trajectory.
     draw, _ = draw_of(FIXTURE["items"][0])
-    moved = build(dataclasses.replace(draw, flag=dataclasses.replace(draw.flag, source=draw.flag.source + 1)),
-                  "parity-x", family, key)
+    moved = build(
+        dataclasses.replace(draw, flag=dataclasses.replace(draw.flag, source=draw.flag.source + 1)),
+        "parity-x",
+        family,
+        key,
+    )
     assert text(served(moved, "txt", member, "trace")) != text(paper["txt"])
     assert served(pair, "kv", member, "short")["query"] != paper["kv"]["query"]

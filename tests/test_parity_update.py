@@ -41,9 +41,15 @@ def draws_of(base: dict) -> UpdateDraws:
     decoy, dm = re.fullmatch(r"register (\w+) set to state (\w+)   \[\1 version 1\]", bodies[DECOY_AT]).groups()
     target, source = re.fullmatch(r"register (\w+) mirrors register (\w+)", bodies[CARRIER_AT]).groups()
     source_at = next(i for i in range(1, CARRIER_AT) if bodies[i].startswith(f"register {source} set to state "))
-    fillers = tuple((m.group(1), int(m.group(2))) for i, b in enumerate(bodies) if i not in (DECOY_AT, source_at, CARRIER_AT)
-                    for m in [re.fullmatch(r"register (\w+) refreshed to (\d+)   \[\1 version 1\]", b)])
-    wrong = re.search(r"observation: register (\w+) set to state", base["serves"]["ctl_wrong__cur/ONLINE"]["query"]).group(1)
+    fillers = tuple(
+        (m.group(1), int(m.group(2)))
+        for i, b in enumerate(bodies)
+        if i not in (DECOY_AT, source_at, CARRIER_AT)
+        for m in [re.fullmatch(r"register (\w+) refreshed to (\d+)   \[\1 version 1\]", b)]
+    )
+    wrong = re.search(
+        r"observation: register (\w+) set to state", base["serves"]["ctl_wrong__cur/ONLINE"]["query"]
+    ).group(1)
     v2 = base["members"]["ONLINE"]["v2"]
     assert base["members"]["ONLINE"]["dm"] == dm
     return UpdateDraws(decoy, source, target, wrong, dm, v2, source_at, fillers)

@@ -31,7 +31,8 @@ def test_items_alternate_the_conflict_update_and_keep_the_probe_apart():
     assert [i for i in range(5) if a[i] != b[i]] == [SOURCE]
     render = FRAMES[pairs[0].frame].render_event
     assert render(SOURCE, build("x", 30, 15, False).member(0).events[SOURCE]) == (
-        "<step 1>\naction: set_config('timeout', 30)\nobservation: timeout configured to 30 seconds\n")
+        "<step 1>\naction: set_config('timeout', 30)\nobservation: timeout configured to 30 seconds\n"
+    )
 
 
 def test_gates_on_a_tiny_model(tiny_llama):
@@ -46,16 +47,30 @@ def _record(index: int, conflict: bool, erased, oracle) -> PairRecord:
 
     def arm(ans):
         return ArmRecord(ans, outcome(ans, values), values, ((0.0, 0.0), (0.0, 0.0)), 0.0, expected=new)
-    return PairRecord(pair.item_id, pair.variant, values, menu, 1, 100, (100, 100),
-                      {"erased": arm(erased(values, new)), "oracle": arm(oracle(values, new)),
-                       "txt": arm((new, new) if conflict else values)})
+
+    return PairRecord(
+        pair.item_id,
+        pair.variant,
+        values,
+        menu,
+        1,
+        100,
+        (100, 100),
+        {
+            "erased": arm(erased(values, new)),
+            "oracle": arm(oracle(values, new)),
+            "txt": arm((new, new) if conflict else values),
+        },
+    )
 
 
 def test_leak_and_survivor_rates_on_the_papers_scale():
-    records = [_record(0, False, lambda v, n: v, lambda v, n: (None, None)),
-               _record(2, False, lambda v, n: (v[0], None), lambda v, n: (v[1], None)),
-               _record(1, True, lambda v, n: (v[0], n), lambda v, n: (n, n)),
-               _record(3, True, lambda v, n: (n, n), lambda v, n: (n, n))]
+    records = [
+        _record(0, False, lambda v, n: v, lambda v, n: (None, None)),
+        _record(2, False, lambda v, n: (v[0], None), lambda v, n: (v[1], None)),
+        _record(1, True, lambda v, n: (v[0], n), lambda v, n: (n, n)),
+        _record(3, True, lambda v, n: (n, n), lambda v, n: (n, n)),
+    ]
     m = EVALUATORS.get("phantom_erase")(suite="phantom_erase").summarize(records)
     head = m["headline"]
     assert head["leak"]["accuracy"] == 3 / 4 and head["oracle_leak"] == 0.0

@@ -22,7 +22,9 @@ def test_items_walk_the_papers_objects_then_its_notes():
     assert [i for i in range(3) if a[i] != b[i]] == [SOURCE] and first.values == ("ONLINE", "OFFLINE")
     render = FRAMES[first.frame].render_event
     assert render(SOURCE, a[SOURCE]) == "<step 1>\naction: check_server()\nobservation: server status = ONLINE\n"
-    assert FRAMES[first.frame].header.startswith("You are reviewing") and "deployment tools" in FRAMES[first.frame].header
+    assert (
+        FRAMES[first.frame].header.startswith("You are reviewing") and "deployment tools" in FRAMES[first.frame].header
+    )
     assert [arm.name for arm in first.arms] == ["swap", "iso", "txt"] and first.arm("swap").budget == 16
 
 
@@ -33,10 +35,20 @@ def test_gates_on_a_tiny_model(tiny_llama):
 
 def _record(index: int, swap, iso) -> PairRecord:
     obj, _, a, b = PAIRS[index]
+
     def arm(ans):
         return ArmRecord(ans, outcome(ans, (a, b)), (a, a), ((0.0, 0.0), (0.0, 0.0)), 0.0)
-    return PairRecord(f"phantom_swap-v1-s0-{index:05d}", obj, (a, b), (a, b), 1, 100, (100, 100),
-                      {"swap": arm(swap(a, b)), "iso": arm(iso(a, b)), "txt": arm((a, b))})
+
+    return PairRecord(
+        f"phantom_swap-v1-s0-{index:05d}",
+        obj,
+        (a, b),
+        (a, b),
+        1,
+        100,
+        (100, 100),
+        {"swap": arm(swap(a, b)), "iso": arm(iso(a, b)), "txt": arm((a, b))},
+    )
 
 
 def test_a_row_that_carries_the_unseen_prefix_follows_it():

@@ -25,12 +25,15 @@ def _shape(engine: PairEngine) -> tuple[int, int]:
     return config.num_hidden_layers, config.num_key_value_heads
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("recnt:64", "unknown serving policy 'recnt'. Did you mean 'recent'?"),
-    ("recent", "policy recent needs a positive token count, as recent:64 (got None)"),
-    ("recent:x", "policy recent needs a positive token count, as recent:64 (got 'x')"),
-    ("oracle:3", "policy 'oracle' takes no arguments (got '3')"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("recnt:64", "unknown serving policy 'recnt'. Did you mean 'recent'?"),
+        ("recent", "policy recent needs a positive token count, as recent:64 (got None)"),
+        ("recent:x", "policy recent needs a positive token count, as recent:64 (got 'x')"),
+        ("oracle:3", "policy 'oracle' takes no arguments (got '3')"),
+    ],
+)
 def test_a_bad_policy_is_one_line(spec, message):
     with pytest.raises(MatbenchError) as err:
         parse_policy(spec)
@@ -47,7 +50,9 @@ def test_the_oracle_keeps_exactly_the_declared_events(tiny_llama, pairs):
     layout, caches = engine.prepare(pairs[0])
     for arm in pairs[0].arms:
         for m in (0, 1):
-            assert OracleEvents().keep(arm, layout.members[m], caches[m]) == tuple(caches[m].kept_slots(arm.served).tolist())
+            assert OracleEvents().keep(arm, layout.members[m], caches[m]) == tuple(
+                caches[m].kept_slots(arm.served).tolist()
+            )
 
 
 def test_recent_keeps_the_header_and_the_last_positions_in_both_members(tiny_llama, pairs):
@@ -92,21 +97,27 @@ class FirstSlots(ServingPolicy):
 
 
 @pytest.mark.parametrize("kept_from", ["a", "b"])
-def test_picks_that_differ_across_members_are_recorded_and_one_members_picks_served_to_both(tiny_llama, pairs, kept_from):
+def test_picks_that_differ_across_members_are_recorded_and_one_members_picks_served_to_both(
+    tiny_llama, pairs, kept_from
+):
     pair = pairs[0]
     layout, caches = PairEngine(tiny_llama).prepare(pair)
     assert layout.members[0].positions != layout.members[1].positions  # the source's tokens differ in number
     # Up to the end of the longer member's source: the shorter member's window reaches past its own.
     engine = PairEngine(tiny_llama, policy=FirstSlots(max(m.event_spans[pair.source][1] for m in layout.members)))
-    (slots_a, slots_b), heads, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), _shape(engine),
-                                                  kept_from=kept_from)
+    (slots_a, slots_b), heads, selection = select(
+        engine.policy, pair, layout, caches, pair.arm("root"), _shape(engine), kept_from=kept_from
+    )
     assert heads == (None, None) and selection.head_kept_share is None
     assert selection.members_differ and selection.donor_visible  # the window holds the source
     assert selection.source_kept == (True, True)
-    picked = [{m.positions[s] for s in engine.policy.keep(pair.arm("root"), m, caches[k])}
-              for k, m in enumerate(layout.members)]
+    picked = [
+        {m.positions[s] for s in engine.policy.keep(pair.arm("root"), m, caches[k])}
+        for k, m in enumerate(layout.members)
+    ]
     outside = set(range(max(max(m.positions) for m in layout.members) + 1)) - {
-        m.positions[s] for m in layout.members for s in range(*m.event_spans[pair.source])}
+        m.positions[s] for m in layout.members for s in range(*m.event_spans[pair.source])
+    }
     # The shorter member's window reaches into the events after the source: its extra picks are
     # the leak, and every layer's overlap is the shared share of the two picks outside the source.
     share = len(picked[0] & picked[1] & outside) / len((picked[0] | picked[1]) & outside)
@@ -116,7 +127,10 @@ def test_picks_that_differ_across_members_are_recorded_and_one_members_picks_ser
     assert set(served["ab".index(kept_from)]) == chosen  # the chosen member serves exactly its picks
     assert set(served[1 - "ab".index(kept_from)]) <= chosen  # the other: those of its positions that exist
     assert [p for p in served[0] if p in outside] == [p for p in served[1] if p in outside] == sorted(chosen & outside)
-    assert selection.kept_tokens == len(slots_a) and selection.held_rows == len(slots_a) * _shape(engine)[0] * _shape(engine)[1]
+    assert (
+        selection.kept_tokens == len(slots_a)
+        and selection.held_rows == len(slots_a) * _shape(engine)[0] * _shape(engine)[1]
+    )
 
 
 @dataclass(frozen=True)
@@ -158,12 +172,25 @@ def test_the_identity_gate_runs_on_the_served_selection(tiny_llama, pairs, monke
 
 def test_eval_with_a_policy_names_it_and_keeps_oracle_files_apart(tiny_dir, tmp_path):
     out = tmp_path / "out"
-    common = ["eval", "--model", str(tiny_dir), "--limit", "2", "--device", "cpu", "--no-progress", "--output", str(out)]
+    common = [
+        "eval",
+        "--model",
+        str(tiny_dir),
+        "--limit",
+        "2",
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--output",
+        str(out),
+    ]
     assert main([*common, "--policy", "recent:30", "--check"]) == 0
     assert main(common) == 0
     results = json.loads((out / "discovery_probe_compact_recent-30.json").read_text())
     assert results["config"]["policy"] == "recent:30" and results["schema_version"] == SCHEMA_VERSION
-    assert {g: s["passed"] for g, s in results["gates"].items()} == dict.fromkeys(("A", "B", "control", "layout", "mask"), 2)
+    assert {g: s["passed"] for g, s in results["gates"].items()} == dict.fromkeys(
+        ("A", "B", "control", "layout", "mask"), 2
+    )
     oracle = json.loads((out / "discovery_probe_compact.json").read_text())
     assert "policy" not in oracle["config"] and oracle["config_hash"] != results["config_hash"]
     assert main(["scorecard", str(out)]) == 0  # the card is built from the oracle run alone
@@ -173,8 +200,27 @@ def test_eval_with_a_policy_names_it_and_keeps_oracle_files_apart(tiny_dir, tmp_
 
 def test_the_whole_contract_under_a_policy_writes_no_scorecard(tiny_dir, tmp_path, capsys):
     out = tmp_path / "all"
-    assert main(["eval", "--model", str(tiny_dir), "--suite", "all", "--limit", "2", "--device", "cpu",
-                 "--policy", "recent:30", "--no-progress", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--suite",
+                "all",
+                "--limit",
+                "2",
+                "--device",
+                "cpu",
+                "--policy",
+                "recent:30",
+                "--no-progress",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "no scorecard: runs under --policy recent:30 measure that policy" in err
     assert not (out / "scorecard.json").exists()
@@ -267,8 +313,9 @@ def test_the_head_mask_gate_runs_with_check_and_catches_an_unmasked_head(tiny_ll
     gates = {g.name: g for g in run_gates(engine, pairs[0], layout, caches, engine.score(pairs[0], layout, caches))}
     assert gates["head_mask"].passed and gates["head_mask"].max_abs_diff == 0.0
     assert gates["head_layout"].passed and gates["head_layout"].max_abs_diff <= 1e-5
-    assert not {"head_mask", "head_layout"} & {g.name for g in run_gates(PairEngine(tiny_llama, policy=RecentTokens(30)),
-                                                                        pairs[0], layout, caches)}  # no per-head choice
+    assert not {"head_mask", "head_layout"} & {
+        g.name for g in run_gates(PairEngine(tiny_llama, policy=RecentTokens(30)), pairs[0], layout, caches)
+    }  # no per-head choice
     from matbench.engine import serving
 
     original, fired = serving._head_valid, []

@@ -50,13 +50,17 @@ def test_carriers_are_the_papers_templates():
             assert p.events[carrier] == text.format(S=sensor, T=target) and not p.donor_events
             assert "EXCEEDED" not in p.events[carrier].upper() and "NORMAL" not in p.events[carrier].upper()
     # Ten templates, verbatim from kv_mater2.py (spot checks of the five that matbench v1 reworded).
-    assert TEMPLATES["pas"][1] == ("log entry: the outcome of the {S} threshold comparison was filed in the "
-                                   "maintenance record")
+    assert TEMPLATES["pas"][1] == (
+        "log entry: the outcome of the {S} threshold comparison was filed in the maintenance record"
+    )
     assert TEMPLATES["bind"][0] == "status register {T} is now set according to the threshold verdict for sensor {S}"
-    assert TEMPLATES["nld"][1] == ("reminder: work out whether sensor {S} went above its alert threshold and note "
-                                   "the verdict here")
-    assert TEMPLATES["exp"] == ("status register {T} recorded the threshold verdict for sensor {S}: {V}",
-                                "verdict for sensor {S} filed in register {T}: {V}")
+    assert TEMPLATES["nld"][1] == (
+        "reminder: work out whether sensor {S} went above its alert threshold and note the verdict here"
+    )
+    assert TEMPLATES["exp"] == (
+        "status register {T} recorded the threshold verdict for sensor {S}: {V}",
+        "verdict for sensor {S} filed in register {T}: {V}",
+    )
 
 
 def test_serve_sets_and_questions():
@@ -69,7 +73,9 @@ def test_serve_sets_and_questions():
         assert p.arm("both").served == (0, 2, carrier, REVIEW_AT) == p.arm("unrel").served == p.arm("sel").served
         assert p.arm("car@L").query_at_end and not p.arm("both").query_at_end
         assert p.arm("both").question == f"Was sensor {sensor} above the alert threshold?"
-        assert p.arm("unrel").question == f"What state is register {unrelated} in? Answer with the single state word only:"
+        assert (
+            p.arm("unrel").question == f"What state is register {unrelated} in? Answer with the single state word only:"
+        )
         assert p.arm("unrel").open_question and p.arm("unrel").menu == ("ONLINE", "OFFLINE")
         assert p.arm("sel").encoding == "text" and p.arm("control").served == tuple(range(p.source))
         tgt = [a for a in p.arms if a.name.startswith("tgt_")]
@@ -87,7 +93,8 @@ def test_groups_of_ten_share_every_draw():
     pairs = SUITES.get("programming").generate(0, 20)
     for group in (pairs[:10], pairs[10:]):
         assert {(p.source_bodies, p.events[0], p.events[2]) for p in group} == {
-            (group[0].source_bodies, group[0].events[0], group[0].events[2])}
+            (group[0].source_bodies, group[0].events[0], group[0].events[2])
+        }
         assert sorted(p.variant for p in group) == sorted(f"{k}/{t}" for k in KINDS for t in (1, 2))
     assert pairs[0].source_bodies != pairs[10].source_bodies
 
@@ -98,7 +105,8 @@ def test_build_takes_explicit_draws():
     d = draw(random.Random(5))
     assert build(d, "x-00000", "nld", 1) == build(d, "x-00000", "nld", 1)
     assert build(d, "x-00000", "nld", 1).events[d.source + 1] == (
-        f"reminder: work out whether sensor {d.sensor} went above its alert threshold and note the verdict here")
+        f"reminder: work out whether sensor {d.sensor} went above its alert threshold and note the verdict here"
+    )
 
 
 def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
@@ -116,25 +124,48 @@ def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
 
 # Evaluator statistics on hand-built records, where the right answer is known.
 
+
 def _arm(answers, paper=None, shift=0.0, expected=None, values=None) -> ArmRecord:
     from matbench.protocol.outcomes import outcome
 
-    return ArmRecord(answers=answers, outcome=outcome(answers, values or VALUES), probe_answers=answers,
-                     probe_logp=((0.0, 0.0), (0.0, 0.0)), shift=shift, paper_answers=paper, expected=expected,
-                     menu=("ONLINE", "OFFLINE") if values else None, values=values)
+    return ArmRecord(
+        answers=answers,
+        outcome=outcome(answers, values or VALUES),
+        probe_answers=answers,
+        probe_logp=((0.0, 0.0), (0.0, 0.0)),
+        shift=shift,
+        paper_answers=paper,
+        expected=expected,
+        menu=("ONLINE", "OFFLINE") if values else None,
+        values=values,
+    )
 
 
 FOLLOW, CONST = VALUES, ("NORMAL", "NORMAL")
 
 
 def _record(index: int, variant: str, both, rev=CONST, unrel=("ONLINE", "ONLINE")) -> PairRecord:
-    arms = {"car": _arm(CONST, CONST), "rev": _arm(rev, rev), "both": _arm(*both),
-            "unrel": _arm(unrel, unrel, expected="ONLINE", values=("ONLINE", "OFFLINE")),
-            "sel": _arm(CONST, CONST), "txt": _arm(FOLLOW, FOLLOW), "control": _arm(CONST, CONST)}
+    arms = {
+        "car": _arm(CONST, CONST),
+        "rev": _arm(rev, rev),
+        "both": _arm(*both),
+        "unrel": _arm(unrel, unrel, expected="ONLINE", values=("ONLINE", "OFFLINE")),
+        "sel": _arm(CONST, CONST),
+        "txt": _arm(FOLLOW, FOLLOW),
+        "control": _arm(CONST, CONST),
+    }
     if variant.split("/")[0] in T_KINDS:
         arms["tgt_both"] = _arm(FOLLOW, FOLLOW)
-    return PairRecord(item_id=f"programming-v2-s0-{index:05d}", variant=variant, values=VALUES, menu=VALUES,
-                      budget=2, length=100, n_tokens=(100, 100), arms=arms)
+    return PairRecord(
+        item_id=f"programming-v2-s0-{index:05d}",
+        variant=variant,
+        values=VALUES,
+        menu=VALUES,
+        budget=2,
+        length=100,
+        n_tokens=(100, 100),
+        arms=arms,
+    )
 
 
 def test_headline_counts_follow_with_the_papers_parse():
@@ -151,28 +182,40 @@ def test_headline_counts_follow_with_the_papers_parse():
                 records.append(_record(index, f"{kind}/{t}", both, unrel=unrel))
     m = EVALUATORS.get("programming")(suite="programming").summarize(records)
     head = m["headline"]
-    assert head["follow_both_counts"] == {"pas": [0, 12], "bind": [0, 12], "dir": [0, 12], "nld": [8, 12],
-                                          "exp": [12, 12]}
+    assert head["follow_both_counts"] == {
+        "pas": [0, 12],
+        "bind": [0, 12],
+        "dir": [0, 12],
+        "nld": [8, 12],
+        "exp": [12, 12],
+    }
     assert head["follow_both"]["nld"] == pytest.approx(8 / 12)
     assert m["by_carrier"]["nld"]["both"]["classes"]["follow"] == 0  # the strict parse, beside
-    assert head["fixed_query"] == {"review": 0.0, "review + nld carrier": pytest.approx(8 / 12),
-                                   "review + exp carrier": 1.0}
+    assert head["fixed_query"] == {
+        "review": 0.0,
+        "review + nld carrier": pytest.approx(8 / 12),
+        "review + exp carrier": 1.0,
+    }
     assert head["target_follow"] == {"bind": 1.0, "dir": 1.0, "exp": 1.0}
     assert head["unrelated_flip_rate"] == pytest.approx(1 / 60) and m["unrelated"]["accuracy"] == pytest.approx(
-        119 / 120)
+        119 / 120
+    )
     c = m["nld_minus_pas"]["both"]
     assert c["n_paired"] == 12 and c["follow_difference"] == pytest.approx(8 / 12)
-    assert c["mcnemar_p"] == pytest.approx(2 * 0.5 ** 8)
+    assert c["mcnemar_p"] == pytest.approx(2 * 0.5**8)
     assert m["text_floor"]["pas"]["member_a_exceeded"] == 0 and head["control_clean"] is True
     metric = EVALUATORS.get("programming").metric("follow_both")
     assert metric.value(m) == head["follow_both"]
 
 
-@pytest.mark.parametrize("dir_follows,bind_follows,excludes_zero,equivalent", [
-    (12, 12, True, True),  # dir and bind both always follow: dir - pas = 1, dir - bind = 0
-    (12, 0, True, False),  # dir follows, bind never: dir - bind = 1, far outside +-.075
-    (0, 0, False, True),  # nothing follows: dir - pas = 0 (no claim), dir = bind at the floor
-])
+@pytest.mark.parametrize(
+    "dir_follows,bind_follows,excludes_zero,equivalent",
+    [
+        (12, 12, True, True),  # dir and bind both always follow: dir - pas = 1, dir - bind = 0
+        (12, 0, True, False),  # dir follows, bind never: dir - bind = 1, far outside +-.075
+        (0, 0, False, True),  # nothing follows: dir - pas = 0 (no claim), dir = bind at the floor
+    ],
+)
 def test_the_papers_preregistered_contrasts_and_their_verdicts(dir_follows, bind_follows, excludes_zero, equivalent):
     records = []
     for g in range(6):
@@ -181,8 +224,14 @@ def test_the_papers_preregistered_contrasts_and_their_verdicts(dir_follows, bind
                 n = 2 * g + t - 1  # the n-th of 12 (group, template) cells
                 follows = {"dir": n < dir_follows, "bind": n < bind_follows}.get(kind, False)
                 unrel = ("ONLINE", "OFFLINE") if g < 2 and kind == "pas" else ("ONLINE", "ONLINE")
-                records.append(_record(10 * g + 5 * (t - 1) + k, f"{kind}/{t}", (FOLLOW, FOLLOW) if follows
-                                       else (CONST, CONST), unrel=unrel))
+                records.append(
+                    _record(
+                        10 * g + 5 * (t - 1) + k,
+                        f"{kind}/{t}",
+                        (FOLLOW, FOLLOW) if follows else (CONST, CONST),
+                        unrel=unrel,
+                    )
+                )
     m = EVALUATORS.get("programming")(suite="programming").summarize(records)
     pre = m["preregistered"]
     assert pre["dir_minus_pas"]["n_paired"] == 12
@@ -200,8 +249,12 @@ def test_the_papers_preregistered_contrasts_and_their_verdicts(dir_follows, bind
 
 
 def test_without_dir_and_bind_the_preregistered_contrasts_are_absent_not_invented():
-    records = [_record(10 * g + k, f"{kind}/1", (CONST, CONST)) for g in range(2) for k, kind in enumerate(KINDS)
-               if kind in ("pas", "nld")]
+    records = [
+        _record(10 * g + k, f"{kind}/1", (CONST, CONST))
+        for g in range(2)
+        for k, kind in enumerate(KINDS)
+        if kind in ("pas", "nld")
+    ]
     m = EVALUATORS.get("programming")(suite="programming").summarize(records)
     assert m["preregistered"]["dir_minus_pas"] is None and m["preregistered"]["dir_vs_bind"] is None
     assert EVALUATORS.get("programming").metric("dir_bind_equivalent").value(m) is None

@@ -47,7 +47,10 @@ def test_equal_rates_on_different_items_and_disjoint_items_stay_tied():
     elsewhere = {(f"j{k}", "h"): ItemOutcome(True, 5.0) for k in range(64)}  # no shared item: no test
     assert compare(a, elsewhere) is None
     assert {k: (r.follow, r.shift) for k, r in ranks_of({"a": a, "b": b, "x": elsewhere}).items()} == {
-        "a": (1, 1), "b": (1, 1), "x": (1, 1)}
+        "a": (1, 1),
+        "b": (1, 1),
+        "x": (1, 1),
+    }
 
 
 def test_the_same_item_id_with_another_item_hash_is_not_paired():

@@ -49,9 +49,11 @@ def test_suffixes_are_the_papers_wording():
     assert READOUTS.get("probe").assistant_prefix == "Answer:"
     assert READOUTS.get("trace").suffix(binary, MIRROR_TRACE) == (
         " Answer ONLINE or OFFLINE. Locate the mirror statement for that register, then end your answer with the "
-        "final state word.")
+        "final state word."
+    )
     assert READOUTS.get("trace").suffix(("EXCEEDED", "NORMAL")) == (
-        " Answer EXCEEDED or NORMAL. Locate the relevant statement, then end your answer with the final state word.")
+        " Answer EXCEEDED or NORMAL. Locate the relevant statement, then end your answer with the final state word."
+    )
     assert READOUTS.get("menu").suffix(binary) == " Answer with the single state word only (ONLINE or OFFLINE):"
     assert (READOUTS.get("trace").max_new_tokens, READOUTS.get("menu").max_new_tokens) == (160, 160)
     assert (READOUTS.get("trace").pick, READOUTS.get("menu").pick) == ("last", "last")
@@ -59,7 +61,8 @@ def test_suffixes_are_the_papers_wording():
 
 def test_question_opens_with_the_papers_blank_line():
     assert question_text("What state is register T in?", " Answer ONLINE or OFFLINE:") == (
-        "\n\nQuestion: What state is register T in? Answer ONLINE or OFFLINE:")
+        "\n\nQuestion: What state is register T in? Answer ONLINE or OFFLINE:"
+    )
 
 
 def test_paper_parse_is_the_looser_substring_search():
@@ -161,5 +164,5 @@ def test_batched_probe_log_probs_equal_each_rows_own_scorer_exactly():
     got = batched_log_probs(logits, scorers)
     assert [tuple(g.shape) for g in got] == [(2,), (3,), (3,), (2,), (3,)]
     for row, (scorer, cand) in enumerate(zip(scorers, got)):
-        assert torch.equal(cand, scorer.log_probs(logits[row:row + 1])[0])
+        assert torch.equal(cand, scorer.log_probs(logits[row : row + 1])[0])
         assert cand.device.type == "cpu"

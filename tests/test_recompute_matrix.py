@@ -65,7 +65,8 @@ def test_items_are_kv_recomps_design():
                 f"register {S} set to state {new}",
                 f"[STATE UPDATE] register {S} {ARROW} {new}; overrides any earlier value and conclusion",
                 f"register {S} set to state {new}; therefore register {T} is now {new}",
-                f"register {S} set to state {new}"]
+                f"register {S} set to state {new}",
+            ]
             assert delta["oracle"][1] == f"register {T} mirrors register {S}"
         elif p.variant == "B_oper":
             above, below = (int(re.search(r"measured (\d+);", b).group(1)) for b in p.source_bodies)
@@ -82,7 +83,8 @@ def test_items_are_kv_recomps_design():
             assert [_observation(delta[a][0]) for a in DELTAS[1:]] == [
                 f"[STATE UPDATE] sensor {S} measurement {ARROW} {gv2}; overrides any earlier value and conclusion",
                 f"sensor {S} measured {gv2}; the verdict is now {new}",
-                f"sensor {S} measured {gv2}; the alert threshold is {threshold}"]
+                f"sensor {S} measured {gv2}; the alert threshold is {threshold}",
+            ]
             assert len(delta["oracle"]) == 1 and not any(str(v) in " ".join(fillers).split() for v in (above, below))
         else:
             n1a, n1b = p.values
@@ -96,7 +98,8 @@ def test_items_are_kv_recomps_design():
                 f"register {S} set to {new}",
                 f"[STATE UPDATE] register {S} {ARROW} {new}; overrides any earlier value and conclusion",
                 f"register {S} set to {new}; therefore register {T} is now {new}",
-                f"register {S} set to {new}"]
+                f"register {S} set to {new}",
+            ]
             assert delta["oracle"][1] == f"register {T} copied from register {S}"
             assert not {n1a, n1b} & {e.split()[-1] for e in fillers}
     # v2 is drawn independently of both donors; both stale verdicts and every decoy state occur.
@@ -130,15 +133,18 @@ def test_deltas_render_as_kv_recomps_memory_patch_steps(tiny_llama):
 
     S, T, _ = a.registers
     new = a.arm("d_src").expected
-    assert query(a, "oracle") == (f"<step 25>\naction: memory_patch()\nobservation: register {S} set to state {new}\n"
-                                  f"<step 26>\naction: reg_op()\nobservation: register {T} mirrors register {S}\n"
-                                  f"\n\nQuestion: What state is register {T} in now? Answer ONLINE or OFFLINE."
-                                  + engine.renderer.tail)
+    assert query(a, "oracle") == (
+        f"<step 25>\naction: memory_patch()\nobservation: register {S} set to state {new}\n"
+        f"<step 26>\naction: reg_op()\nobservation: register {T} mirrors register {S}\n"
+        f"\n\nQuestion: What state is register {T} in now? Answer ONLINE or OFFLINE." + engine.renderer.tail
+    )
     assert query(a, "stale").startswith("\n\nQuestion: ")
     # B under the trace readout is kv_recomp's prompt; under short, matbench's direct menu suffix.
     S = b.registers[0]
-    assert query(b, "stale", "trace") == (f"\n\nQuestion: Is sensor {S} above the alert threshold now? Answer "
-                                          f"EXCEEDED or NORMAL.{TRACE}" + engine.renderer.tail)
+    assert query(b, "stale", "trace") == (
+        f"\n\nQuestion: Is sensor {S} above the alert threshold now? Answer "
+        f"EXCEEDED or NORMAL.{TRACE}" + engine.renderer.tail
+    )
     assert query(b, "stale", "short").endswith(" Answer EXCEEDED or NORMAL:" + engine.renderer.tail)
     assert query(c, "d_der").startswith("<step 25>\naction: memory_patch()\nobservation: register ")
 
@@ -155,7 +161,8 @@ def test_gates_and_evaluator_on_a_tiny_model_cover_every_row(tiny_llama):
     # At risk per pair: one member in A (v2 is one of the two states) and B (one stale verdict is
     # the new one), both in C (n2 is neither member's n1).
     assert {k: v[1] for k, v in head["old_value_leaks"].items()} == {
-        f"{row}/{arm}": {"A_mat": 1, "B_oper": 1, "C_high": 2}[row] for row in ROWS for arm in DELTAS}
+        f"{row}/{arm}": {"A_mat": 1, "B_oper": 1, "C_high": 2}[row] for row in ROWS for arm in DELTAS
+    }
     assert len(head["donor_shift"]) == len(head["donor_classes"]) == 3 * (len(ARMS) + 1)
     assert head["control_clean"] is True
     evaluator = EVALUATORS.get("recompute_matrix")
@@ -173,27 +180,74 @@ def _record(index: int, row: str, values, menu, new: str, answers: dict, texts: 
     arms = {}
     for arm in (*ARMS, "control"):
         got = answers.get(arm, tuple(values))
-        arms[arm] = ArmRecord(answers=got, outcome=outcome(got, tuple(values)), probe_answers=got,
-                              probe_logp=((0.0,) * len(menu), (0.0,) * len(menu)), shift=0.0,
-                              expected=new if arm in DELTAS else None,
-                              texts=None if texts is None else texts.get(arm, tuple(str(g) for g in got)))
-    return PairRecord(item_id=f"recompute_matrix-v1-s0-{index:05d}", variant=row, values=tuple(values),
-                      menu=tuple(menu), budget=1, length=100, n_tokens=(100, 100), arms=arms)
+        arms[arm] = ArmRecord(
+            answers=got,
+            outcome=outcome(got, tuple(values)),
+            probe_answers=got,
+            probe_logp=((0.0,) * len(menu), (0.0,) * len(menu)),
+            shift=0.0,
+            expected=new if arm in DELTAS else None,
+            texts=None if texts is None else texts.get(arm, tuple(str(g) for g in got)),
+        )
+    return PairRecord(
+        item_id=f"recompute_matrix-v1-s0-{index:05d}",
+        variant=row,
+        values=tuple(values),
+        menu=tuple(menu),
+        budget=1,
+        length=100,
+        n_tokens=(100, 100),
+        arms=arms,
+    )
 
 
 def _three(texts: bool = False) -> list[PairRecord]:
-    a = _record(0, "A_mat", STATES, STATES, "OFFLINE",
-                {"d_src": ("ONLINE", "OFFLINE"), "d_mtn": ("OFFLINE", "OFFLINE"), "d_der": ("OFFLINE", "OFFLINE"),
-                 "oracle": ("OFFLINE", None), "control": ("ONLINE", "ONLINE")},
-                {"d_src": ("OFFLINE, no: ONLINE", "OFFLINE")} if texts else None)
-    b = _record(1, "B_oper", VERDICTS, VERDICTS, "NORMAL",
-                {"stale": ("NORMAL", "NORMAL"), "d_src": ("EXCEEDED", "NORMAL"), "d_mtn": ("NORMAL", "NORMAL"),
-                 "d_der": ("NORMAL", "NORMAL"), "oracle": ("NORMAL", "EXCEEDED"), "control": ("NORMAL", "NORMAL")},
-                {"d_der": ("ABNORMAL", "NORMAL")} if texts else None)
-    c = _record(2, "C_high", ("463", "969"), ("463", "969", "888"), "888",
-                {"d_src": ("463", "888"), "d_mtn": ("888", "888"), "d_der": ("888", "888"), "oracle": ("888", "888"),
-                 "control": ("463", "463")},
-                {"d_der": ("The value is 888.", "9888")} if texts else None)
+    a = _record(
+        0,
+        "A_mat",
+        STATES,
+        STATES,
+        "OFFLINE",
+        {
+            "d_src": ("ONLINE", "OFFLINE"),
+            "d_mtn": ("OFFLINE", "OFFLINE"),
+            "d_der": ("OFFLINE", "OFFLINE"),
+            "oracle": ("OFFLINE", None),
+            "control": ("ONLINE", "ONLINE"),
+        },
+        {"d_src": ("OFFLINE, no: ONLINE", "OFFLINE")} if texts else None,
+    )
+    b = _record(
+        1,
+        "B_oper",
+        VERDICTS,
+        VERDICTS,
+        "NORMAL",
+        {
+            "stale": ("NORMAL", "NORMAL"),
+            "d_src": ("EXCEEDED", "NORMAL"),
+            "d_mtn": ("NORMAL", "NORMAL"),
+            "d_der": ("NORMAL", "NORMAL"),
+            "oracle": ("NORMAL", "EXCEEDED"),
+            "control": ("NORMAL", "NORMAL"),
+        },
+        {"d_der": ("ABNORMAL", "NORMAL")} if texts else None,
+    )
+    c = _record(
+        2,
+        "C_high",
+        ("463", "969"),
+        ("463", "969", "888"),
+        "888",
+        {
+            "d_src": ("463", "888"),
+            "d_mtn": ("888", "888"),
+            "d_der": ("888", "888"),
+            "oracle": ("888", "888"),
+            "control": ("463", "463"),
+        },
+        {"d_der": ("The value is 888.", "9888")} if texts else None,
+    )
     return [a, b, c]
 
 
@@ -201,18 +255,36 @@ def test_the_matrix_on_the_papers_scale_with_donor_classes_beside_it():
     m = EVALUATORS.get("recompute_matrix")(suite="recompute_matrix").summarize(_three())
     head = m["headline"]
     assert head["matrix"] == {
-        "A_mat/stale": 1.0, "A_mat/d_src": 0.5, "A_mat/d_mtn": 1.0, "A_mat/d_der": 1.0, "A_mat/oracle": 0.5,
-        "B_oper/stale": 0.5, "B_oper/d_src": 0.5, "B_oper/d_mtn": 1.0, "B_oper/d_der": 1.0, "B_oper/oracle": 0.5,
-        "C_high/stale": 1.0, "C_high/d_src": 0.5, "C_high/d_mtn": 1.0, "C_high/d_der": 1.0, "C_high/oracle": 1.0}
+        "A_mat/stale": 1.0,
+        "A_mat/d_src": 0.5,
+        "A_mat/d_mtn": 1.0,
+        "A_mat/d_der": 1.0,
+        "A_mat/oracle": 0.5,
+        "B_oper/stale": 0.5,
+        "B_oper/d_src": 0.5,
+        "B_oper/d_mtn": 1.0,
+        "B_oper/d_der": 1.0,
+        "B_oper/oracle": 0.5,
+        "C_high/stale": 1.0,
+        "C_high/d_src": 0.5,
+        "C_high/d_mtn": 1.0,
+        "C_high/d_der": 1.0,
+        "C_high/oracle": 1.0,
+    }
     cell = m["paper_matrix"]["rows"]["A_mat"]["d_src"]
     assert (cell["hits"], cell["n"]) == (1, 2) and 0 < cell["ci"][0] < 0.5 < cell["ci"][1] < 1
     assert head["old_value_leaks"]["A_mat/d_src"] == [1, 1] and head["old_value_leaks"]["A_mat/oracle"] == [0, 1]
     assert head["old_value_leaks"]["B_oper/d_src"] == [1, 1] and head["old_value_leaks"]["C_high/d_src"] == [1, 2]
     assert head["donor_classes"]["A_mat/stale"] == [1, 0] and head["donor_classes"]["B_oper/oracle"] == [0, 1]
     assert head["donor_classes"]["A_mat/d_src"] == [1, 0] and head["donor_classes"]["C_high/d_mtn"] == [0, 0]
-    assert head["delta_contrasts"] == {"A_mat/d_der-d_src": 0.5, "A_mat/oracle-d_src": 0.0,
-                                       "B_oper/d_der-d_src": 0.5, "B_oper/oracle-d_src": 0.0,
-                                       "C_high/d_der-d_src": 0.5, "C_high/oracle-d_src": 0.5}
+    assert head["delta_contrasts"] == {
+        "A_mat/d_der-d_src": 0.5,
+        "A_mat/oracle-d_src": 0.0,
+        "B_oper/d_der-d_src": 0.5,
+        "B_oper/oracle-d_src": 0.0,
+        "C_high/d_der-d_src": 0.5,
+        "C_high/oracle-d_src": 0.5,
+    }
     assert head["control_clean"] is True and head["matrix_paper_score"] is None
     assert m["by_row"]["C_high"]["d_src"]["classes"]["other"] == 1
 

@@ -21,7 +21,9 @@ def test_a_group_is_one_draw_under_four_carriers():
         assert [i for i in range(24) if p.events[i] != group[0].events[i]] == [CARRIER_AT]
         assert p.slot_alternatives == group[0].slot_alternatives and len(p.slot_alternatives[0][1]) == 4
     render = FRAMES["tool_steps"].render_event
-    assert render(23, group[3].events[CARRIER_AT]).startswith("<step 24>\naction: record_verdict()\nobservation: register ")
+    assert render(23, group[3].events[CARRIER_AT]).startswith(
+        "<step 24>\naction: record_verdict()\nobservation: register "
+    )
     assert render(0, group[0].events[0]).startswith("<step 1>\naction: reg_op()\nobservation: sensor ")
     a, b = group[0].member(0).events, group[0].member(1).events
     assert [i for i in range(24) if a[i] != b[i]] == [group[0].source, group[0].source + 1]
@@ -38,8 +40,13 @@ def test_gates_on_a_tiny_model(tiny_llama):
 def _record(index: int, kind: str, harv: tuple[str, str]) -> PairRecord:
     def arm(ans):
         return ArmRecord(ans, outcome(ans, VERDICTS), ans, ((0.0, 0.0), (0.0, 0.0)), 0.0)
-    arms = {"harv": arm(harv), "sel": arm(("NORMAL", "NORMAL")), "txt": arm(VERDICTS),
-            "control": arm(("NORMAL", "NORMAL"))}
+
+    arms = {
+        "harv": arm(harv),
+        "sel": arm(("NORMAL", "NORMAL")),
+        "txt": arm(VERDICTS),
+        "control": arm(("NORMAL", "NORMAL")),
+    }
     return PairRecord(f"reference_gradient-v1-s0-{index:05d}", kind, VERDICTS, VERDICTS, 2, 100, (100, 100), arms)
 
 

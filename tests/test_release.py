@@ -15,8 +15,10 @@ RELEASE = Path(__file__).resolve().parents[1] / "suites"
 def card_table() -> dict[str, tuple[str, bool, str, int, str]]:
     card = (RELEASE / "README.md").read_text()
     rows = re.findall(r"^\| (\w+) \| ([^|]+) \| (yes|no) \| (\w+) \| (\d+) \| `([0-9a-f]{64})` \|$", card, re.MULTILINE)
-    return {name: (summary, contract == "yes", version, int(n), digest)
-            for name, summary, contract, version, n, digest in rows}
+    return {
+        name: (summary, contract == "yes", version, int(n), digest)
+        for name, summary, contract, version, n, digest in rows
+    }
 
 
 def test_the_release_holds_every_suite_as_generated_now(tmp_path):
@@ -30,7 +32,8 @@ def test_the_release_holds_every_suite_as_generated_now(tmp_path):
         rows = suite.dataset_rows(0, None, dialog_sources())
         assert (summary, contract) == (suite.summary, suite.contract) and summary
         assert (version, n, digest) == (suite.version, len(rows), config_hash(rows)), (
-            f"suites/ is stale for {name}: regenerate it with the command in README.md")
+            f"suites/ is stale for {name}: regenerate it with the command in README.md"
+        )
         ds = load_dataset(str(RELEASE), name, split="test", cache_dir=str(tmp_path))
         assert ds.num_rows == n and ds.features == suite.features()
         assert [r["content_hash"] for r in ds] == [r["content_hash"] for r in rows]
@@ -42,6 +45,8 @@ def test_the_release_holds_every_suite_as_generated_now(tmp_path):
 def test_the_readme_suite_table_gives_the_rows_each_default_release_has():
     """README's suite table states each config's default row count: it is the release's."""
     readme = (RELEASE.parent / "README.md").read_text()
-    stated = {m.group(1): int(m.group(2).replace(",", ""))
-              for m in re.finditer(r"^\| (\w+) \| ([\d,]+)\b", readme, re.MULTILINE)}
+    stated = {
+        m.group(1): int(m.group(2).replace(",", ""))
+        for m in re.finditer(r"^\| (\w+) \| ([\d,]+)\b", readme, re.MULTILINE)
+    }
     assert {name: stated.get(name) for name in SUITES.names()} == {name: row[3] for name, row in card_table().items()}

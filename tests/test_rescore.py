@@ -29,15 +29,20 @@ def run_dir(tmp_path):
 def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, capsys):
     path = run_dir / f"{STEM}.json"
     old = json.loads(path.read_text())
-    stripped = {**old, "schema_version": "1.0", "metrics": {k: v for k, v in old["metrics"].items() if k != "by_construction"}}
+    stripped = {
+        **old,
+        "schema_version": "1.0",
+        "metrics": {k: v for k, v in old["metrics"].items() if k != "by_construction"},
+    }
     stripped.pop("rescored", None)
     path.write_text(json.dumps(stripped))
     log_before = (run_dir / f"{STEM}.items.jsonl").read_bytes()
 
     assert main(["rescore", str(run_dir)]) == 0
     new = read_results(path)
-    records = sorted((PairRecord.from_json(json.loads(x)) for x in log_before.decode().splitlines()),
-                     key=lambda r: r.item_id)
+    records = sorted(
+        (PairRecord.from_json(json.loads(x)) for x in log_before.decode().splitlines()), key=lambda r: r.item_id
+    )
     assert new.metrics == json.loads(json.dumps(EVALUATORS.get("trigger")(suite="trigger").summarize(records)))
     assert "by_construction" in new.metrics and new.metrics["by_construction"] == old["metrics"]["by_construction"]
     assert new.schema_version == SCHEMA_VERSION and new.rescored.from_schema_version == "1.0"

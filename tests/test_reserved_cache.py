@@ -43,13 +43,17 @@ def test_serving_and_decoding_do_not_depend_on_the_room(tiny, pairs, serving, mo
     engine = engine_for(tiny, serving=serving)
     pair = pairs[0]
     _layout, caches = engine.prepare(pair)
-    requests = [ServeRequest(caches[m], arm.served, engine.query_ids(pair, arm, engine.probe_readout))
-                for arm in pair.arms for m in (0, 1)]
+    requests = [
+        ServeRequest(caches[m], arm.served, engine.query_ids(pair, arm, engine.probe_readout))
+        for arm in pair.arms
+        for m in (0, 1)
+    ]
     out = {}
     for reserve in (12, 0, None):  # room for every step, for the query only, none (DynamicLayer)
         if reserve is None:
-            monkeypatch.setattr(runtime.ReservedLayer, "holding", classmethod(
-                lambda cls, k, v, n: _dynamic(k[:, :, :n], v[:, :, :n])))
+            monkeypatch.setattr(
+                runtime.ReservedLayer, "holding", classmethod(lambda cls, k, v, n: _dynamic(k[:, :, :n], v[:, :, :n]))
+            )
         batch, first = SERVING[serving](engine.runner, requests, reserve=reserve or 0)
         out[reserve] = first, greedy_decode(engine.runner, batch, first, 12, set())
     for reserve in (0, None):

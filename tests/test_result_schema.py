@@ -40,10 +40,16 @@ def test_a_written_results_file_validates(run, tmp_path):
     assert results.environment.datasets and results.config.readout == "probe"
 
 
-@pytest.mark.parametrize("fields, variants", [
-    ({}, []), ({"policy": "oracle"}, []), ({"policy": "recent:64"}, ["policy recent:64"]),
-    ({"template": "para", "rope_yarn": 4.0}, ["template para", "yarn ×4"]), ({"rope_yarn": 2.5}, ["yarn ×2.5"]),
-])
+@pytest.mark.parametrize(
+    "fields, variants",
+    [
+        ({}, []),
+        ({"policy": "oracle"}, []),
+        ({"policy": "recent:64"}, ["policy recent:64"]),
+        ({"template": "para", "rope_yarn": 4.0}, ["template para", "yarn ×4"]),
+        ({"rope_yarn": 2.5}, ["yarn ×2.5"]),
+    ],
+)
 def test_a_run_names_its_departures_from_the_protocol(run, fields, variants):
     """`variants` keeps a run out of the scorecard and labels it in the reports and on the board."""
     from matbench.results.scorecard import largest_runs
@@ -55,16 +61,24 @@ def test_a_run_names_its_departures_from_the_protocol(run, fields, variants):
     assert bool(largest_runs([(run, results)], "probe")) is (variants == [])
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["config"].__setitem__("n_items", "2"), "field config.n_items: Input should be a valid integer"),
-    (lambda d: d["config"]["model"].__setitem__("dtype", "float8"), "field config.model.dtype: Input should be"),
-    (lambda d: d.__setitem__("surprise", 1), "field surprise: Extra inputs are not permitted"),
-    (lambda d: d["items"].pop("sha256"), "field items.sha256: Field required"),
-    (lambda d: d["gates"].__setitem__("A", {"checked": -1, "passed": 0, "skipped": 0, "max_abs_diff": None}),
-     "field gates.A.checked: Input should be greater than or equal to 0"),
-    (lambda d: d.__setitem__("schema_version", "0.1"), "schema_version '0.1' is not one of 1.0, 1.1, 1.2, 1.3"),
-    (lambda d: d["config"]["model"].__setitem__("fused_kernels", "yes"), "field config.model.fused_kernels: Input should be a valid boolean"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["config"].__setitem__("n_items", "2"), "field config.n_items: Input should be a valid integer"),
+        (lambda d: d["config"]["model"].__setitem__("dtype", "float8"), "field config.model.dtype: Input should be"),
+        (lambda d: d.__setitem__("surprise", 1), "field surprise: Extra inputs are not permitted"),
+        (lambda d: d["items"].pop("sha256"), "field items.sha256: Field required"),
+        (
+            lambda d: d["gates"].__setitem__("A", {"checked": -1, "passed": 0, "skipped": 0, "max_abs_diff": None}),
+            "field gates.A.checked: Input should be greater than or equal to 0",
+        ),
+        (lambda d: d.__setitem__("schema_version", "0.1"), "schema_version '0.1' is not one of 1.0, 1.1, 1.2, 1.3"),
+        (
+            lambda d: d["config"]["model"].__setitem__("fused_kernels", "yes"),
+            "field config.model.fused_kernels: Input should be a valid boolean",
+        ),
+    ],
+)
 def test_a_bad_field_is_named_in_one_line(run, tmp_path, edit, message):
     payload = json.loads(run.read_text())
     edit(payload)
@@ -107,8 +121,21 @@ def test_a_corrupt_log_is_refused_and_left_untouched(tiny_dir, tmp_path, capsys)
 
 def _eval(tiny_dir, out: Path, n: int):
     script = Path(sys.executable).with_name("matbench")
-    cmd = [str(script), "eval", "--model", str(tiny_dir), "--limit", str(n), "--readout", "trace",
-           "--batch-pairs", "1", "--no-progress", "--output", str(out)]
+    cmd = [
+        str(script),
+        "eval",
+        "--model",
+        str(tiny_dir),
+        "--limit",
+        str(n),
+        "--readout",
+        "trace",
+        "--batch-pairs",
+        "1",
+        "--no-progress",
+        "--output",
+        str(out),
+    ]
     return cmd, {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 
@@ -130,7 +157,7 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_results(tiny_dir, t
 
     assert subprocess.run(cmd, check=False, env=env, capture_output=True).returncode == 0
     after = log.read_bytes()
-    kept = before[:before.rfind(b"\n") + 1]
+    kept = before[: before.rfind(b"\n") + 1]
     assert after.startswith(kept) and after.count(b"\n") == n  # finished items kept byte for byte
     resumed = read_results(killed / "discovery_trace_compact.json")
     assert resumed.items.n_from_log == done and resumed.items.n_records == n
@@ -149,8 +176,10 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_results(tiny_dir, t
     uninterrupted = read_results(clean / "discovery_trace_compact.json")
     assert resumed.metrics == uninterrupted.metrics and resumed.gates == uninterrupted.gates
     records = {json.loads(line)["item_id"]: json.loads(line) for line in after.decode().splitlines()}
-    reference = {json.loads(line)["item_id"]: json.loads(line)
-                 for line in (clean / "discovery_trace_compact.items.jsonl").read_text().splitlines()}
+    reference = {
+        json.loads(line)["item_id"]: json.loads(line)
+        for line in (clean / "discovery_trace_compact.items.jsonl").read_text().splitlines()
+    }
     assert records == reference
 
 
@@ -162,8 +191,11 @@ def test_the_recorded_revision_says_when_the_tree_differs_from_it(tmp_path):
     assert git_revision(tmp_path) is None  # not a checkout
     git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    code, result, submitted = tmp_path / "matbench" / "f.py", tmp_path / "results" / "r.json", \
-        tmp_path / "leaderboard" / "submissions" / "s.json"
+    code, result, submitted = (
+        tmp_path / "matbench" / "f.py",
+        tmp_path / "results" / "r.json",
+        tmp_path / "leaderboard" / "submissions" / "s.json",
+    )
     for path in (code, result, submitted):
         path.parent.mkdir(parents=True)
         path.write_text("1\n")

@@ -22,8 +22,19 @@ POSITIONAL = {"random", "streaming_llm"}
 
 
 def test_ten_scoring_policies_and_the_merging_control_are_registered():
-    assert SCORING == ["adakv", "expected_attention", "h2o", "keydiff", "knorm", "merging", "pyramidkv", "random",
-                       "snapkv", "streaming_llm", "tova"]
+    assert SCORING == [
+        "adakv",
+        "expected_attention",
+        "h2o",
+        "keydiff",
+        "knorm",
+        "merging",
+        "pyramidkv",
+        "random",
+        "snapkv",
+        "streaming_llm",
+        "tova",
+    ]
 
 
 def _picks(policy, engine, pair, member=0, source="natural"):
@@ -69,7 +80,9 @@ def test_source_evicted_mode_never_keeps_a_donor_row_and_every_gate_passes(tiny_
         assert record.arms["control"].shift == 0.0
         gates = run_gates(engine, pair, layout, caches, record)
         assert all(g.passed for g in gates), gates
-        assert ("head_mask" in {g.name for g in gates}) == (name in ("adakv",) or record.arms["root"].selection.heads is not None)
+        assert ("head_mask" in {g.name for g in gates}) == (
+            name in ("adakv",) or record.arms["root"].selection.heads is not None
+        )
 
 
 @pytest.mark.parametrize("name", SCORING)
@@ -77,8 +90,16 @@ def test_position_only_scores_leak_nothing_and_content_scores_may(tiny_llama, pa
     engine = PairEngine(tiny_llama, policy=parse_policy(f"{name}@0.5"), source="evicted")
     pair = pairs[0]
     layout, caches = engine.prepare(pair)
-    _, _, selection = select(engine.policy, pair, layout, caches, pair.arm("root"), engine.runner.head_shape,
-                             runner=engine.runner, source="evicted")
+    _, _, selection = select(
+        engine.policy,
+        pair,
+        layout,
+        caches,
+        pair.arm("root"),
+        engine.runner.head_shape,
+        runner=engine.runner,
+        source="evicted",
+    )
     assert len(selection.overlap) == engine.runner.head_shape[0]
     if name in POSITIONAL:
         assert not selection.members_differ and selection.overlap == (1.0,) * len(selection.overlap)
@@ -92,8 +113,11 @@ def test_knorm_keys_after_the_source_carry_the_donor_into_the_choice(tiny_llama,
     leaks = []
     for pair in pairs[:3]:
         layout, caches = engine.prepare(pair)
-        leaks.append(select(engine.policy, pair, layout, caches, pair.arm("root"), engine.runner.head_shape,
-                            source="evicted")[2].members_differ)
+        leaks.append(
+            select(engine.policy, pair, layout, caches, pair.arm("root"), engine.runner.head_shape, source="evicted")[
+                2
+            ].members_differ
+        )
     assert any(leaks)
 
 
@@ -122,8 +146,9 @@ def test_kept_rows_are_logged_compactly_and_read_back(tiny_llama, pairs):
     layout, caches = engine.prepare(pair)
     (slots, _), heads, selection = engine.selections(pair, layout, caches)["root"]
     positions = [layout.members[0].positions[s] for s in slots]
-    expanded = [p for part in selection.kept.split(",") for p in
-                (range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))]
+    expanded = [
+        p for part in selection.kept.split(",") for p in (range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))
+    ]
     assert expanded == positions
     layers, kv_heads = engine.runner.head_shape
     assert np.array_equal(unpack_heads(selection.heads, (layers, kv_heads, len(slots))), heads[0])
@@ -146,8 +171,16 @@ def test_the_count_matched_leak_removes_what_the_ratio_budgets_row_count_explain
     rows = []
     for pair in pairs[:3]:
         layout, caches = engine.prepare(pair)
-        selection = select(engine.policy, pair, layout, caches, pair.arm("root"), engine.runner.head_shape,
-                           runner=engine.runner, source="evicted")[2]
+        selection = select(
+            engine.policy,
+            pair,
+            layout,
+            caches,
+            pair.arm("root"),
+            engine.runner.head_shape,
+            runner=engine.runner,
+            source="evicted",
+        )[2]
         counts = tuple(Budget(0.5).n_kept(len(m.input_ids)) for m in layout.members)
         rows.append((selection.picked, counts, selection.members_differ, selection.members_differ_matched))
     for picked, counts, differ, matched in rows:
@@ -161,17 +194,31 @@ def test_the_count_matched_leak_removes_what_the_ratio_budgets_row_count_explain
         assert all(r[2:] == (True, True) for r in rows)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("snapkv", "policy 'snapkv' needs a budget: --budget 0.5 (fraction removed) or 256 (tokens kept), or snapkv@0.5"),
-    ("snapkv:windw=3@0.5", "policy 'snapkv' takes window=, kernel=, question= (got 'windw=3')"),
-    ("knorm:question=true@0.5", ("policy 'knorm' scores keys and values only: a question cannot change its picks; "
-                                "drop question=true (it applies to snapkv, tova, h2o, ...)")),
-    ("snapkv:window=x@0.5", "policy 'snapkv': window must be int (got 'x')"),
-    ("knorm@1.5", "a budget ratio is the fraction removed, in [0, 1) (got 1.5)"),
-    ("knorm@lots", "budget 'lots' is neither a removed fraction such as 0.5 nor a token count such as 256"),
-    ("recent:64@0.5", "policy 'recent' keeps what it declares and takes no budget (got 0.5)"),
-    ("adakv:inner=recent@0.5", "adakv's inner policy must be a scoring policy other than adakv or merging (got 'recent')"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            "snapkv",
+            "policy 'snapkv' needs a budget: --budget 0.5 (fraction removed) or 256 (tokens kept), or snapkv@0.5",
+        ),
+        ("snapkv:windw=3@0.5", "policy 'snapkv' takes window=, kernel=, question= (got 'windw=3')"),
+        (
+            "knorm:question=true@0.5",
+            (
+                "policy 'knorm' scores keys and values only: a question cannot change its picks; "
+                "drop question=true (it applies to snapkv, tova, h2o, ...)"
+            ),
+        ),
+        ("snapkv:window=x@0.5", "policy 'snapkv': window must be int (got 'x')"),
+        ("knorm@1.5", "a budget ratio is the fraction removed, in [0, 1) (got 1.5)"),
+        ("knorm@lots", "budget 'lots' is neither a removed fraction such as 0.5 nor a token count such as 256"),
+        ("recent:64@0.5", "policy 'recent' keeps what it declares and takes no budget (got 0.5)"),
+        (
+            "adakv:inner=recent@0.5",
+            "adakv's inner policy must be a scoring policy other than adakv or merging (got 'recent')",
+        ),
+    ],
+)
 def test_bad_policy_specs_are_one_line(tiny_llama, pairs, spec, message):
     with pytest.raises(MatbenchError) as err:
         policy = parse_policy(spec)
@@ -180,9 +227,18 @@ def test_bad_policy_specs_are_one_line(tiny_llama, pairs, spec, message):
     assert str(err.value) == message
 
 
-@pytest.mark.parametrize("spec", ["snapkv@0.5", "snapkv:window=32,kernel=7@256", "adakv:inner=knorm,alpha=0.5@0.875",
-                                  "random:seed=3@0.0", "expected_attention:use_covariance=False@0.25",
-                                  "snapkv:question=True@0.5", "adakv:alpha=0.5,question=True@0.875"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "snapkv@0.5",
+        "snapkv:window=32,kernel=7@256",
+        "adakv:inner=knorm,alpha=0.5@0.875",
+        "random:seed=3@0.0",
+        "expected_attention:use_covariance=False@0.25",
+        "snapkv:question=True@0.5",
+        "adakv:alpha=0.5,question=True@0.875",
+    ],
+)
 def test_specs_round_trip(spec):
     assert parse_policy(spec).spec == spec and parse_policy(parse_policy(spec).spec) == parse_policy(spec)
 
@@ -195,13 +251,18 @@ def test_the_policies_command_lists_every_policy_with_its_usage(capsys):
     assert main(["policies", "--json"]) == 0
     entries = {e["name"]: e for e in json.loads(capsys.readouterr().out)["policies"]}
     assert sorted(entries) == sorted([*SCORING, "kvpress", "oracle", "recent"])
-    assert entries["snapkv"]["usage"] == "snapkv:window=64,kernel=5,question=False@BUDGET" and entries["snapkv"]["budget"]
+    assert (
+        entries["snapkv"]["usage"] == "snapkv:window=64,kernel=5,question=False@BUDGET" and entries["snapkv"]["budget"]
+    )
     assert entries["knorm"]["usage"] == "knorm@BUDGET"  # key-only: no question-aware mode
     assert entries["recent"]["usage"] == "recent:N" and not entries["recent"]["budget"]
     assert entries["kvpress"]["usage"] == "kvpress:PRESS(key=value,...,question=False)@BUDGET"
     assert main(["policies"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert len(table) == 2 * len(entries) + 1 and table[0].split() == ["adakv", "adakv:inner=snapkv,alpha=0.2,question=False@BUDGET"]
+    assert len(table) == 2 * len(entries) + 1 and table[0].split() == [
+        "adakv",
+        "adakv:inner=snapkv,alpha=0.2,question=False@BUDGET",
+    ]
 
 
 def test_one_eval_serves_every_policy_budget_and_mode_from_one_prefill(tiny_dir, tmp_path):
@@ -214,8 +275,18 @@ def test_one_eval_serves_every_policy_budget_and_mode_from_one_prefill(tiny_dir,
 
     out, alone = tmp_path / "grid", tmp_path / "alone"
     common = ["eval", "--model", str(tiny_dir), "--limit", "2", "--device", "cpu", "--no-progress", "--check"]
-    grid = ["--policy", "snapkv", "--policy", "knorm", "--budget", "0.5,0.875", "--source-mode", "natural,evicted",
-            "--kept-from", "a,b"]
+    grid = [
+        "--policy",
+        "snapkv",
+        "--policy",
+        "knorm",
+        "--budget",
+        "0.5,0.875",
+        "--source-mode",
+        "natural,evicted",
+        "--kept-from",
+        "a,b",
+    ]
     assert main([*common, *grid, "--output", str(out)]) == 0
     files = sorted(p.name for p in out.glob("*.json"))
     assert len(files) == 16 and "discovery_probe_compact_knorm-0.875_evicted_from-b.json" in files
@@ -225,14 +296,20 @@ def test_one_eval_serves_every_policy_budget_and_mode_from_one_prefill(tiny_dir,
         assert config["policy"] in ("snapkv@0.5", "snapkv@0.875", "knorm@0.5", "knorm@0.875")
         assert ("_evicted" in name) == (config.get("source_mode") == "evicted")
         assert ("_from-b" in name) == (config.get("kept_from") == "b")
-        assert all(g["passed"] == g["checked"] + 0 * g["skipped"] and g["checked"] + g["skipped"] == 2
-                   for g in results["gates"].values())
+        assert all(
+            g["passed"] == g["checked"] + 0 * g["skipped"] and g["checked"] + g["skipped"] == 2
+            for g in results["gates"].values()
+        )
         root = results["metrics"]["selection"]["root"]
         if config.get("source_mode") == "evicted":
             assert root["donor_visible"]["rate"] == 0.0 and root["source_kept"]["a"]["rate"] == 0.0
             assert root["materialization"]["donor_hidden"]["n"] == 2
-    assert main([*common, "--policy", "knorm@0.875", "--source-mode", "evicted", "--kept-from", "b",
-                 "--output", str(alone)]) == 0
+    assert (
+        main(
+            [*common, "--policy", "knorm@0.875", "--source-mode", "evicted", "--kept-from", "b", "--output", str(alone)]
+        )
+        == 0
+    )
     name = "discovery_probe_compact_knorm-0.875_evicted_from-b"
     logs = [[json.loads(line) for line in (d / f"{name}.items.jsonl").read_text().splitlines()] for d in (out, alone)]
     for a, b in zip(*logs):
@@ -246,16 +323,35 @@ def test_one_eval_serves_every_policy_budget_and_mode_from_one_prefill(tiny_dir,
     assert {json.loads((out / n).read_text())["items"]["n_from_log"] for n in files} == {2}
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--policy", "recent:30", "--budget", "0.5"], "--budget applies to scoring policies named without @BUDGET"),
-    (["--source-mode", "evicted"], "--source-mode and --kept-from apply to serving policies other than the oracle"),
-    (["--policy", "snapkv"], "policy 'snapkv' needs a budget"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--policy", "recent:30", "--budget", "0.5"], "--budget applies to scoring policies named without @BUDGET"),
+        (["--source-mode", "evicted"], "--source-mode and --kept-from apply to serving policies other than the oracle"),
+        (["--policy", "snapkv"], "policy 'snapkv' needs a budget"),
+    ],
+)
 def test_bad_policy_runs_are_refused_in_one_line(tiny_dir, tmp_path, capsys, args, message):
     from matbench.cli import main
 
-    assert main(["eval", "--model", str(tiny_dir), "--limit", "1", "--device", "cpu", "--no-progress",
-                 "--output", str(tmp_path), *args]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--limit",
+                "1",
+                "--device",
+                "cpu",
+                "--no-progress",
+                "--output",
+                str(tmp_path),
+                *args,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
@@ -265,31 +361,63 @@ def test_the_selection_block_counts_and_splits_exactly():
     from matbench.results.selection import summarize_selection
 
     def record(i, shift, outcome, visible, differ, kept):
-        arm = ArmRecord(answers=("A", "B"), outcome=outcome, probe_answers=("A", "B"), probe_logp=((0.0,), (0.0,)),
-                        shift=shift, selection=Selection(10 + i, differ, visible, overlap=(1.0, 0.5 if differ else 1.0),
-                                                         source_kept=kept, held_rows=40 + i, picked=(10 + i, 10 + i % 2),
-                                                         members_differ_matched=differ and i == 0,
-                                                         served_bytes=1000 + i, needed_bytes=500 + i))
-        control = ArmRecord(answers=("A", "A"), outcome="const", probe_answers=("A", "A"),
-                            probe_logp=((0.0,), (0.0,)), shift=0.0)
-        return PairRecord(item_id=f"p{i}", variant="v", values=("A", "B"), menu=("A", "B"), budget=0, length=0,
-                          n_tokens=(1, 1), arms={"root": arm, "control": control})
+        arm = ArmRecord(
+            answers=("A", "B"),
+            outcome=outcome,
+            probe_answers=("A", "B"),
+            probe_logp=((0.0,), (0.0,)),
+            shift=shift,
+            selection=Selection(
+                10 + i,
+                differ,
+                visible,
+                overlap=(1.0, 0.5 if differ else 1.0),
+                source_kept=kept,
+                held_rows=40 + i,
+                picked=(10 + i, 10 + i % 2),
+                members_differ_matched=differ and i == 0,
+                served_bytes=1000 + i,
+                needed_bytes=500 + i,
+            ),
+        )
+        control = ArmRecord(
+            answers=("A", "A"), outcome="const", probe_answers=("A", "A"), probe_logp=((0.0,), (0.0,)), shift=0.0
+        )
+        return PairRecord(
+            item_id=f"p{i}",
+            variant="v",
+            values=("A", "B"),
+            menu=("A", "B"),
+            budget=0,
+            length=0,
+            n_tokens=(1, 1),
+            arms={"root": arm, "control": control},
+        )
 
-    block = summarize_selection([record(0, 0.5, "follow", True, True, (True, False)),
-                                 record(1, -0.1, "const", False, False, (False, False)),
-                                 record(2, 0.3, "const", False, True, (False, True)),
-                                 record(3, 0.2, "anti", False, False, (False, False))])
+    block = summarize_selection(
+        [
+            record(0, 0.5, "follow", True, True, (True, False)),
+            record(1, -0.1, "const", False, False, (False, False)),
+            record(2, 0.3, "const", False, True, (False, True)),
+            record(3, 0.2, "anti", False, False, (False, False)),
+        ]
+    )
     assert list(block) == ["root"]  # the control keeps its declared rows: no selection
     root = block["root"]
     assert (root["n_pairs"], root["members_differ"]["rate"], root["donor_visible"]["rate"]) == (4, 0.5, 0.25)
-    assert root["overlap_by_layer"] == [1.0, 0.75] and root["kept_tokens_mean"] == 11.5 and root["held_rows_mean"] == 41.5
+    assert (
+        root["overlap_by_layer"] == [1.0, 0.75] and root["kept_tokens_mean"] == 11.5 and root["held_rows_mean"] == 41.5
+    )
     assert (root["source_kept"]["a"]["rate"], root["source_kept"]["b"]["rate"]) == (0.25, 0.25)
     assert root["members_differ_matched"]["rate"] == 0.25 and root["picked_mean"]["a"] == 11.5
     assert root["picked_mean"]["b"] == 10.5 and root["picked_mean"]["count_differs"]["rate"] == 0.5
     assert (root["served_bytes_mean"], root["needed_bytes_mean"]) == (1001.5, 501.5)
     hidden = root["materialization"]["donor_hidden"]
     assert hidden["n"] == 3 and hidden["classes"] == {"follow": 0, "anti": 1, "const": 2, "other": 0}
-    assert hidden["shift"]["mean"] == pytest.approx(0.4 / 3) and (hidden["shift"]["positive"], hidden["shift"]["negative"]) == (2, 1)
+    assert hidden["shift"]["mean"] == pytest.approx(0.4 / 3) and (
+        hidden["shift"]["positive"],
+        hidden["shift"]["negative"],
+    ) == (2, 1)
     assert root["materialization"]["donor_visible"]["follow_rate"]["rate"] == 1.0
     assert summarize_selection([record(0, 0.5, "follow", True, True, (True, False))][:0]) is None
     assert "accuracy" not in root["materialization"]["all"] and "paired" not in root["materialization"]["all"]
@@ -302,13 +430,33 @@ def test_an_arm_of_unpaired_items_reports_its_accuracy():
     from matbench.results.selection import summarize_selection
 
     def record(i, answers, values, logp=((-1.0, -2.0), (-1.0, -2.0)), menu=("A", "B")):
-        arm = ArmRecord(answers=answers, outcome="const", probe_answers=answers, probe_logp=logp, shift=0.0,
-                        selection=Selection(10, False, False, source_kept=(False, False)))
-        return PairRecord(item_id=f"p{i}", variant="", values=values, menu=menu, budget=0, length=0,
-                          n_tokens=(1, 1), arms={"harv": arm})
+        arm = ArmRecord(
+            answers=answers,
+            outcome="const",
+            probe_answers=answers,
+            probe_logp=logp,
+            shift=0.0,
+            selection=Selection(10, False, False, source_kept=(False, False)),
+        )
+        return PairRecord(
+            item_id=f"p{i}",
+            variant="",
+            values=values,
+            menu=menu,
+            budget=0,
+            length=0,
+            n_tokens=(1, 1),
+            arms={"harv": arm},
+        )
 
-    block = summarize_selection([record(0, ("B", "B"), ("B", "B")), record(1, ("A", "A"), ("B", "B")),
-                                 record(2, ("A", "A"), ("A", "A")), record(3, ("A", "B"), ("A", "B"))])
+    block = summarize_selection(
+        [
+            record(0, ("B", "B"), ("B", "B")),
+            record(1, ("A", "A"), ("B", "B")),
+            record(2, ("A", "A"), ("A", "A")),
+            record(3, ("A", "B"), ("A", "B")),
+        ]
+    )
     every = block["harv"]["materialization"]["all"]
     assert every["accuracy"]["mean"] == 0.75 and every["accuracy"]["n"] == 4 and every["paired"] == 1
     assert every["accuracy"]["ci"][0] <= 0.75 <= every["accuracy"]["ci"][1]
@@ -338,21 +486,59 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
     from matbench.cli import main
 
     out = tmp_path / "audit"
-    assert main(["audit", "--model", str(tiny_dir), "--suite", "discovery,access", "--limit", "2", "--device", "cpu",
-                 "--no-progress", "--policy", "knorm", "--policy", "streaming_llm", "--policy", "recent:30",
-                 "--budget", "0.5,0.875", "--source-mode", "natural,evicted", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--model",
+                str(tiny_dir),
+                "--suite",
+                "discovery,access",
+                "--limit",
+                "2",
+                "--device",
+                "cpu",
+                "--no-progress",
+                "--policy",
+                "knorm",
+                "--policy",
+                "streaming_llm",
+                "--policy",
+                "recent:30",
+                "--budget",
+                "0.5,0.875",
+                "--source-mode",
+                "natural,evicted",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     files = sorted(out.glob("*.json"))
     assert len(files) == 2 * 2 * 2 * 2 + 2 * 2  # suites x policies x budgets x modes; recent: no budget
     table = pd.read_csv(out / "audit.csv")
     arms = sum(len(json.loads(f.read_text())["metrics"]["selection"]) for f in files)
     assert len(table) == arms and set(table.suite) == {"discovery", "access"}
-    row = table[(table.suite == "discovery") & (table.arm == "root") & (table.policy == "knorm")
-                & (table.budget == 0.875) & (table.source == "evicted")].iloc[0]
+    row = table[
+        (table.suite == "discovery")
+        & (table.arm == "root")
+        & (table.policy == "knorm")
+        & (table.budget == 0.875)
+        & (table.source == "evicted")
+    ].iloc[0]
     source = json.loads((out / "discovery_probe_compact_knorm-0.875_evicted.json").read_text())
-    assert row["shift"] == pytest.approx(source["metrics"]["selection"]["root"]["materialization"]["all"]["shift"]["mean"])
+    assert row["shift"] == pytest.approx(
+        source["metrics"]["selection"]["root"]["materialization"]["all"]["shift"]["mean"]
+    )
     markdown = (out / "audit.md").read_text()
-    assert markdown == capsys.readouterr().out and "## tiny-llama, discovery, arm root" in markdown.replace(str(tiny_dir), "tiny-llama")
-    assert f"| knorm | {source['metrics']['selection']['root']['materialization']['all']['shift']['mean']:+.3f}" not in markdown
+    assert markdown == capsys.readouterr().out and "## tiny-llama, discovery, arm root" in markdown.replace(
+        str(tiny_dir), "tiny-llama"
+    )
+    assert (
+        f"| knorm | {source['metrics']['selection']['root']['materialization']['all']['shift']['mean']:+.3f}"
+        not in markdown
+    )
     assert f" / {row['shift']:+.3f} |" in markdown  # the evicted 0.875 cell closes knorm's row
     assert main(["audit", "--summarize", str(out)]) == 0 and capsys.readouterr().out == markdown
     recent = table[table.policy == "recent:30"]  # a policy without a budget: an empty budget, a "—" column last
@@ -368,13 +554,29 @@ def test_the_audit_grid_shows_accuracy_for_an_arm_of_unpaired_items():
     from matbench.results.audit import COLUMNS, audit_grid, grid_columns
 
     def row(suite, arm, budget, source, shift, accuracy, paired, margin=None):
-        return {**dict.fromkeys(COLUMNS), "model": "m", "suite": suite, "arm": arm, "policy": "knorm", "budget": budget,
-                "source": source, "shift": shift, "accuracy": accuracy, "paired": paired, "margin": margin}
+        return {
+            **dict.fromkeys(COLUMNS),
+            "model": "m",
+            "suite": suite,
+            "arm": arm,
+            "policy": "knorm",
+            "budget": budget,
+            "source": source,
+            "shift": shift,
+            "accuracy": accuracy,
+            "paired": paired,
+            "margin": margin,
+        }
 
-    table = pd.DataFrame([row("harvest", "harv", "0.5", "natural", 0.0, 0.625, 0, 0.25),
-                          row("harvest", "harv", "0.5", "evicted", 0.0, 0.5, 0, -0.125),
-                          row("discovery", "root", "0.5", "natural", 0.125, None, None),
-                          row("discovery", "root", "0.5", "evicted", -0.25, None, None)], columns=list(COLUMNS))
+    table = pd.DataFrame(
+        [
+            row("harvest", "harv", "0.5", "natural", 0.0, 0.625, 0, 0.25),
+            row("harvest", "harv", "0.5", "evicted", 0.0, 0.5, 0, -0.125),
+            row("discovery", "root", "0.5", "natural", 0.125, None, None),
+            row("discovery", "root", "0.5", "evicted", -0.25, None, None),
+        ],
+        columns=list(COLUMNS),
+    )
     assert grid_columns(table, "m", "harvest", "harv") == ("accuracy", "margin")
     assert grid_columns(table, "m", "discovery", "root") == ("shift",)
     assert grid_columns(table.assign(margin=None), "m", "harvest", "harv") == ("accuracy",)  # summarized before margins
@@ -383,11 +585,14 @@ def test_the_audit_grid_shows_accuracy_for_an_arm_of_unpaired_items():
     assert audit_grid(table, "m", "discovery", "root").loc["knorm", "0.5"] == "+0.125 / -0.250"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--summarize", "EMPTY"], "no policy runs under"),
-    (["--model", "M", "--output", "OUT"], "an audit runs serving policies: name at least one --policy"),
-    (["--policy", "knorm@0.5"], "matbench audit needs --model and --output DIR"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--summarize", "EMPTY"], "no policy runs under"),
+        (["--model", "M", "--output", "OUT"], "an audit runs serving policies: name at least one --policy"),
+        (["--policy", "knorm@0.5"], "matbench audit needs --model and --output DIR"),
+    ],
+)
 def test_bad_audits_are_one_line(tmp_path, capsys, args, message):
     from matbench.cli import main
 
@@ -431,7 +636,9 @@ def test_merging_folds_each_dropped_value_into_its_most_similar_kept_row(tiny_ll
             expect = np.where((wsum > 0)[:, None], (expect + acc) / (1 + wsum)[:, None], expect)
             got = merged.values[layer][0, head].double().numpy()
             assert unsure.mean() < 0.05
-            assert np.abs(got[keep][~unsure] - expect[~unsure]).max() <= 1e-5 * max(1.0, np.abs(expect).max()) and np.array_equal(got[~keep], v[~keep])
+            assert np.abs(got[keep][~unsure] - expect[~unsure]).max() <= 1e-5 * max(
+                1.0, np.abs(expect).max()
+            ) and np.array_equal(got[~keep], v[~keep])
     everything = np.ones((layers, heads, total), dtype=bool)
     assert all(torch.equal(a, b) for a, b in zip(policy.merge(cache, everything).values, cache.values))
 
@@ -466,8 +673,14 @@ def test_the_question_aware_mode_scores_over_the_questions_own_prefilled_rows(ti
     assert extended.positions.tolist() == [*cache.positions.tolist(), *range(cache.length, cache.length + extra)]
     fresh = new_cache()
     where = extended.positions[None]
-    engine.runner.forward(torch.tensor([[*member.input_ids, *question]]), where, fresh, query_coords=where,
-                          key_coords=where, key_valid=torch.ones(1, total + extra, dtype=torch.bool))
+    engine.runner.forward(
+        torch.tensor([[*member.input_ids, *question]]),
+        where,
+        fresh,
+        query_coords=where,
+        key_coords=where,
+        key_valid=torch.ones(1, total + extra, dtype=torch.bool),
+    )
     for layer, (k, v) in enumerate(zip(extended.keys, extended.values)):
         assert torch.equal(k[:, :, :total], cache.keys[layer]) and k.shape[2] == total + extra
         assert torch.allclose(k[:, :, total:], fresh.layers[layer].keys[:, :, total:], atol=1e-4)
@@ -488,14 +701,36 @@ def test_question_aware_picks_follow_the_question_and_are_recorded(tiny_dir, tin
     for pair in pairs:
         layout, caches = aware.prepare(pair)
         memo: dict = {}
-        picks = [e.selections(pair, layout, caches, memo={} if e is agnostic else memo)["root"][0] for e in (aware, agnostic)]
+        picks = [
+            e.selections(pair, layout, caches, memo={} if e is agnostic else memo)["root"][0] for e in (aware, agnostic)
+        ]
         changed.append(picks[0] != picks[1])
         asked = {k[2] for k in memo if k[0] == "with_question"}
         assert asked == {aware.query_ids(pair, pair.arm(a), aware.probe_readout) for a in ("root", "chain")}
     assert any(changed)
     out = tmp_path / "aware"
-    assert main(["eval", "--model", str(tiny_dir), "--limit", "2", "--device", "cpu", "--no-progress", "--check",
-                 "--policy", "snapkv:question=true", "--budget", "0.5", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--limit",
+                "2",
+                "--device",
+                "cpu",
+                "--no-progress",
+                "--check",
+                "--policy",
+                "snapkv:question=true",
+                "--budget",
+                "0.5",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "discovery_probe_compact_snapkv-question-True-0.5.json").read_text())
     assert results["config"]["policy"] == "snapkv:question=True@0.5"
     assert all(g["passed"] == 2 for g in results["gates"].values() if g["checked"])
@@ -544,6 +779,7 @@ def test_the_keep_all_gate_runs_with_each_budgeted_policy_and_catches_a_lost_row
 
     monkeypatch.setattr(pair_engine, "ServeRequest", original)
     import matbench.engine.gates as gates_module
+
     serve = gates_module.SERVING[engine.serving]
 
     def noisy(runner, requests, **kwargs):  # a GPU rounding the first row of each batch its own way
@@ -556,6 +792,7 @@ def test_the_keep_all_gate_runs_with_each_budgeted_policy_and_catches_a_lost_row
     # the same rows: rounding noise within the logit tolerance passes, and the copies show its size
     assert 2 in fired and gate.passed and gate.max_abs_diff == pytest.approx(3e-6, abs=2e-7)
     assert f"; the same rows; two copies of full serving in one batch differ by {gate.max_abs_diff:.2e})" in gate.detail
+
     def loud(runner, requests, **kwargs):  # rounding past the tolerance: a fault, whatever the copies show
         batch, logits = serve(runner, requests, **kwargs)
         return batch, logits + torch.tensor([[2e-3]] + [[0.0]] * (len(requests) - 1), device=logits.device)

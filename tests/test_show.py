@@ -92,8 +92,9 @@ def test_pieces_are_the_engine_layout(capsys, config_only_dir, tiny_llama, servi
                 assert query["position"] == layout.length == query["mask_coordinate"]
 
 
-@pytest.mark.parametrize("suite,serving", [("access", "compact"), ("access", "native"), ("landing", "compact"),
-                                           ("programming", "compact")])
+@pytest.mark.parametrize(
+    "suite,serving", [("access", "compact"), ("access", "native"), ("landing", "compact"), ("programming", "compact")]
+)
 def test_show_agrees_with_what_the_engine_serves(capsys, tiny_dir, tiny_llama, suite, serving):
     """Against the real engine on the same model: every arm's kept positions (text re-encodings,
     isolated and swapped rows, fixed query positions included) and where serving puts the query."""
@@ -107,8 +108,9 @@ def test_show_agrees_with_what_the_engine_serves(capsys, tiny_dir, tiny_llama, s
         for m in (0, 1):
             request, got = requests[2 * k + m], seen["members"][m]
             kept = request.kept_slots()
-            assert [p for piece in got["pieces"] for p in expand(piece["positions"])] == \
-                request.cache.positions[kept].tolist()
+            assert [p for piece in got["pieces"] for p in expand(piece["positions"])] == request.cache.positions[
+                kept
+            ].tolist()
             assert got["query"]["ids"] == list(request.query_ids)
             batch, _ = SERVING[serving](engine.runner, [request])
             n = len(request.query_ids)
@@ -175,14 +177,17 @@ def test_unknown_arm_lists_the_valid_arms(capsys, config_only_dir):
     assert code == 2 and "no arm 'rot'" in line and "valid arms: root, chain, txt, control" in line
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["--item", "5", "--limit", "3"], "item index 5 is out of range: suite discovery has 3 rows (0-2)"),
-    (["--item", "-1"], "item index -1 is out of range"),
-    (["--item", "discovery-nope"], "has no item 'discovery-nope'"),
-    (["--suite", "discovry"], "unknown suite 'discovry'. Did you mean 'discovery'?"),
-    (["--limit", "0"], "--limit must be at least 1"),
-    (["--dataset", "suites", "--seed", "3"], "--seed applies to generated suites"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--item", "5", "--limit", "3"], "item index 5 is out of range: suite discovery has 3 rows (0-2)"),
+        (["--item", "-1"], "item index -1 is out of range"),
+        (["--item", "discovery-nope"], "has no item 'discovery-nope'"),
+        (["--suite", "discovry"], "unknown suite 'discovry'. Did you mean 'discovery'?"),
+        (["--limit", "0"], "--limit must be at least 1"),
+        (["--dataset", "suites", "--seed", "3"], "--seed applies to generated suites"),
+    ],
+)
 def test_bad_input_is_one_line(capsys, config_only_dir, args, expected):
     code, _, err = run_cli(["show", "--model", str(config_only_dir), *args], capsys)
     assert code == 2 and expected in one_line_error(err)
@@ -210,8 +215,9 @@ def test_smollm2_show_is_what_eval_serves(capsys, smollm2):
             assert got["query"]["parts"]["question"] == arm.question
             served = [member.header_span] + [member.event_spans[i] for i in sorted(arm.served)]
             assert [p["n_tokens"] for p in got["pieces"]] == [hi - lo for lo, hi in served]
-            assert [p for piece in got["pieces"] for p in expand(piece["positions"])] == \
-                [member.positions[j] for lo, hi in served for j in range(lo, hi)]
+            assert [p for piece in got["pieces"] for p in expand(piece["positions"])] == [
+                member.positions[j] for lo, hi in served for j in range(lo, hi)
+            ]
 
 
 def test_tokenizer_from_the_gguf_file_when_not_yet_converted(monkeypatch, tmp_path, smollm2):
@@ -237,9 +243,15 @@ def test_show_builds_no_weights(config_only_dir):
 def test_a_suite_read_from_free_text_is_shown_under_its_own_readout(capsys, config_only_dir):
     from tests.helpers import shared_data
 
-    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json"), "--realtalk", str(shared_data() / "realtalk")]
-    shown = show_json(capsys, "--model", str(config_only_dir), "--suite", "harvest_freeform", "--item", "1",
-                      "--arm", "iso", *sources)
+    sources = [
+        "--locomo",
+        str(shared_data() / "locomo" / "locomo10.json"),
+        "--realtalk",
+        str(shared_data() / "realtalk"),
+    ]
+    shown = show_json(
+        capsys, "--model", str(config_only_dir), "--suite", "harvest_freeform", "--item", "1", "--arm", "iso", *sources
+    )
     assert shown["readout"] == "short" and shown["arms"][0]["name"] == "iso"
     assert shown["arms"][0]["encoding"] == "headless_runs"
     query = shown["arms"][0]["members"][0]["query"]["text"]

@@ -44,6 +44,7 @@ def test_gates_on_a_tiny_model(tiny_llama):
 
 def test_headless_and_isolated_rows_differ_only_in_what_came_before(tiny_llama):
     import torch
+
     pair = SUITES.get("sink_dependency").generate(0, 1)[0]
     engine = engine_for(tiny_llama)
     layout, caches = engine.prepare(pair)
@@ -61,8 +62,10 @@ def _record(index: int, hits: dict[str, int]) -> PairRecord:
     def arm(name):
         ans = values if hits.get(name, 0) == 2 else (None, None)
         return ArmRecord(ans, outcome(ans, values), values, ((0.0, 0.0), (0.0, 0.0)), 0.5 * hits.get(name, 0))
-    return PairRecord(f"sink_dependency-v1-s0-{index:05d}", "", values, values, 1, 100, (100, 100),
-                      {name: arm(name) for name in ARMS})
+
+    return PairRecord(
+        f"sink_dependency-v1-s0-{index:05d}", "", values, values, 1, 100, (100, 100), {name: arm(name) for name in ARMS}
+    )
 
 
 def test_the_two_by_two_its_interaction_and_the_shifts():
@@ -70,8 +73,14 @@ def test_the_two_by_two_its_interaction_and_the_shifts():
     records = [_record(i, {"head_retr": 2, "full_retr": 2, "full_hop": 2}) for i in range(2)]
     m = EVALUATORS.get("sink_dependency")(suite="sink_dependency").summarize(records)
     head = m["headline"]
-    assert head["accuracy"] == {"head_retr": 1.0, "head_hop": 0.0, "nohead_retr": 0.0, "nohead_hop": 0.0,
-                                "full_retr": 1.0, "full_hop": 1.0}
+    assert head["accuracy"] == {
+        "head_retr": 1.0,
+        "head_hop": 0.0,
+        "nohead_retr": 0.0,
+        "nohead_hop": 0.0,
+        "full_retr": 1.0,
+        "full_hop": 1.0,
+    }
     assert head["head_effect"]["retr"]["mean"] == 1.0 and head["head_effect"]["hop"]["mean"] == 0.0
     assert head["interaction"]["mean"] == pytest.approx(1.0)
     assert m["arms"]["full_hop"]["donor_shift"]["mean"] == 1.0 and m["arms"]["head_hop"]["classes"]["follow"] == 0

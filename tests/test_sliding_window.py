@@ -54,13 +54,17 @@ def test_compact_serving_differs_from_native_only_under_sliding_windows(tiny_lla
 def _record(index: int, gap: int, answers) -> PairRecord:
     values = ("ONLINE", "OFFLINE")
     arm = ArmRecord(answers, outcome(answers, values), values, ((0.0, 0.0), (0.0, 0.0)), 0.25 if index else 0.0)
-    return PairRecord(f"sliding_window-v1-s0-{index:05d}", f"gap{gap}", values, values, 1, 100, (100, 100),
-                      {"far_near": arm})
+    return PairRecord(
+        f"sliding_window-v1-s0-{index:05d}", f"gap{gap}", values, values, 1, 100, (100, 100), {"far_near": arm}
+    )
 
 
 def test_follow_and_shift_by_gap():
-    records = [_record(0, 240, ("ONLINE", "OFFLINE")), _record(1, 2400, ("ONLINE", "ONLINE")),
-               _record(2, 2400, ("ONLINE", "OFFLINE"))]
+    records = [
+        _record(0, 240, ("ONLINE", "OFFLINE")),
+        _record(1, 2400, ("ONLINE", "ONLINE")),
+        _record(2, 2400, ("ONLINE", "OFFLINE")),
+    ]
     head = EVALUATORS.get("sliding_window")(suite="sliding_window").summarize(records)["headline"]
     assert head["follow_by_gap"] == {"gap240": 1.0, "gap2400": 0.5}
     assert head["accuracy_by_gap"] == {"gap240": 1.0, "gap2400": 0.75}

@@ -57,7 +57,7 @@ def test_mcnemar_exact_matches_statsmodels():
         ref = mcnemar([[40, b], [c, 40]], exact=True).pvalue
         assert stats.mcnemar_exact(b, c) == pytest.approx(ref, rel=1e-12)
     # Two-sided: twice the one-sided tail (a one-sided p would be half of it).
-    assert stats.mcnemar_exact(0, 9) == pytest.approx(2 * 0.5 ** 9)
+    assert stats.mcnemar_exact(0, 9) == pytest.approx(2 * 0.5**9)
 
 
 def test_benjamini_hochberg_matches_scipy_and_statsmodels():

@@ -21,8 +21,24 @@ STEM = "discovery_short_compact"
 def eval_output(tmp_path_factory, tiny_dir) -> Path:
     """A finished run of the tiny Llama: 3 discovery pairs under the short readout, gated."""
     out = tmp_path_factory.mktemp("eval") / "run"
-    assert main(["eval", "--model", str(tiny_dir), "--limit", "3", "--check", "--readout", "short",
-                 "--no-progress", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--limit",
+                "3",
+                "--check",
+                "--readout",
+                "short",
+                "--no-progress",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -97,26 +113,46 @@ def _first(lines, edit):
 
 # Every doctored run that `matbench submit` refuses, `matbench validate` refuses with the same line.
 DOCTORED = {
-    "metrics": (lambda s: _edit_results(s, lambda d: d["metrics"]["arms"]["root"]["classes"].__setitem__(
-        "follow", 9)), "metrics.arms.root.classes.follow does not match"),
-    "headline": (lambda s: _edit_results(s, lambda d: d["metrics"]["headline"].__setitem__("control_clean", False)),
-                 "metrics.headline.control_clean does not match"),
-    "log path": (lambda s: _edit_results(s, lambda d: d["items"].__setitem__("log", "../x.items.jsonl")),
-                 "field items.log"),
-    "log sha256": (lambda s: _edit_results(s, lambda d: d["items"].__setitem__("sha256", "0" * 64)),
-                   "not the one the run wrote"),
+    "metrics": (
+        lambda s: _edit_results(s, lambda d: d["metrics"]["arms"]["root"]["classes"].__setitem__("follow", 9)),
+        "metrics.arms.root.classes.follow does not match",
+    ),
+    "headline": (
+        lambda s: _edit_results(s, lambda d: d["metrics"]["headline"].__setitem__("control_clean", False)),
+        "metrics.headline.control_clean does not match",
+    ),
+    "log path": (
+        lambda s: _edit_results(s, lambda d: d["items"].__setitem__("log", "../x.items.jsonl")),
+        "field items.log",
+    ),
+    "log sha256": (
+        lambda s: _edit_results(s, lambda d: d["items"].__setitem__("sha256", "0" * 64)),
+        "not the one the run wrote",
+    ),
     "unknown key": (lambda s: _edit_results(s, lambda d: d.__setitem__("script", "<script>")), "field script"),
-    "claimed items": (lambda s: _edit_results(s, lambda d: (d["items"].__setitem__("n_records", 2),
-                                                            d["config"].__setitem__("n_items", 2))),
-                      "does not match"),
-    "gates": (lambda s: _edit_results(s, lambda d: d["gates"]["A"].__setitem__("passed", 2)),
-              "gates.A.passed does not match the gate results"),
-    "log record": (lambda s: _edit_log(s, lambda lines: _first(lines, lambda r: r["arms"]["root"].__setitem__(
-        "class", "won"))), "class 'won' is not one of"),
-    "log key": (lambda s: _edit_log(s, lambda lines: _first(lines, lambda r: r.__setitem__("config_hash", "f" * 16))),
-                "holds records keyed"),
+    "claimed items": (
+        lambda s: _edit_results(
+            s, lambda d: (d["items"].__setitem__("n_records", 2), d["config"].__setitem__("n_items", 2))
+        ),
+        "does not match",
+    ),
+    "gates": (
+        lambda s: _edit_results(s, lambda d: d["gates"]["A"].__setitem__("passed", 2)),
+        "gates.A.passed does not match the gate results",
+    ),
+    "log record": (
+        lambda s: _edit_log(s, lambda lines: _first(lines, lambda r: r["arms"]["root"].__setitem__("class", "won"))),
+        "class 'won' is not one of",
+    ),
+    "log key": (
+        lambda s: _edit_log(s, lambda lines: _first(lines, lambda r: r.__setitem__("config_hash", "f" * 16))),
+        "holds records keyed",
+    ),
     "log lines lost": (lambda s: _edit_log(s, lambda lines: lines[:2]), "the log holds 2 usable records"),
-    "truncated gzip": (lambda s: _truncate(_run_folder(s) / f"{STEM}.items.jsonl.gz", 40), "is not a complete gzip file"),
+    "truncated gzip": (
+        lambda s: _truncate(_run_folder(s) / f"{STEM}.items.jsonl.gz", 40),
+        "is not a complete gzip file",
+    ),
     "log missing": (lambda s: (_run_folder(s) / f"{STEM}.items.jsonl.gz").unlink(), "is missing"),
 }
 
@@ -157,8 +193,23 @@ def test_validate_refuses_a_run_stored_twice(store, capsys):
 
 def test_require_gates_refuses_a_run_made_without_them(tmp_path, tiny_dir, capsys):
     out = tmp_path / "ungated"
-    assert main(["eval", "--model", str(tiny_dir), "--limit", "2", "--readout", "short", "--no-progress",
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--limit",
+                "2",
+                "--readout",
+                "short",
+                "--no-progress",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["validate", str(out)]) == 0  # a valid run ...
     capsys.readouterr()
@@ -178,11 +229,17 @@ def test_every_reader_takes_a_stored_run_as_it_is(store, eval_output, tmp_path, 
 
     stored = _run_folder(store) / f"{STEM}.json"
     assert [line for line in report([stored]) if not line.startswith("#### ")] == [
-        line for line in report([eval_output / f"{STEM}.json"]) if not line.startswith("#### ")]
+        line for line in report([eval_output / f"{STEM}.json"]) if not line.startswith("#### ")
+    ]
     card = build_scorecard(store / "tiny", readout="short")  # runs found in their run folders
     assert card["contract"]["discovery"]["evidence"]["items"] == f"{STEM}/{STEM}.items.jsonl.gz"
-    done = subprocess.run([sys.executable, "-m", "matbench.results.report", str(stored)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "matbench.results.report", str(stored)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0 and "discovery" in done.stdout
     log_before = (_run_folder(store) / f"{STEM}.items.jsonl.gz").read_bytes()
     assert main(["rescore", str(stored)]) == 0
@@ -216,6 +273,7 @@ class _RecordingApi:
 
         class Info:
             commit_url = "https://huggingface.co/datasets/org/r/commit/abc"
+
         return Info()
 
 
@@ -233,7 +291,8 @@ def test_publish_uploads_every_file_of_the_store_at_its_path_in_one_commit(store
     assert [(op.path_in_repo, Path(op.path_or_fileobj)) for op in kw["operations"]] == [
         ("README.md", store / "README.md"),
         (f"tiny/{STEM}/{STEM}.items.jsonl.gz", _run_folder(store) / f"{STEM}.items.jsonl.gz"),
-        (f"tiny/{STEM}/{STEM}.json", _run_folder(store) / f"{STEM}.json")]
+        (f"tiny/{STEM}/{STEM}.json", _run_folder(store) / f"{STEM}.json"),
+    ]
     assert main(["store", "publish", str(store), "--repo", "org/r", "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == ["README.md", f"tiny/{STEM}/{STEM}.items.jsonl.gz", f"tiny/{STEM}/{STEM}.json"]

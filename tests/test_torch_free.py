@@ -31,7 +31,9 @@ sys.meta_path.insert(0, _NoTorch())
 
 
 def _blocked(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCK + code], cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK + code], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_the_blocker_blocks_torch(tmp_path):

@@ -27,8 +27,16 @@ from tests.helpers import gated_records
 
 def test_the_bank_is_the_papers():
     # kv_parabank.py BANK_MIRROR / BANK_FLAG: keys and wording, verbatim.
-    assert [k for k, _ in BANK_MIRROR] == ["mirrors", "tracks", "copies", "matches", "follows", "shadows", "kept_eq",
-                                           "synced"]
+    assert [k for k, _ in BANK_MIRROR] == [
+        "mirrors",
+        "tracks",
+        "copies",
+        "matches",
+        "follows",
+        "shadows",
+        "kept_eq",
+        "synced",
+    ]
     assert dict(BANK_FLAG) == {
         "accord": "the alert status flag for sensor {r} was set according to the check result",
         "inline": "the alarm flag for {r} was updated in line with the check outcome",
@@ -70,16 +78,35 @@ def test_the_upstream_and_draws_are_the_papers():
         d2, sensor = flag.registers
         assert {d, s, t} <= set(REGISTER_POOL) and {d2, sensor} <= set(REGISTER_POOL) and d2 != sensor
         assert flag.events[0] == f"register {d2} completed a routine self-test"
-        (hi, thr), (lo, thr2) = (tuple(map(int, re.fullmatch(rf"sensor {sensor} measured (\d+); the alert threshold "
-                                                             r"is (\d+)", body).groups())) for body in flag.source_bodies)
+        (hi, thr), (lo, thr2) = (
+            tuple(
+                map(
+                    int,
+                    re.fullmatch(
+                        rf"sensor {sensor} measured (\d+); the alert threshold "
+                        r"is (\d+)",
+                        body,
+                    ).groups(),
+                )
+            )
+            for body in flag.source_bodies
+        )
         assert thr == thr2 and 100 <= lo <= thr - 30 and thr + 30 <= hi <= 998
-        assert flag.donor_events == ((flag.source + 1, f"alert check result for sensor {sensor}: threshold EXCEEDED",
-                                      f"alert check result for sensor {sensor}: threshold NORMAL"),)
+        assert flag.donor_events == (
+            (
+                flag.source + 1,
+                f"alert check result for sensor {sensor}: threshold EXCEEDED",
+                f"alert check result for sensor {sensor}: threshold NORMAL",
+            ),
+        )
         assert flag.values == ("EXCEEDED", "NORMAL")
         assert flag.arm("kv").question == f"Was sensor {sensor} above the alert threshold?"
         for p in (mirror, flag):
             assert {a.name: (a.served, a.query_at_end) for a in p.arms} == {
-                "kv": ((0, CARRIER_AT), True), "txt": (tuple(range(24)), True), "control": (tuple(range(p.source)), False)}
+                "kv": ((0, CARRIER_AT), True),
+                "txt": (tuple(range(24)), True),
+                "control": (tuple(range(p.source)), False),
+            }
 
 
 def test_the_trace_query_is_the_papers(tokenizer):
@@ -90,20 +117,24 @@ def test_the_trace_query_is_the_papers(tokenizer):
     t, sensor = group[0].registers[2], group[8].registers[1]
     assert renderer.arm_query(group[0], group[0].arm("kv"), trace) == (
         f"\n\nQuestion: What state is register {t} in? Answer ONLINE or OFFLINE. Locate the relevant statement, "
-        "then end your answer with the final state word." + renderer.tail)
+        "then end your answer with the final state word." + renderer.tail
+    )
     assert renderer.arm_query(group[8], group[8].arm("kv"), trace) == (
         f"\n\nQuestion: Was sensor {sensor} above the alert threshold? Answer EXCEEDED or NORMAL. Locate the relevant "
-        "statement, then end your answer with the final state word." + renderer.tail)
+        "statement, then end your answer with the final state word." + renderer.tail
+    )
 
 
 def _query_positions(engine: PairEngine, pair, arm: str) -> dict[str, set[int]]:
     """Where the engine asks `arm` of `pair` under each serving mode (both members): its own serve
     requests, over row-less caches with the global prefill's geometry."""
     layout = layout_pair(pair, engine.renderer)
-    caches = tuple(EventCache((), (), torch.tensor(m.positions, dtype=torch.long), m.header_span, m.event_spans,
-                              layout.length) for m in layout.members)
+    caches = tuple(
+        EventCache((), (), torch.tensor(m.positions, dtype=torch.long), m.header_span, m.event_spans, layout.length)
+        for m in layout.members
+    )
     k = next(j for j, a in enumerate(pair.arms) if a.name == arm)
-    requests = engine.requests(pair, caches, READOUTS.get("probe"))[2 * k:2 * k + 2]
+    requests = engine.requests(pair, caches, READOUTS.get("probe"))[2 * k : 2 * k + 2]
     return {mode: {query_start(r, mode)[0] for r in requests} for mode in SERVING_MODES}
 
 
@@ -130,7 +161,7 @@ def test_one_query_position_per_group_of_16_in_both_serving_modes(tiny_llama, se
         lengths[family].add(hi - lo)
         text_ids = engine.renderer.ids(f"<step 24>\naction: reg_op()\nobservation: {p.events[CARRIER_AT]}\n")
         ids = lay.members[0].input_ids[lo:hi]
-        assert list(ids[:len(text_ids)]) == text_ids and set(ids[len(text_ids):]) <= {newline}
+        assert list(ids[: len(text_ids)]) == text_ids and set(ids[len(text_ids) :]) <= {newline}
         pads[family].append(len(ids) - len(text_ids))
     assert len(starts) == 1 and all(len(v) == 1 for v in lengths.values())
     assert min(pads["mirror"]) == 0 and min(pads["flag"]) == 0 and max(pads["mirror"] + pads["flag"]) > 0
@@ -165,10 +196,23 @@ VALUES = ("ONLINE", "OFFLINE")
 
 
 def _arm(answers, paper=None, shift: float = 0.0) -> ArmRecord:
-    outcome = ("follow" if tuple(answers) == VALUES else "anti" if tuple(answers) == VALUES[::-1]
-               else "const" if answers[0] == answers[1] and answers[0] is not None else "other")
-    return ArmRecord(answers=tuple(answers), outcome=outcome, probe_answers=VALUES, probe_logp=((0.0, 0.0), (0.0, 0.0)),
-                     shift=shift, paper_answers=tuple(paper) if paper else None)
+    outcome = (
+        "follow"
+        if tuple(answers) == VALUES
+        else "anti"
+        if tuple(answers) == VALUES[::-1]
+        else "const"
+        if answers[0] == answers[1] and answers[0] is not None
+        else "other"
+    )
+    return ArmRecord(
+        answers=tuple(answers),
+        outcome=outcome,
+        probe_answers=VALUES,
+        probe_logp=((0.0, 0.0), (0.0, 0.0)),
+        shift=shift,
+        paper_answers=tuple(paper) if paper else None,
+    )
 
 
 def test_write_through_is_kv_accuracy_against_the_gold():
@@ -179,20 +223,43 @@ def test_write_through_is_kv_accuracy_against_the_gold():
         # donor-blind floor), lost: writes but the txt arm is at chance.
         kv_writes = right if i < 16 else const
         records += [
-            PairRecord(f"t-{i}-0", "flag/consist", VALUES, VALUES, 1, 10, (10, 10),
-                       {"kv": _arm(kv_writes, kv_writes, 0.3), "txt": _arm(right, right), "control": _arm(const)}),
-            PairRecord(f"t-{i}-1", "flag/write", VALUES, VALUES, 1, 10, (10, 10),
-                       {"kv": _arm(const, right, 0.0), "txt": _arm(right, right), "control": _arm(const)}),
-            PairRecord(f"t-{i}-2", "mirror/tracks", VALUES, VALUES, 1, 10, (10, 10),
-                       {"kv": _arm(right if i % 2 else wrong, right), "txt": _arm(const, const),
-                        "control": _arm(const)}),
+            PairRecord(
+                f"t-{i}-0",
+                "flag/consist",
+                VALUES,
+                VALUES,
+                1,
+                10,
+                (10, 10),
+                {"kv": _arm(kv_writes, kv_writes, 0.3), "txt": _arm(right, right), "control": _arm(const)},
+            ),
+            PairRecord(
+                f"t-{i}-1",
+                "flag/write",
+                VALUES,
+                VALUES,
+                1,
+                10,
+                (10, 10),
+                {"kv": _arm(const, right, 0.0), "txt": _arm(right, right), "control": _arm(const)},
+            ),
+            PairRecord(
+                f"t-{i}-2",
+                "mirror/tracks",
+                VALUES,
+                VALUES,
+                1,
+                10,
+                (10, 10),
+                {"kv": _arm(right if i % 2 else wrong, right), "txt": _arm(const, const), "control": _arm(const)},
+            ),
         ]
     m = EVALUATORS.get("trigger")(suite="trigger").summarize(records)
     rows = m["by_construction"]
     assert rows["flag/consist"]["write_through_accuracy"] == pytest.approx(0.9)
     assert rows["flag/consist"]["follow_rate"] == pytest.approx(0.8)  # matbench's, beside the paper's
     assert rows["flag/write"]["write_through_accuracy"] == 0.5 and rows["flag/write"]["write_pairs"]["both_right"] == 0
-    assert rows["flag/consist"]["write_p"] == pytest.approx(0.5 ** 16)
+    assert rows["flag/consist"]["write_p"] == pytest.approx(0.5**16)
     assert rows["flag/consist"]["write_through_ci"][0] > 0.5 > rows["flag/write"]["write_through_ci"][0]
     assert [rows[v]["class"] for v in ("flag/consist", "flag/write", "mirror/tracks")] == ["W", "U", "N"]
     # The paper's parse of the same texts: here it reads flag/write's generations as both right.

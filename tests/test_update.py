@@ -53,8 +53,7 @@ def test_items_are_the_papers_design():
         assert p.arm("stale__unrel").question == f"What state is register {D} in?"
         # Gold where it is not the donor v1: cur of an update-delivering arm (v2), unrel (dm).
         dm = p.events[0].split()[5]
-        assert [p.arm(f"{a}__cur").expected for a in KV_ARMS + TXT_ARMS] == \
-            [None, v, v, v, v, v, None, None, None, v]
+        assert [p.arm(f"{a}__cur").expected for a in KV_ARMS + TXT_ARMS] == [None, v, v, v, v, v, None, None, None, v]
         assert all(p.arm(f"{a}__hist").expected is None for a in KV_ARMS + TXT_ARMS)
         assert all(p.arm(f"{a}__unrel").expected == dm for a in KV_ARMS + TXT_ARMS)
         assert p.arm("control").served == tuple(range(p.source))
@@ -63,8 +62,9 @@ def test_items_are_the_papers_design():
 def test_make_item_is_draw_then_build():
     item = make_item(random.Random(5), "u", 0)
     assert item == build_item("u", draw(random.Random(5)))
-    d = UpdateDraws("DELTA", "OMEGA", "KAPPA", "BETA", "OFFLINE", "ONLINE", 9,
-                    tuple(("ALPHA", 100 + i) for i in range(21)))
+    d = UpdateDraws(
+        "DELTA", "OMEGA", "KAPPA", "BETA", "OFFLINE", "ONLINE", 9, tuple(("ALPHA", 100 + i) for i in range(21))
+    )
     pair = build_item("x", d)
     assert pair.events[1] == "register ALPHA refreshed to 100   [ALPHA version 1]"
     assert pair.events[22] == "register ALPHA refreshed to 120   [ALPHA version 1]" and pair.source == 9
@@ -83,9 +83,11 @@ def test_header_has_sem_and_the_patch_renders_as_a_memory_patch_step(tiny_llama)
     T = pair.registers[1]
     arm = pair.arm("upd_ver__cur")
     text = engine.renderer.tokenizer.decode(list(engine.query_ids(pair, arm, engine.probe_readout)))
-    assert text.startswith(f"<step 25>\naction: memory_patch()\nobservation: {arm.appended[0]}\n"
-                           f"\n\nQuestion: What state is register {T} in now, after every step recorded above? "
-                           "Answer ONLINE or OFFLINE:")
+    assert text.startswith(
+        f"<step 25>\naction: memory_patch()\nobservation: {arm.appended[0]}\n"
+        f"\n\nQuestion: What state is register {T} in now, after every step recorded above? "
+        "Answer ONLINE or OFFLINE:"
+    )
     # Other suites' appended events are unchanged (reg_op()).
     other = FRAMES["trajectory"].appended_text(24, "x")
     assert other == "<step 25>\naction: reg_op()\nobservation: x\n"
@@ -107,8 +109,15 @@ def test_gates_and_evaluator_on_a_tiny_model(tiny_llama):
 
 
 def _entry(answers, values, expected=None, logp=((0.0, 0.0), (0.0, 0.0)), paper=None) -> ArmRecord:
-    return ArmRecord(answers=answers, outcome=outcome(answers, values), probe_answers=answers, probe_logp=logp,
-                     shift=0.0, expected=expected, paper_answers=paper)
+    return ArmRecord(
+        answers=answers,
+        outcome=outcome(answers, values),
+        probe_answers=answers,
+        probe_logp=logp,
+        shift=0.0,
+        expected=expected,
+        paper_answers=paper,
+    )
 
 
 def _record(v2: str, dm: str, answers: dict[str, tuple], paper: bool = False) -> PairRecord:
@@ -117,23 +126,38 @@ def _record(v2: str, dm: str, answers: dict[str, tuple], paper: bool = False) ->
     for a in KV_ARMS + TXT_ARMS:
         for q in QUERIES:
             name = f"{a}__{q}"
-            expected = dm if q == "unrel" else (v2 if q == "cur" and a not in
-                                                ("stale", "ctl_wrong", "ctl_dummy", "txt_stale") else None)
+            expected = (
+                dm
+                if q == "unrel"
+                else (v2 if q == "cur" and a not in ("stale", "ctl_wrong", "ctl_dummy", "txt_stale") else None)
+            )
             got = answers.get(name, STATES)
             arms[name] = _entry(got, STATES, expected, paper=got if paper else None)
     arms["control"] = _entry(("ONLINE", "ONLINE"), STATES)
-    return PairRecord(item_id="u", variant="", values=STATES, menu=STATES, budget=3, length=100,
-                      n_tokens=(100, 100), arms=arms)
+    return PairRecord(
+        item_id="u", variant="", values=STATES, menu=STATES, budget=3, length=100, n_tokens=(100, 100), arms=arms
+    )
 
 
 def test_patch_wins_and_old_value_leaks_on_the_papers_scale():
     # Item 1 (v2 = ONLINE): member B (v1 OFFLINE) is the changed one. upd_bare: both ONLINE
     # (wins 2, no leak); upd_ver: B answers OFFLINE (leak). Item 2 (v2 = OFFLINE): member A is
     # changed; every patch arm answers OFFLINE in both (wins 2, no leak).
-    r1 = _record("ONLINE", "OFFLINE", {"upd_bare__cur": ("ONLINE", "ONLINE"), "upd_ver__cur": ("ONLINE", "OFFLINE"),
-                                       "patch_struct__cur": ("ONLINE", "ONLINE"), "patch_der__cur": ("ONLINE", "ONLINE")})
-    r2 = _record("OFFLINE", "OFFLINE", {f"{a}__cur": ("OFFLINE", "OFFLINE")
-                                        for a in ("upd_bare", "upd_ver", "patch_struct", "patch_der")})
+    r1 = _record(
+        "ONLINE",
+        "OFFLINE",
+        {
+            "upd_bare__cur": ("ONLINE", "ONLINE"),
+            "upd_ver__cur": ("ONLINE", "OFFLINE"),
+            "patch_struct__cur": ("ONLINE", "ONLINE"),
+            "patch_der__cur": ("ONLINE", "ONLINE"),
+        },
+    )
+    r2 = _record(
+        "OFFLINE",
+        "OFFLINE",
+        {f"{a}__cur": ("OFFLINE", "OFFLINE") for a in ("upd_bare", "upd_ver", "patch_struct", "patch_der")},
+    )
     m = EVALUATORS.get("update")(suite="update").summarize([r1, r2])
     head = m["headline"]
     assert head["patch_win_rate"]["upd_bare"] == 1.0 and head["patch_win_rate"]["upd_ver"] == 0.75
@@ -154,8 +178,10 @@ def test_win_intervals_are_item_level():
     from matbench import stats
 
     # Both members of each pair agree (both win or both lose): the item-level interval of 6/10 items.
-    records = [_record("ONLINE", "OFFLINE", {"upd_bare__cur": ("ONLINE", "ONLINE") if k < 6 else ("OFFLINE", "OFFLINE")})
-               for k in range(10)]
+    records = [
+        _record("ONLINE", "OFFLINE", {"upd_bare__cur": ("ONLINE", "ONLINE") if k < 6 else ("OFFLINE", "OFFLINE")})
+        for k in range(10)
+    ]
     m = EVALUATORS.get("update")(suite="update").summarize(records)
     got = m["patch"]["wins"]["upd_bare"]
     assert got["rate"] == 0.6 and got["ci"] == pytest.approx(stats.wilson(6, 10).as_list())
@@ -179,13 +205,28 @@ def test_despite_patch_separates_donor_following_leaks_from_one_word_habits():
     # Item 3: patch ONLINE; both answer OFFLINE (const): member B's donor OFFLINE "leaks" by habit.
     def rec(patched: ArmRecord, stale_logp) -> PairRecord:
         stale = _entry(("ONLINE", "ONLINE"), STATES, logp=stale_logp)
-        return PairRecord(item_id="u", variant="", values=STATES, menu=STATES, budget=2, length=100,
-                          n_tokens=(100, 100), arms={"upd_bare__cur": patched, "stale__cur": stale})
+        return PairRecord(
+            item_id="u",
+            variant="",
+            values=STATES,
+            menu=STATES,
+            budget=2,
+            length=100,
+            n_tokens=(100, 100),
+            arms={"upd_bare__cur": patched, "stale__cur": stale},
+        )
 
     records = [
-        rec(_entry(("ONLINE", "OFFLINE"), STATES, "ONLINE", ((-0.1, -2.0), (-1.0, -0.5))), ((-0.5, -1.0), (-0.5, -1.0))),
-        rec(_entry(("OFFLINE", "OFFLINE"), STATES, "OFFLINE", ((-2.0, -0.2), (-2.0, -0.2))), ((-1.0, -1.0), (-1.0, -1.0))),
-        rec(_entry(("OFFLINE", "OFFLINE"), STATES, "ONLINE", ((-1.0, -0.5), (-1.0, -0.5))), ((-0.8, -0.6), (-0.8, -0.6))),
+        rec(
+            _entry(("ONLINE", "OFFLINE"), STATES, "ONLINE", ((-0.1, -2.0), (-1.0, -0.5))), ((-0.5, -1.0), (-0.5, -1.0))
+        ),
+        rec(
+            _entry(("OFFLINE", "OFFLINE"), STATES, "OFFLINE", ((-2.0, -0.2), (-2.0, -0.2))),
+            ((-1.0, -1.0), (-1.0, -1.0)),
+        ),
+        rec(
+            _entry(("OFFLINE", "OFFLINE"), STATES, "ONLINE", ((-1.0, -0.5), (-1.0, -0.5))), ((-0.8, -0.6), (-0.8, -0.6))
+        ),
     ]
     d = despite_patch(records, "upd_bare__cur", arm_metrics(records, "upd_bare__cur"))
     assert (d["follow"], d["anti"]) == (1, 0)
@@ -201,10 +242,23 @@ def test_expected_margin_is_the_donor_margin_on_a_larger_menu():
     from matbench.evaluators.update import _expected_margin
 
     # log p(expected) minus logsumexp of the others, as protocol.margins.donor_margin; not the best other.
-    bare = ArmRecord(answers=("A", "A"), outcome="const", probe_answers=("A", "A"),
-                     probe_logp=((-1.0, -2.0, -2.0), (-0.5, -1.5, -3.0)), shift=0.0)
-    record = PairRecord(item_id="u", variant="", values=("A", "B"), menu=("A", "B", "C"), budget=2, length=100,
-                        n_tokens=(100, 100), arms={"bare": bare})
+    bare = ArmRecord(
+        answers=("A", "A"),
+        outcome="const",
+        probe_answers=("A", "A"),
+        probe_logp=((-1.0, -2.0, -2.0), (-0.5, -1.5, -3.0)),
+        shift=0.0,
+    )
+    record = PairRecord(
+        item_id="u",
+        variant="",
+        values=("A", "B"),
+        menu=("A", "B", "C"),
+        budget=2,
+        length=100,
+        n_tokens=(100, 100),
+        arms={"bare": bare},
+    )
     margins = [-2.0 - math.log(math.exp(-1.0) + math.exp(-2.0)), -1.5 - math.log(math.exp(-0.5) + math.exp(-3.0))]
     assert _expected_margin(record, "bare", "B") == pytest.approx(sum(margins) / 2)
 
@@ -212,8 +266,16 @@ def test_expected_margin_is_the_donor_margin_on_a_larger_menu():
 def test_records_of_the_earlier_suite_are_refused_in_one_line():
     from matbench.errors import MatbenchError
 
-    old = PairRecord(item_id="update-v1-s0-00000", variant="", values=STATES, menu=STATES, budget=2, length=100,
-                     n_tokens=(100, 100), arms={"bare": _entry(STATES, STATES, "ONLINE")})
+    old = PairRecord(
+        item_id="update-v1-s0-00000",
+        variant="",
+        values=STATES,
+        menu=STATES,
+        budget=2,
+        length=100,
+        n_tokens=(100, 100),
+        arms={"bare": _entry(STATES, STATES, "ONLINE")},
+    )
     with pytest.raises(MatbenchError, match="earlier suite version: run the suite again") as err:
         EVALUATORS.get("update")(suite="update").summarize([old])
     assert "\n" not in str(err.value)

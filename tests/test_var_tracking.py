@@ -44,13 +44,24 @@ def _record(index: int, variant: str, right: dict[str, int]) -> PairRecord:
     def arm(name):
         ans = values if right.get(name, 0) == 2 else (values[0], values[0]) if right.get(name) == 1 else (None, None)
         return ArmRecord(ans, outcome(ans, values), values, ((0.0, 0.0), (0.0, 0.0)), 0.0)
-    return PairRecord(f"var_tracking-v1-s0-{index:05d}", variant, values, values, 3, 100, (100, 100),
-                      {name: arm(name) for name in ARMS})
+
+    return PairRecord(
+        f"var_tracking-v1-s0-{index:05d}",
+        variant,
+        values,
+        values,
+        3,
+        100,
+        (100, 100),
+        {name: arm(name) for name in ARMS},
+    )
 
 
 def test_the_table_and_the_decomposition():
-    records = [_record(0, "h1/near", {"full_txt": 1, "sel_txt": 2, "harv_kv": 2, "sel_ikv": 1}),
-               _record(1, "h1/far", {"full_txt": 0, "sel_txt": 1, "harv_kv": 2, "sel_ikv": 0})]
+    records = [
+        _record(0, "h1/near", {"full_txt": 1, "sel_txt": 2, "harv_kv": 2, "sel_ikv": 1}),
+        _record(1, "h1/far", {"full_txt": 0, "sel_txt": 1, "harv_kv": 2, "sel_ikv": 0}),
+    ]
     m = EVALUATORS.get("var_tracking")(suite="var_tracking").summarize(records)
     head = m["headline"]
     assert head["table"]["h1/near"]["full_txt"] == 0.5 and head["table"]["h1/far"]["harv_kv"] == 1.0

@@ -31,9 +31,15 @@ def runs_under(roots: list[Path]) -> tuple[dict[str, dict], int]:
             payload = json.loads(path.read_bytes())
             log = find_log(path.parent, payload["items"]["log"])
             files += 1
-            runs.setdefault(run_address(payload), {
-                "path": path, "metrics": payload["metrics"], "recorded": payload["items"]["sha256"],
-                "log": hashlib.sha256(read_log_bytes(log)).hexdigest() if log else None})
+            runs.setdefault(
+                run_address(payload),
+                {
+                    "path": path,
+                    "metrics": payload["metrics"],
+                    "recorded": payload["items"]["sha256"],
+                    "log": hashlib.sha256(read_log_bytes(log)).hexdigest() if log else None,
+                },
+            )
     return runs, files
 
 

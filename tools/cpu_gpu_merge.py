@@ -42,10 +42,16 @@ def compare_items(a: dict[str, dict], b: dict[str, dict]) -> dict:
             xb = rb["arms"][arm]
             flips += xa["class"] != xb["class"]
             shift = max(shift, abs(xa["shift"] - xb["shift"]))
-            logp = max(logp, max((abs(p - q) for p, q in zip(flat(xa["probe_logp"]), flat(xb["probe_logp"]))),
-                                 default=0.0))
-    return {"items": len(a), "items_identical": same, "arm_class_flips": flips, "max_abs_shift_diff": shift,
-            "max_abs_probe_logp_diff": logp}
+            logp = max(
+                logp, max((abs(p - q) for p, q in zip(flat(xa["probe_logp"]), flat(xb["probe_logp"]))), default=0.0)
+            )
+    return {
+        "items": len(a),
+        "items_identical": same,
+        "arm_class_flips": flips,
+        "max_abs_shift_diff": shift,
+        "max_abs_probe_logp_diff": logp,
+    }
 
 
 def arm_classes(results: dict) -> dict[str, dict]:
@@ -60,23 +66,34 @@ def main(root: Path, out: Path) -> None:
         resumed = json.loads((root / "resumed" / merged_file.name).read_text())
         cpu, gpu = (json.loads((root / f"{k}-one" / merged_file.name).read_text()) for k in ("cpu", "gpu"))
         log = {k: records(root / k / f"{stem}.items.jsonl") for k in ("merged", "cpu-one", "gpu-one")}
-        shard = {k: records(next((root / f).glob(f"{stem}.items.rank*.jsonl")))
-                 for k, f in (("cpu", "cpu-shard0"), ("gpu", "gpu-shard1"))}
-        resumed_cmp = {**resumed, "config": {**resumed["config"], "model": {**resumed["config"]["model"],
-                                                                             "device": merged["config"]["model"]["device"]}}}
+        shard = {
+            k: records(next((root / f).glob(f"{stem}.items.rank*.jsonl")))
+            for k, f in (("cpu", "cpu-shard0"), ("gpu", "gpu-shard1"))
+        }
+        resumed_cmp = {
+            **resumed,
+            "config": {
+                **resumed["config"],
+                "model": {**resumed["config"]["model"], "device": merged["config"]["model"]["device"]},
+            },
+        }
         report[stem] = {
             "devices": merged["config"]["model"]["device"],
-            "config_hash_equal": len({merged["config_hash"], resumed["config_hash"], cpu["config_hash"],
-                                      gpu["config_hash"]}) == 1,
+            "config_hash_equal": len(
+                {merged["config_hash"], resumed["config_hash"], cpu["config_hash"], gpu["config_hash"]}
+            )
+            == 1,
             "merged_log_is_resumed_log": (root / "merged" / f"{stem}.items.jsonl").read_bytes()
             == (root / "resumed" / f"{stem}.items.jsonl").read_bytes(),
             "merged_file_is_one_process_file": records_only(merged) == records_only(resumed_cmp),
             "n_from_log": {"merged": merged["items"]["n_from_log"], "resumed": resumed["items"]["n_from_log"]},
             "arm_classes_equal_cpu_gpu_merged": arm_classes(merged) == arm_classes(cpu) == arm_classes(gpu),
             "arm_classes": arm_classes(merged),
-            "root_shift_mean": {"merged": merged["metrics"]["arms"]["root"]["donor_shift"]["mean"],
-                                "cpu": cpu["metrics"]["arms"]["root"]["donor_shift"]["mean"],
-                                "gpu": gpu["metrics"]["arms"]["root"]["donor_shift"]["mean"]},
+            "root_shift_mean": {
+                "merged": merged["metrics"]["arms"]["root"]["donor_shift"]["mean"],
+                "cpu": cpu["metrics"]["arms"]["root"]["donor_shift"]["mean"],
+                "gpu": gpu["metrics"]["arms"]["root"]["donor_shift"]["mean"],
+            },
             "cpu_shard_vs_cpu_one": compare_items(shard["cpu"], log["cpu-one"]),
             "gpu_shard_vs_gpu_one": compare_items(shard["gpu"], log["gpu-one"]),
             "cpu_one_vs_gpu_one": compare_items(log["cpu-one"], log["gpu-one"]),
@@ -85,9 +102,11 @@ def main(root: Path, out: Path) -> None:
     out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     for stem, r in report.items():
         c = r["cpu_one_vs_gpu_one"]
-        print(f"{stem}: one-process file {r['merged_file_is_one_process_file']}, classes equal "
-              f"{r['arm_classes_equal_cpu_gpu_merged']}, CPU vs GPU: {c['arm_class_flips']} class flips, "
-              f"max |dshift| {c['max_abs_shift_diff']:.2e}, max |dlogp| {c['max_abs_probe_logp_diff']:.2e}")
+        print(
+            f"{stem}: one-process file {r['merged_file_is_one_process_file']}, classes equal "
+            f"{r['arm_classes_equal_cpu_gpu_merged']}, CPU vs GPU: {c['arm_class_flips']} class flips, "
+            f"max |dshift| {c['max_abs_shift_diff']:.2e}, max |dlogp| {c['max_abs_probe_logp_diff']:.2e}"
+        )
 
 
 if __name__ == "__main__":

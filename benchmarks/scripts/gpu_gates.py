@@ -14,10 +14,12 @@ from matbench.kernels import fused
 from matbench.models.shapes import random_model
 
 out = {}
-for shape, tok, impl, dtype in [("qwen3-8b", "/tmp/tok/smollm2", "sdpa_grouped", "float32"),
-                                ("qwen3-8b", "/tmp/tok/smollm2", "eager", "float32"),
-                                ("gemma3-12b", "/tmp/tok/gemma", "sdpa_grouped", "float32"),
-                                ("gemma3-12b", "/tmp/tok/gemma", "sdpa_grouped", "bfloat16")]:
+for shape, tok, impl, dtype in [
+    ("qwen3-8b", "/tmp/tok/smollm2", "sdpa_grouped", "float32"),
+    ("qwen3-8b", "/tmp/tok/smollm2", "eager", "float32"),
+    ("gemma3-12b", "/tmp/tok/gemma", "sdpa_grouped", "float32"),
+    ("gemma3-12b", "/tmp/tok/gemma", "sdpa_grouped", "bfloat16"),
+]:
     loaded = random_model(shape, "cuda", dtype, impl, tokenizer=tok, fused_kernels="off")
     probes = {}
     for kernels in ("unfused", "fused"):
@@ -35,12 +37,31 @@ for shape, tok, impl, dtype in [("qwen3-8b", "/tmp/tok/smollm2", "sdpa_grouped",
         out[key] = res
         print(key, json.dumps(res), flush=True)
         del engine
-    diff = max(abs(x - y) for (u, _), (f, _) in zip(probes["unfused"], probes["fused"])
-               for um, fm in zip(u, f) for x, y in zip(um, fm))
+    diff = max(
+        abs(x - y)
+        for (u, _), (f, _) in zip(probes["unfused"], probes["fused"])
+        for um, fm in zip(u, f)
+        for x, y in zip(um, fm)
+    )
     same = sum(uc == fc for (_, uc), (_, fc) in zip(probes["unfused"], probes["fused"]))
-    out[f"{shape}/{impl}/{dtype}/fused-vs-unfused"] = {"max_abs_probe_logp_diff": diff, "same_class": same,
-                                                       "arms": len(probes["fused"])}
-    print(shape, impl, dtype, "fused vs unfused: max |d probe logp|", diff, "same class", same, "of", len(probes["fused"]), flush=True)
-    del loaded; torch.cuda.empty_cache()
+    out[f"{shape}/{impl}/{dtype}/fused-vs-unfused"] = {
+        "max_abs_probe_logp_diff": diff,
+        "same_class": same,
+        "arms": len(probes["fused"]),
+    }
+    print(
+        shape,
+        impl,
+        dtype,
+        "fused vs unfused: max |d probe logp|",
+        diff,
+        "same class",
+        same,
+        "of",
+        len(probes["fused"]),
+        flush=True,
+    )
+    del loaded
+    torch.cuda.empty_cache()
 with open(sys.argv[1], "w") as fh:
     json.dump(out, fh, indent=1)

@@ -36,9 +36,16 @@ def sync(device: str) -> None:
         torch.cuda.synchronize(torch.device(device))
 
 
-def load_for_bench(model: str | None, shape: str | None, device: str | None, dtype: str | None,
-                   attn_implementation: str | None, tokenizer: str | None, device_map: str | None = None,
-                   fused_kernels: str | None = None):
+def load_for_bench(
+    model: str | None,
+    shape: str | None,
+    device: str | None,
+    dtype: str | None,
+    attn_implementation: str | None,
+    tokenizer: str | None,
+    device_map: str | None = None,
+    fused_kernels: str | None = None,
+):
     """A real model (`--model`) or random weights of a real shape (`--random-weights`)."""
     from matbench.errors import MatbenchError
     from matbench.models.loading import load_model
@@ -47,10 +54,23 @@ def load_for_bench(model: str | None, shape: str | None, device: str | None, dty
     if (model is None) == (shape is None):
         raise MatbenchError("pass exactly one of --model NAME or --random-weights SHAPE")
     if shape:
-        return random_model(shape, device, dtype, attn_implementation, tokenizer=tokenizer, device_map=device_map,
-                            fused_kernels=fused_kernels or "auto")
-    return load_model(model, device=device, dtype=dtype, attn_implementation=attn_implementation, device_map=device_map,
-                      fused_kernels=fused_kernels or "auto")
+        return random_model(
+            shape,
+            device,
+            dtype,
+            attn_implementation,
+            tokenizer=tokenizer,
+            device_map=device_map,
+            fused_kernels=fused_kernels or "auto",
+        )
+    return load_model(
+        model,
+        device=device,
+        dtype=dtype,
+        attn_implementation=attn_implementation,
+        device_map=device_map,
+        fused_kernels=fused_kernels or "auto",
+    )
 
 
 def decode_settings(setting: str | None, device: str, device_map: str | None = None) -> tuple[bool, ...]:

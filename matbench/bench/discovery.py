@@ -10,11 +10,21 @@ from matbench.engine.memory import peak_memory, reset_peak
 
 
 @BENCHMARKS.register("discovery")
-def discovery(n: int = 64, model: str | None = None, shape: str | None = None, naive_n: int = 8,
-              device: str | None = None, dtype: str | None = None, batch_pairs: int | None = None,
-              serving: str = "auto", attn_implementation: str | None = None,
-              tokenizer: str | None = None, device_map: str | None = None,
-              fused_kernels: str | None = None, decode_graphs: str | None = None) -> dict[str, Any]:
+def discovery(
+    n: int = 64,
+    model: str | None = None,
+    shape: str | None = None,
+    naive_n: int = 8,
+    device: str | None = None,
+    dtype: str | None = None,
+    batch_pairs: int | None = None,
+    serving: str = "auto",
+    attn_implementation: str | None = None,
+    tokenizer: str | None = None,
+    device_map: str | None = None,
+    fused_kernels: str | None = None,
+    decode_graphs: str | None = None,
+) -> dict[str, Any]:
     """The naive reference path and the engine on the same discovery items, in one run.
 
     Engine: global prefill per pair (shared prefix), every arm x member of `batch_pairs` pairs
@@ -47,7 +57,7 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
         engine.runner.decode_graphs = setting
         by_decode[decode_label(engine.runner)] = _time_engine(engine, pairs, combos, group, device)
     timed = by_decode[decode_label(engine.runner)]  # the last: graphs when compared
-    naive_items = pairs[:min(naive_n, n)]
+    naive_items = pairs[: min(naive_n, n)]
     sync(device)
     started = time.perf_counter()
     naive_records = [naive_pair(engine, p, engine.serving) for p in naive_items]
@@ -56,21 +66,36 @@ def discovery(n: int = 64, model: str | None = None, shape: str | None = None, n
     agreement = class_agreement(naive_items, timed["records"], naive_records, combos)
     peak = peak_tflops(device)
     return {
-        "benchmark": "discovery", "model": loaded.source.name, "device_map": device_map,
-        "gpus_used": sorted({str(p.device) for p in loaded.model.parameters()}), "n_parameters": n_params, "device": device,
+        "benchmark": "discovery",
+        "model": loaded.source.name,
+        "device_map": device_map,
+        "gpus_used": sorted({str(p.device) for p in loaded.model.parameters()}),
+        "n_parameters": n_params,
+        "device": device,
         "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
-        "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation,
-        "fused_kernels": loaded.fused_kernels, "serving": engine.serving,
-        "batch_pairs": group, "n_pairs": n, "naive_pairs": len(naive_items),
+        "dtype": loaded.dtype,
+        "attn_implementation": loaded.attn_implementation,
+        "fused_kernels": loaded.fused_kernels,
+        "serving": engine.serving,
+        "batch_pairs": group,
+        "n_pairs": n,
+        "naive_pairs": len(naive_items),
         "decode": decode_label(engine.runner),
         "engine": _engine_record(timed, n, n_params, peak),
-        **({"engine_by_decode": {k: _engine_record(v, n, n_params, peak) for k, v in by_decode.items()},
-            "decode_classes_agree": _same_classes(*(v["records"] for v in by_decode.values()), combos)}
-           if len(by_decode) > 1 else {}),
+        **(
+            {
+                "engine_by_decode": {k: _engine_record(v, n, n_params, peak) for k, v in by_decode.items()},
+                "decode_classes_agree": _same_classes(*(v["records"] for v in by_decode.values()), combos),
+            }
+            if len(by_decode) > 1
+            else {}
+        ),
         "naive": {"seconds": round(naive_s, 3), "pairs_per_s": round(len(naive_items) / naive_s, 3)},
         "speedup": round((n / timed["seconds"]) / (len(naive_items) / naive_s), 2),
         "class_agreement": agreement,
-        "peak_memory_gib": round(peak_memory(device)[0], 2), "peak_bf16_tflops": peak, "machine": machine(),
+        "peak_memory_gib": round(peak_memory(device)[0], 2),
+        "peak_bf16_tflops": peak,
+        "machine": machine(),
     }
 
 
@@ -89,17 +114,27 @@ def _time_engine(engine: Any, pairs: list, combos: list, group: int, device: str
             records.append(scored)
             a, b = layout.members
             tokens += len(a.input_ids) + (len(b.input_ids) - layout.prefix_tokens if a != b else 0)
-    return {"seconds": time.perf_counter() - started, "prefill_s": times.prefill_s, "score_s": times.score_s,
-            "prefill_tokens": tokens, "records": records}
+    return {
+        "seconds": time.perf_counter() - started,
+        "prefill_s": times.prefill_s,
+        "score_s": times.score_s,
+        "prefill_tokens": tokens,
+        "records": records,
+    }
 
 
 def _engine_record(timed: dict[str, Any], n: int, n_params: int, peak: float | None) -> dict[str, Any]:
     prefill_s, tokens = timed["prefill_s"], timed["prefill_tokens"]
-    return {"seconds": round(timed["seconds"], 3), "pairs_per_s": round(n / timed["seconds"], 3),
-            "prefill_seconds": round(prefill_s, 3), "serve_probe_decode_seconds": round(timed["score_s"], 3),
-            "serve_probe_decode_share": round(timed["score_s"] / timed["seconds"], 3),
-            "prefill_tokens": tokens, "prefill_tokens_per_s": round(tokens / prefill_s, 1),
-            "prefill_mfu": round(2 * n_params * tokens / prefill_s / (peak * 1e12), 4) if peak else None}
+    return {
+        "seconds": round(timed["seconds"], 3),
+        "pairs_per_s": round(n / timed["seconds"], 3),
+        "prefill_seconds": round(prefill_s, 3),
+        "serve_probe_decode_seconds": round(timed["score_s"], 3),
+        "serve_probe_decode_share": round(timed["score_s"] / timed["seconds"], 3),
+        "prefill_tokens": tokens,
+        "prefill_tokens_per_s": round(tokens / prefill_s, 1),
+        "prefill_mfu": round(2 * n_params * tokens / prefill_s / (peak * 1e12), 4) if peak else None,
+    }
 
 
 def class_agreement(pairs: list, engine_records: list, naive_records: list, combos: list) -> dict[str, Any]:
@@ -109,19 +144,38 @@ def class_agreement(pairs: list, engine_records: list, naive_records: list, comb
     for pair, eng, nav in zip(pairs, engine_records, naive_records):
         for arm, n_arm in nav["arms"].items():
             probe, short = eng[combos[0]].arms[arm], eng[combos[1]].arms[arm]
-            for key, got, ref in (("probe", probe.outcome, n_arm["probe_class"]), ("short", short.outcome, n_arm["class"])):
+            for key, got, ref in (
+                ("probe", probe.outcome, n_arm["probe_class"]),
+                ("short", short.outcome, n_arm["class"]),
+            ):
                 compared += 1
                 if got != ref:
                     margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in n_arm["probe_logp"]]
-                    flips.append({"item": pair.item_id, "arm": arm, "readout": key, "engine": got, "naive": ref,
-                                  "naive_probe_margins": margins})
+                    flips.append(
+                        {
+                            "item": pair.item_id,
+                            "arm": arm,
+                            "readout": key,
+                            "engine": got,
+                            "naive": ref,
+                            "naive_probe_margins": margins,
+                        }
+                    )
     agree = compared - len(flips)
-    return {"compared": compared, "agree": agree, "rate": round(agree / compared, 4) if compared else None,
-            "flips": flips}
+    return {
+        "compared": compared,
+        "agree": agree,
+        "rate": round(agree / compared, 4) if compared else None,
+        "flips": flips,
+    }
 
 
 def _same_classes(first: list, second: list, combos: list) -> dict[str, int]:
     """How many (pair, combo, arm) outcome classes two engine runs share."""
-    pairs = [(a[c].arms[arm].outcome, b[c].arms[arm].outcome) for a, b in zip(first, second) for c in combos
-             for arm in a[c].arms]
+    pairs = [
+        (a[c].arms[arm].outcome, b[c].arms[arm].outcome)
+        for a, b in zip(first, second)
+        for c in combos
+        for arm in a[c].arms
+    ]
     return {"compared": len(pairs), "agree": sum(x == y for x, y in pairs)}

@@ -44,10 +44,21 @@ def leaderboard_build(n: int = 1000, source: str | None = None) -> dict[str, Any
             begun = time.perf_counter()
             summary = render_site(validated, site_dir, evidence=plan)
             render_s = time.perf_counter() - begun
-            sites[mode] = {"render_seconds": round(render_s, 3), "site_megabytes": _megabytes(site_dir),
-                           "evidence_megabytes": _megabytes(site_dir / "evidence") if (site_dir / "evidence").exists()
-                           else 0.0, "files": sum(p.is_file() for p in site_dir.rglob("*")), "notes": list(summary.notes)}
-    return {"benchmark": "leaderboard", "n_results_files": n, "n_models": summary.n_models, "pages": summary.pages,
-            "validated": len(validated), "validate_seconds": round(validate_s, 3), "sites": sites,
-            "files_per_second_copy": round(n / (validate_s + sites["copy"]["render_seconds"]), 1),
-            "machine": machine()}
+            sites[mode] = {
+                "render_seconds": round(render_s, 3),
+                "site_megabytes": _megabytes(site_dir),
+                "evidence_megabytes": _megabytes(site_dir / "evidence") if (site_dir / "evidence").exists() else 0.0,
+                "files": sum(p.is_file() for p in site_dir.rglob("*")),
+                "notes": list(summary.notes),
+            }
+    return {
+        "benchmark": "leaderboard",
+        "n_results_files": n,
+        "n_models": summary.n_models,
+        "pages": summary.pages,
+        "validated": len(validated),
+        "validate_seconds": round(validate_s, 3),
+        "sites": sites,
+        "files_per_second_copy": round(n / (validate_s + sites["copy"]["render_seconds"]), 1),
+        "machine": machine(),
+    }

@@ -46,11 +46,22 @@ def timing_pair(n_events: int, seed: int = 0) -> DonorPair:
     patch = f"memory_patch(){TOOL_SEPARATOR}register {source} set to state OFFLINE   [{source} version 2]"
     question = f"What state is register {target} in now?"
     served = (0, n_events - 1)
-    arms = (Arm("reuse", served, question), Arm("patch", served, question, appended=(patch,)),
-            Arm("recompute", tuple(range(n_events)), question, uses_source=True, encoding="text", appended=(patch,)))
-    return DonorPair(item_id=f"patch-cost-{n_events}", events=tuple(bodies), source=m, source_bodies=(bodies[m],) * 2,
-                     values=("ONLINE", "ONLINE"), menu=("ONLINE", "OFFLINE"), arms=arms, paired=False,
-                     frame="tool_steps")
+    arms = (
+        Arm("reuse", served, question),
+        Arm("patch", served, question, appended=(patch,)),
+        Arm("recompute", tuple(range(n_events)), question, uses_source=True, encoding="text", appended=(patch,)),
+    )
+    return DonorPair(
+        item_id=f"patch-cost-{n_events}",
+        events=tuple(bodies),
+        source=m,
+        source_bodies=(bodies[m],) * 2,
+        values=("ONLINE", "ONLINE"),
+        menu=("ONLINE", "OFFLINE"),
+        arms=arms,
+        paired=False,
+        frame="tool_steps",
+    )
 
 
 def median_ms(fn, device: str, reps: int) -> float:
@@ -86,12 +97,18 @@ def measure(engine: Any, pair: DonorPair, reps: int) -> dict[str, Any]:
         engine.runner.plain_forward(torch.tensor([full]), torch.tensor([list(range(len(full)))]))
 
     with torch.no_grad():
-        times = {"reuse_ms": median_ms(serve(reuse), device, reps), "patch_ms": median_ms(serve(patch), device, reps),
-                 "recompute_ms": median_ms(recompute, device, reps)}
+        times = {
+            "reuse_ms": median_ms(serve(reuse), device, reps),
+            "patch_ms": median_ms(serve(patch), device, reps),
+            "recompute_ms": median_ms(recompute, device, reps),
+        }
     served_rows = sum(hi - lo for lo, hi in (member.event_spans[i] for i in reuse.served))
     return {
-        "context_tokens": layout.length, "served_rows": served_rows + member.header_span[1],
-        "question_tokens": len(query), "patch_tokens": len(patched) - len(query), "recompute_tokens": len(full),
+        "context_tokens": layout.length,
+        "served_rows": served_rows + member.header_span[1],
+        "question_tokens": len(query),
+        "patch_tokens": len(patched) - len(query),
+        "recompute_tokens": len(full),
         **{k: round(v, 2) for k, v in times.items()},
         "patch_over_recompute": round(times["patch_ms"] / times["recompute_ms"], 4),
         "patch_overhead_ms": round(times["patch_ms"] - times["reuse_ms"], 2),
@@ -99,10 +116,18 @@ def measure(engine: Any, pair: DonorPair, reps: int) -> dict[str, Any]:
 
 
 @BENCHMARKS.register("patch-cost")
-def patch_cost(model: str | None = None, shape: str | None = None, device: str | None = None,
-               dtype: str | None = None, attn_implementation: str | None = None, tokenizer: str | None = None,
-               fused_kernels: str | None = None, n: int = 5, events: int = SCALES[1],
-               serving: str = "auto") -> dict[str, Any]:
+def patch_cost(
+    model: str | None = None,
+    shape: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+    tokenizer: str | None = None,
+    fused_kernels: str | None = None,
+    n: int = 5,
+    events: int = SCALES[1],
+    serving: str = "auto",
+) -> dict[str, Any]:
     """`n`: measured repetitions per path (the median is kept; kv_timing: 5); `events`: steps of
     the long log (kv_timing: 384); `serving`: how the kept rows are served (auto: native where the
     model has sliding-window layers, as the protocol serves them, else compact)."""
@@ -114,10 +139,15 @@ def patch_cost(model: str | None = None, shape: str | None = None, device: str |
     engine = PairEngine(loaded, serving=serving)
     scales = {f"N{n_events}": measure(engine, timing_pair(n_events), n) for n_events in (SCALES[0], events)}
     return {
-        "benchmark": "patch-cost", "model": loaded.source.name, "device": loaded.device,
+        "benchmark": "patch-cost",
+        "model": loaded.source.name,
+        "device": loaded.device,
         "gpu": torch.cuda.get_device_name(torch.device(loaded.device)) if loaded.device.startswith("cuda") else None,
-        "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation, "serving": engine.serving,
+        "dtype": loaded.dtype,
+        "attn_implementation": loaded.attn_implementation,
+        "serving": engine.serving,
         "repetitions": n,
-        "scales": scales, "paper": {"patch_ms": 77, "recompute_ms": 1033, "context_tokens": 9200, "model": "Qwen3-8B"},
+        "scales": scales,
+        "paper": {"patch_ms": 77, "recompute_ms": 1033, "context_tokens": 9200, "model": "Qwen3-8B"},
         "machine": machine(),
     }

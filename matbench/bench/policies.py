@@ -16,15 +16,34 @@ from typing import Any
 
 from matbench.bench.common import BENCHMARKS, load_for_bench, machine, sync
 
-POLICIES = ("random", "streaming_llm", "knorm", "keydiff", "snapkv", "tova", "h2o", "pyramidkv", "expected_attention",
-            "adakv", "merging")
+POLICIES = (
+    "random",
+    "streaming_llm",
+    "knorm",
+    "keydiff",
+    "snapkv",
+    "tova",
+    "h2o",
+    "pyramidkv",
+    "expected_attention",
+    "adakv",
+    "merging",
+)
 
 
 @BENCHMARKS.register("policies")
-def policies_bench(model: str | None = None, shape: str | None = None, device: str | None = None,
-                   dtype: str | None = None, attn_implementation: str | None = None, tokenizer: str | None = None,
-                   fused_kernels: str | None = None, n: int = 8, batch_pairs: int = 8,
-                   serving: str = "auto") -> dict[str, Any]:
+def policies_bench(
+    model: str | None = None,
+    shape: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+    tokenizer: str | None = None,
+    fused_kernels: str | None = None,
+    n: int = 8,
+    batch_pairs: int = 8,
+    serving: str = "auto",
+) -> dict[str, Any]:
     """`n`: discovery pairs; `batch_pairs`: pairs prefilled and served together."""
     import torch
 
@@ -41,7 +60,7 @@ def policies_bench(model: str | None = None, shape: str | None = None, device: s
     for start in range(0, len(pairs), batch_pairs):
         sync(device)
         t0 = time.perf_counter()
-        batches.append(engine.prepare_many(pairs[start:start + batch_pairs]))
+        batches.append(engine.prepare_many(pairs[start : start + batch_pairs]))
         sync(device)
         prefill_s += time.perf_counter() - t0
     tokens = sum(len(m.input_ids) for batch in batches for _, layout, _ in batch for m in layout.members)
@@ -64,15 +83,26 @@ def policies_bench(model: str | None = None, shape: str | None = None, device: s
         setting = PolicySetting(parse_policy(f"{name}@0.5"))
         select_s = timed(lambda s=setting: [engine.selections(p, lay, c, s, {}) for b in batches for p, lay, c in b])
         serve_s = timed(lambda s=setting: serve(s))
-        out[name] = {"select_ms_per_pair": round(1000 * select_s / n, 2),
-                     "select_over_prefill": round(select_s / prefill_s, 3),
-                     "serve_ms_per_pair": round(1000 * serve_s / n, 2),
-                     "serve_over_oracle": round(serve_s / oracle_s, 3)}
+        out[name] = {
+            "select_ms_per_pair": round(1000 * select_s / n, 2),
+            "select_over_prefill": round(select_s / prefill_s, 3),
+            "serve_ms_per_pair": round(1000 * serve_s / n, 2),
+            "serve_over_oracle": round(serve_s / oracle_s, 3),
+        }
     return {
-        "benchmark": "policies", "model": loaded.source.name, "device": device,
+        "benchmark": "policies",
+        "model": loaded.source.name,
+        "device": device,
         "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
-        "dtype": loaded.dtype, "attn_implementation": loaded.attn_implementation, "serving": engine.serving,
-        "pairs": n, "batch_pairs": batch_pairs, "prefill_tokens": tokens, "budget": "0.5",
-        "prefill_ms_per_pair": round(1000 * prefill_s / n, 2), "oracle_serve_ms_per_pair": round(1000 * oracle_s / n, 2),
-        "policies": out, "machine": machine(),
+        "dtype": loaded.dtype,
+        "attn_implementation": loaded.attn_implementation,
+        "serving": engine.serving,
+        "pairs": n,
+        "batch_pairs": batch_pairs,
+        "prefill_tokens": tokens,
+        "budget": "0.5",
+        "prefill_ms_per_pair": round(1000 * prefill_s / n, 2),
+        "oracle_serve_ms_per_pair": round(1000 * oracle_s / n, 2),
+        "policies": out,
+        "machine": machine(),
     }

@@ -16,10 +16,18 @@ from matbench.errors import MatbenchError
 
 
 @BENCHMARKS.register("scaling")
-def scaling(n: int = 128, model: str | None = None, shape: str | None = None, device: str | None = None,
-            dtype: str | None = None, batch_pairs: int | None = None, serving: str = "auto",
-            attn_implementation: str | None = None, tokenizer: str | None = None,
-            fused_kernels: str | None = None) -> dict[str, Any] | None:
+def scaling(
+    n: int = 128,
+    model: str | None = None,
+    shape: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    batch_pairs: int | None = None,
+    serving: str = "auto",
+    attn_implementation: str | None = None,
+    tokenizer: str | None = None,
+    fused_kernels: str | None = None,
+) -> dict[str, Any] | None:
     """Discovery pairs/s on one process and on all, their ratio, and class agreement."""
     from matbench.data_gen import SUITES
     from matbench.engine.pair_engine import PairEngine
@@ -27,12 +35,15 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
 
     shard = Shard.from_env()
     if not shard.active:
-        raise MatbenchError("scaling compares one process with several: launch it as "
-                            "torchrun --nproc-per-node N -m matbench bench scaling ...")
+        raise MatbenchError(
+            "scaling compares one process with several: launch it as "
+            "torchrun --nproc-per-node N -m matbench bench scaling ..."
+        )
     shard.start()
     try:
-        loaded = load_for_bench(model, shape, shard.device(device), dtype, attn_implementation, tokenizer,
-                                fused_kernels=fused_kernels)
+        loaded = load_for_bench(
+            model, shape, shard.device(device), dtype, attn_implementation, tokenizer, fused_kernels=fused_kernels
+        )
         device = loaded.device
         engine = PairEngine(loaded, serving=serving)
         pairs = SUITES.get("discovery").generate(0, n)
@@ -44,16 +55,27 @@ def scaling(n: int = 128, model: str | None = None, shape: str | None = None, de
             return None
         together = [r for records, _ in gathered for r in records]
         return {
-            "benchmark": "scaling", "model": loaded.source.name, "device": device, "dtype": loaded.dtype,
+            "benchmark": "scaling",
+            "model": loaded.source.name,
+            "device": device,
+            "dtype": loaded.dtype,
             "attn_implementation": loaded.attn_implementation,
-            "fused_kernels": loaded.fused_kernels, "serving": engine.serving, "batch_pairs": group,
-            "n_pairs": n, "processes": shard.world_size,
+            "fused_kernels": loaded.fused_kernels,
+            "serving": engine.serving,
+            "batch_pairs": group,
+            "n_pairs": n,
+            "processes": shard.world_size,
             "one": {"seconds": round(one_s, 3), "pairs_per_s": round(n / one_s, 3)},
-            "all": {"seconds": round(all_s, 3), "pairs_per_s": round(n / all_s, 3),
-                    "pairs_per_rank": [len(records) for records, _ in gathered]},
-            "speedup": round(one_s / all_s, 3), "efficiency": round(one_s / all_s / shard.world_size, 3),
+            "all": {
+                "seconds": round(all_s, 3),
+                "pairs_per_s": round(n / all_s, 3),
+                "pairs_per_rank": [len(records) for records, _ in gathered],
+            },
+            "speedup": round(one_s / all_s, 3),
+            "efficiency": round(one_s / all_s / shard.world_size, 3),
             "class_agreement": _agreement(one, together, combos),
-            "peak_memory_gib_per_rank": [mem for _, mem in gathered], "machine": machine(),
+            "peak_memory_gib_per_rank": [mem for _, mem in gathered],
+            "machine": machine(),
         }
     finally:
         shard.stop()
@@ -101,8 +123,20 @@ def _agreement(one: list, together: list, combos: list) -> dict[str, Any]:
                 other = b[combo].arms[arm]
                 if entry.outcome != other.outcome:
                     margins = [abs(x[0] - x[1]) if len(x) == 2 else None for x in entry.probe_logp]
-                    flips.append({"item": a[combo].item_id, "arm": arm, "readout": combo[0], "one": entry.outcome,
-                                  "all": other.outcome, "probe_margins": margins})
+                    flips.append(
+                        {
+                            "item": a[combo].item_id,
+                            "arm": arm,
+                            "readout": combo[0],
+                            "one": entry.outcome,
+                            "all": other.outcome,
+                            "probe_margins": margins,
+                        }
+                    )
     agree = compared - len(flips)
-    return {"compared": compared, "agree": agree, "rate": round(agree / compared, 4) if compared else None,
-            "flips": flips}
+    return {
+        "compared": compared,
+        "agree": agree,
+        "rate": round(agree / compared, 4) if compared else None,
+        "flips": flips,
+    }

@@ -20,11 +20,15 @@ natural / evicted)."""
 def add(sub: argparse._SubParsersAction) -> None:
     from matbench.commands.eval import add_eval_options
 
-    p = sub.add_parser("audit", help="run serving policies over suites and summarize the audit",
-                       description="The eviction audit: every --policy x --budget x --source-mode on every suite of "
-                       "--suite (a comma list), one model load, one global prefill per pair; then the audit "
-                       "summary. With --summarize, only summarize existing results folders.",
-                       epilog=AUDIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "audit",
+        help="run serving policies over suites and summarize the audit",
+        description="The eviction audit: every --policy x --budget x --source-mode on every suite of "
+        "--suite (a comma list), one model load, one global prefill per pair; then the audit "
+        "summary. With --summarize, only summarize existing results folders.",
+        epilog=AUDIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_eval_options(p)
     for action in p._actions:  # --summarize needs neither; a run checks them itself
         if action.dest in ("model", "output"):
@@ -45,11 +49,15 @@ def summarize(folders: list[Path], target: Path) -> str:
 
     table = audit_table(folders)
     if table.empty:
-        raise MatbenchError(f"no policy runs under {', '.join(map(str, folders))}: run matbench audit --model ... first")
+        raise MatbenchError(
+            f"no policy runs under {', '.join(map(str, folders))}: run matbench audit --model ... first"
+        )
     target.mkdir(parents=True, exist_ok=True)
     table.to_csv(target / "audit.csv", index=False)
-    title = ("# Eviction audit: donor margin shift (accuracy and answer margin for unpaired items), natural / "
-             "evicted source, by policy and budget (fraction removed)")
+    title = (
+        "# Eviction audit: donor margin shift (accuracy and answer margin for unpaired items), natural / "
+        "evicted source, by policy and budget (fraction removed)"
+    )
     parts = [title]
     for (model, suite, arm), _ in table.groupby(["model", "suite", "arm"], sort=True):
         if "/" in arm:  # per-question breakdowns of an arm stay in the CSV

@@ -6,13 +6,18 @@ import argparse
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cache", help="list or clear matbench's cache (dequantised GGUF models, assembled offline models)",
-                       description="matbench keeps each GGUF model it loads as a float32 copy (several times the "
-                       "file's size) and the offline models' assembled files in MATBENCH_CACHE (default "
-                       "~/.cache/matbench). Cleared entries are rebuilt on the next load.")
+    p = sub.add_parser(
+        "cache",
+        help="list or clear matbench's cache (dequantised GGUF models, assembled offline models)",
+        description="matbench keeps each GGUF model it loads as a float32 copy (several times the "
+        "file's size) and the offline models' assembled files in MATBENCH_CACHE (default "
+        "~/.cache/matbench). Cleared entries are rebuilt on the next load.",
+    )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("list", help="every entry with its size and source").set_defaults(func=run_list)
-    clear = actions.add_parser("clear", help="delete the entries named (as `list` prints them), or every one with --all")
+    clear = actions.add_parser(
+        "clear", help="delete the entries named (as `list` prints them), or every one with --all"
+    )
     clear.add_argument("names", nargs="*", metavar="NAME")
     clear.add_argument("--all", action="store_true", help="every entry")
     clear.set_defaults(func=run_clear)

@@ -10,22 +10,32 @@ from matbench.models.sources import OFFLINE_ALIASES
 
 def add_model(p: argparse.ArgumentParser) -> None:
     """--model and --revision, as every command that loads a model (or its tokenizer) reads them."""
-    p.add_argument("--model", required=True, help=f"offline alias ({', '.join(OFFLINE_ALIASES)}), Hub id, local "
-                   "directory, or .gguf file")
+    p.add_argument(
+        "--model",
+        required=True,
+        help=f"offline alias ({', '.join(OFFLINE_ALIASES)}), Hub id, local directory, or .gguf file",
+    )
     p.add_argument("--revision", help="Hub revision (branch, tag or commit sha)")
 
 
 def add_suite_rows(p: argparse.ArgumentParser) -> None:
     """Where a suite's rows come from: a dataset repository or the generator (--limit, --seed)."""
-    p.add_argument("--dataset", help="read the suite from a dataset repository (Hub id or directory made by "
-                   "`matbench generate`) instead of generating it in memory")
+    p.add_argument(
+        "--dataset",
+        help="read the suite from a dataset repository (Hub id or directory made by "
+        "`matbench generate`) instead of generating it in memory",
+    )
     p.add_argument("--dataset-revision", help="dataset revision (tag or commit) on the Hub")
     p.add_argument("--limit", type=int, help="number of donor pairs (default: the suite's default size)")
     p.add_argument("--seed", type=int, help="suite seed of a generated suite (default: 0)")
-    p.add_argument("--template", default="orig", choices=("orig", "para"),
-                   help="surface wording: orig (the suite's), or para, the paper's untuned robustness surface "
-                        "(kv_frozen: <entry i>/event: system_poll()/result:, statements reworded; not for trigger, "
-                        "update, harvest)")
+    p.add_argument(
+        "--template",
+        default="orig",
+        choices=("orig", "para"),
+        help="surface wording: orig (the suite's), or para, the paper's untuned robustness surface "
+        "(kv_frozen: <entry i>/event: system_poll()/result:, statements reworded; not for trigger, "
+        "update, harvest)",
+    )
 
 
 def suite_seed(args: argparse.Namespace) -> int:
@@ -47,7 +57,9 @@ def choices(what: str, allowed: tuple[str, ...]):
             return tuple(a for a in allowed if a != "auto")
         bad = [t for t in items if t not in allowed]
         if bad or not items:
-            raise argparse.ArgumentTypeError(f"unknown {what} {','.join(bad) or text!r}; choose from {', '.join(allowed)} or all")
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {','.join(bad) or text!r}; choose from {', '.join(allowed)} or all"
+            )
         return items
 
     return parse

@@ -45,64 +45,143 @@ def add(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_eval_options(p)
-    p.add_argument("--shard", metavar="I/N", help="run only slice I of N of the suite's items (contiguous blocks; I "
-                   "is 0-based, as SLURM_ARRAY_TASK_ID under --array=0-N-1), with no rendezvous: each shard writes "
-                   "OUTPUT/<suite>_<readout>_<serving>.items.rankI.jsonl and its description, no results file; "
-                   "`matbench merge` joins the shards (not under torchrun)")
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only slice I of N of the suite's items (contiguous blocks; I "
+        "is 0-based, as SLURM_ARRAY_TASK_ID under --array=0-N-1), with no rendezvous: each shard writes "
+        "OUTPUT/<suite>_<readout>_<serving>.items.rankI.jsonl and its description, no results file; "
+        "`matbench merge` joins the shards (not under torchrun)",
+    )
     p.set_defaults(func=run)
 
 
 def add_eval_options(p: argparse.ArgumentParser) -> None:
     """Every option of `matbench eval` (also `matbench replicate`'s)."""
     add_model(p)
-    p.add_argument("--suite", default="discovery", help="suite name (a registered suite: built in, or a plugin's; "
-                   "see MATBENCH_PLUGINS), or all for the whole memory contract and its scorecard (default: discovery)")
+    p.add_argument(
+        "--suite",
+        default="discovery",
+        help="suite name (a registered suite: built in, or a plugin's; "
+        "see MATBENCH_PLUGINS), or all for the whole memory contract and its scorecard (default: discovery)",
+    )
     add_suite_rows(p)
-    p.add_argument("--readout", type=choices("readout", tuple(READOUTS.names())),
-                   help=f"{', '.join(READOUTS.names())}, a comma list, or all (default: probe, or the suite's own "
-                   "where it is read from free text; the donor shift always comes from the probe). Several share "
-                   "one prefill per pair.")
-    p.add_argument("--serving", default="auto", type=choices("serving", ("auto", *SERVING_MODES)),
-                   help="compact, native, compact,native, or auto (default: native for models with "
-                   "sliding-window layers, else compact)")
-    p.add_argument("--policy", action="append", metavar="NAME[:ARGS][@BUDGET]",
-                   help="serving policy that chooses the kept rows of the arms that measure materialization: "
-                   "oracle (default: the suite's declared events, the paper's protocol), recent:N, a scoring "
-                   "policy such as snapkv or knorm (`matbench policies` lists them), or "
-                   "'kvpress:SnapKVPress(window_size=32)'; repeat for several, all served from one prefill per "
-                   "pair; controls and comprehension arms keep their declared rows")
-    p.add_argument("--budget", type=lambda v: tuple(v.split(",")), default=(), metavar="B[,B...]",
-                   help="budgets of the scoring policies named without @BUDGET: a fraction removed (0.5 keeps "
-                   "half, kvpress's compression_ratio) or a token count (256); one run per budget")
-    p.add_argument("--source-mode", default=("natural",), type=choices("source mode", ("natural", "evicted")),
-                   help="under a policy: natural (it may keep the source's rows; results split by whether it "
-                   "did), evicted (the source's rows are never kept), or natural,evicted")
-    p.add_argument("--kept-from", default=("a",), type=choices("kept-from member", ("a", "b")),
-                   help="under a policy: whose picks both donor members are served, a (default), b, or a,b")
+    p.add_argument(
+        "--readout",
+        type=choices("readout", tuple(READOUTS.names())),
+        help=f"{', '.join(READOUTS.names())}, a comma list, or all (default: probe, or the suite's own "
+        "where it is read from free text; the donor shift always comes from the probe). Several share "
+        "one prefill per pair.",
+    )
+    p.add_argument(
+        "--serving",
+        default="auto",
+        type=choices("serving", ("auto", *SERVING_MODES)),
+        help="compact, native, compact,native, or auto (default: native for models with "
+        "sliding-window layers, else compact)",
+    )
+    p.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME[:ARGS][@BUDGET]",
+        help="serving policy that chooses the kept rows of the arms that measure materialization: "
+        "oracle (default: the suite's declared events, the paper's protocol), recent:N, a scoring "
+        "policy such as snapkv or knorm (`matbench policies` lists them), or "
+        "'kvpress:SnapKVPress(window_size=32)'; repeat for several, all served from one prefill per "
+        "pair; controls and comprehension arms keep their declared rows",
+    )
+    p.add_argument(
+        "--budget",
+        type=lambda v: tuple(v.split(",")),
+        default=(),
+        metavar="B[,B...]",
+        help="budgets of the scoring policies named without @BUDGET: a fraction removed (0.5 keeps "
+        "half, kvpress's compression_ratio) or a token count (256); one run per budget",
+    )
+    p.add_argument(
+        "--source-mode",
+        default=("natural",),
+        type=choices("source mode", ("natural", "evicted")),
+        help="under a policy: natural (it may keep the source's rows; results split by whether it "
+        "did), evicted (the source's rows are never kept), or natural,evicted",
+    )
+    p.add_argument(
+        "--kept-from",
+        default=("a",),
+        type=choices("kept-from member", ("a", "b")),
+        help="under a policy: whose picks both donor members are served, a (default), b, or a,b",
+    )
     p.add_argument("--device", help="cpu, cuda, cuda:N (default: cuda if available)")
-    p.add_argument("--device-map", choices=["auto"], help="spread a model too large for one GPU over every visible GPU (accelerate); one process")
-    p.add_argument("--dtype", help=f"{', '.join(DTYPES)} (default: float32 on CPU, bfloat16 on GPU; float64 tells "
-                   "a gate's rounding from a fault)")
-    p.add_argument("--attn-implementation", choices=ATTN_IMPLEMENTATIONS, help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)")
-    p.add_argument("--decode-graphs", default="auto", choices=["auto", "on", "off"], help="replay each greedy decoding "
-                   "step (short, trace readouts) from a CUDA graph instead of launching its kernels from Python: auto "
-                   "(default: on for a model on one CUDA device), on, off (the eager loop, the CPU's)")
-    p.add_argument("--fused-kernels", default="auto", choices=["auto", "on", "off"], help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off")
-    p.add_argument("--judge", metavar="MODEL", help="grade each free answer against the gold with this local causal "
-                   "LM (alias, Hub id, directory, .gguf; kv_harvest3's judge prompt; harvest_freeform); results *_judge-MODEL")
-    p.add_argument("--rope-yarn", type=float, metavar="FACTOR", help="stretch the model's RoPE by YaRN with this "
-                   "factor (> 1; the paper's position-stress variant, llm_hf SPRAG_ROPE_FACTOR); results *_yarnF")
+    p.add_argument(
+        "--device-map",
+        choices=["auto"],
+        help="spread a model too large for one GPU over every visible GPU (accelerate); one process",
+    )
+    p.add_argument(
+        "--dtype",
+        help=f"{', '.join(DTYPES)} (default: float32 on CPU, bfloat16 on GPU; float64 tells "
+        "a gate's rounding from a fault)",
+    )
+    p.add_argument(
+        "--attn-implementation",
+        choices=ATTN_IMPLEMENTATIONS,
+        help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see README)",
+    )
+    p.add_argument(
+        "--decode-graphs",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="replay each greedy decoding "
+        "step (short, trace readouts) from a CUDA graph instead of launching its kernels from Python: auto "
+        "(default: on for a model on one CUDA device), on, off (the eager loop, the CPU's)",
+    )
+    p.add_argument(
+        "--fused-kernels",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="fuse each RMSNorm and MLP activation into one compiled kernel (torch.compile; GPU with Triton): auto (default: on where available), on, off",
+    )
+    p.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="grade each free answer against the gold with this local causal "
+        "LM (alias, Hub id, directory, .gguf; kv_harvest3's judge prompt; harvest_freeform); results *_judge-MODEL",
+    )
+    p.add_argument(
+        "--rope-yarn",
+        type=float,
+        metavar="FACTOR",
+        help="stretch the model's RoPE by YaRN with this "
+        "factor (> 1; the paper's position-stress variant, llm_hf SPRAG_ROPE_FACTOR); results *_yarnF",
+    )
     p.add_argument("--chunk-size", type=int, help="prefill in chunks of this many tokens (long contexts)")
-    p.add_argument("--batch-pairs", type=int, help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)")
-    p.add_argument("--memory-fraction", type=float, help="cap this process at this share of its GPU's memory (0-1], so several runs can share one GPU; the batch is sized within it")
+    p.add_argument(
+        "--batch-pairs",
+        type=int,
+        help="donor pairs served and decoded together (default: as many as fit in half the free GPU memory, up to 64; 2 on CPU)",
+    )
+    p.add_argument(
+        "--memory-fraction",
+        type=float,
+        help="cap this process at this share of its GPU's memory (0-1], so several runs can share one GPU; the batch is sized within it",
+    )
     p.add_argument("--check", action="store_true", help="run the faithfulness gates on every pair; stop on failure")
-    p.add_argument("--check-pairs", type=int, metavar="N", help="run the gates on the suite's first N pairs only "
-                   "(implies --check; long-context audits whose every setting's gates cost more than the run)")
+    p.add_argument(
+        "--check-pairs",
+        type=int,
+        metavar="N",
+        help="run the gates on the suite's first N pairs only "
+        "(implies --check; long-context audits whose every setting's gates cost more than the run)",
+    )
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     p.add_argument("--fresh", action="store_true", help="discard an earlier per-item log in OUTPUT")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="end with one JSON line of headline metrics per results file "
-                   "(the scorecard's contract with --suite all) instead of the arms tables")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="end with one JSON line of headline metrics per results file "
+        "(the scorecard's contract with --suite all) instead of the arms tables",
+    )
     add_dialog_sources(p)
     p.add_argument("--output", required=True, help="output directory")
 
@@ -112,19 +191,40 @@ def eval_config(args: argparse.Namespace):
     from matbench.run.evaluate import EvalConfig
 
     return EvalConfig(
-        model=args.model, suite=args.suite, output=args.output, dataset=args.dataset,
-        dataset_revision=args.dataset_revision, limit=args.limit, seed=suite_seed(args),
-        readouts=(args.readout if isinstance(args.readout, tuple) else (args.readout,)) if args.readout
+        model=args.model,
+        suite=args.suite,
+        output=args.output,
+        dataset=args.dataset,
+        dataset_revision=args.dataset_revision,
+        limit=args.limit,
+        seed=suite_seed(args),
+        readouts=(args.readout if isinstance(args.readout, tuple) else (args.readout,))
+        if args.readout
         else default_readouts(args.suite),
-        servings=args.serving if isinstance(args.serving, tuple) else (args.serving,), revision=args.revision, device=args.device,
-        dtype=args.dtype, device_map=args.device_map, attn_implementation=args.attn_implementation, fused_kernels=args.fused_kernels, decode_graphs=args.decode_graphs, chunk_size=args.chunk_size, batch_pairs=args.batch_pairs,
+        servings=args.serving if isinstance(args.serving, tuple) else (args.serving,),
+        revision=args.revision,
+        device=args.device,
+        dtype=args.dtype,
+        device_map=args.device_map,
+        attn_implementation=args.attn_implementation,
+        fused_kernels=args.fused_kernels,
+        decode_graphs=args.decode_graphs,
+        chunk_size=args.chunk_size,
+        batch_pairs=args.batch_pairs,
         memory_fraction=args.memory_fraction,
-        trust_remote_code=args.trust_remote_code, check=args.check or args.check_pairs is not None,
-        check_pairs=args.check_pairs, fresh=args.fresh,
-        locomo=args.locomo, realtalk=args.realtalk,
-        progress=not args.no_progress, policies=tuple(args.policy or ("oracle",)), budgets=args.budget,
-        source_modes=_tuple(args.source_mode), kept_from=_tuple(args.kept_from),
-        template=args.template, rope_yarn=args.rope_yarn,
+        trust_remote_code=args.trust_remote_code,
+        check=args.check or args.check_pairs is not None,
+        check_pairs=args.check_pairs,
+        fresh=args.fresh,
+        locomo=args.locomo,
+        realtalk=args.realtalk,
+        progress=not args.no_progress,
+        policies=tuple(args.policy or ("oracle",)),
+        budgets=args.budget,
+        source_modes=_tuple(args.source_mode),
+        kept_from=_tuple(args.kept_from),
+        template=args.template,
+        rope_yarn=args.rope_yarn,
         judge=args.judge,
     )
 
@@ -160,8 +260,10 @@ def run(args: argparse.Namespace) -> int:
     shard = Shard.from_env()  # several processes under torchrun / accelerate launch
     if args.shard is not None:
         if shard.world_size > 1:
-            raise MatbenchError(f"--shard splits a run over independent processes; under torchrun (WORLD_SIZE "
-                                f"{shard.world_size}) the processes already share the items: drop one of them")
+            raise MatbenchError(
+                f"--shard splits a run over independent processes; under torchrun (WORLD_SIZE "
+                f"{shard.world_size}) the processes already share the items: drop one of them"
+            )
         shard = Shard.parse(args.shard)
     shard.start()
     try:
@@ -180,13 +282,19 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             for payload in payloads:
                 c = payload["config"]
-                print(json.dumps({"readout": c["readout"], "serving": c["serving"],
-                                  **payload["metrics"].get("headline", {})}))
+                print(
+                    json.dumps(
+                        {"readout": c["readout"], "serving": c["serving"], **payload["metrics"].get("headline", {})}
+                    )
+                )
         else:
             print_arm_tables(payloads, Path(cfg.output))
         if shard.independent:
-            print(f"shard {shard.rank}/{shard.world_size} done in {cfg.output}; when every shard is, run "
-                  f"matbench merge FOLDER... --output DIR", file=sys.stderr)
+            print(
+                f"shard {shard.rank}/{shard.world_size} done in {cfg.output}; when every shard is, run "
+                f"matbench merge FOLDER... --output DIR",
+                file=sys.stderr,
+            )
         return 0
     finally:
         shard.stop()

@@ -42,8 +42,10 @@ def run(args: argparse.Namespace) -> int:
     names = SUITES.names() if args.suite == "all" else [SUITES.get(args.suite).name]
     if args.suite == "all" and not (args.locomo or args.realtalk):
         names.remove("harvest")
-        print("note: harvest left out (it is built from your dialog copies: add --locomo PATH --realtalk DIR)",
-              file=sys.stderr)
+        print(
+            "note: harvest left out (it is built from your dialog copies: add --locomo PATH --realtalk DIR)",
+            file=sys.stderr,
+        )
     out = Path(args.out)
     for summary in write_repo(out, names, args.seed, args.n_items, git_revision(), sources):
         print(json.dumps(summary.as_dict()))

@@ -20,15 +20,22 @@ are left as they are."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("merge", help="join the shards of `matbench eval --shard I/N` into one run's results",
-                       description="Merge the shard logs that `matbench eval --shard I/N` left in one or several "
-                       "folders (separate machines) into the per-item log and results file one process writes over "
-                       "the same items. Loads no model.",
-                       epilog=MERGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "merge",
+        help="join the shards of `matbench eval --shard I/N` into one run's results",
+        description="Merge the shard logs that `matbench eval --shard I/N` left in one or several "
+        "folders (separate machines) into the per-item log and results file one process writes over "
+        "the same items. Loads no model.",
+        epilog=MERGE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="the shards' --output folders")
     p.add_argument("--output", required=True, type=Path, help="where to write the merged log and results file")
-    p.add_argument("--json", action="store_true", help="one JSON line of headline metrics per results file instead "
-                   "of the arms tables (as matbench eval --json)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON line of headline metrics per results file instead of the arms tables (as matbench eval --json)",
+    )
     p.set_defaults(func=run)
 
 
@@ -45,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for payload in payloads:
         c = payload["config"]
-        print(json.dumps({"readout": c["readout"], "serving": c["serving"], "shards": len(payload["merged"]["shards"]),
-                          **payload["metrics"].get("headline", {})}))
+        print(
+            json.dumps(
+                {
+                    "readout": c["readout"],
+                    "serving": c["serving"],
+                    "shards": len(payload["merged"]["shards"]),
+                    **payload["metrics"].get("headline", {}),
+                }
+            )
+        )
     return 0

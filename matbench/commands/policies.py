@@ -8,10 +8,13 @@ import json
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("policies", help="list the serving policies --policy can name",
-                       description="List every registered serving policy (built in or from a plugin): its name, "
-                       "whether it takes --budget, its arguments with their defaults (NAME:key=value,...) and a "
-                       "one-line description.")
+    p = sub.add_parser(
+        "policies",
+        help="list the serving policies --policy can name",
+        description="List every registered serving policy (built in or from a plugin): its name, "
+        "whether it takes --budget, its arguments with their defaults (NAME:key=value,...) and a "
+        "one-line description.",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.set_defaults(func=run)
 
@@ -31,8 +34,15 @@ def describe() -> list[dict]:
         budget = any(f.name == "budget" for f in dataclasses.fields(cls))
         params = ",".join(f"{k}={v}" for k, v in args.items())
         usage = cls.usage or (name + (f":{params}" if params else ""))
-        out.append({"name": name, "usage": usage + ("@BUDGET" if budget else ""), "budget": budget,
-                    "arguments": args, "description": doc})
+        out.append(
+            {
+                "name": name,
+                "usage": usage + ("@BUDGET" if budget else ""),
+                "budget": budget,
+                "arguments": args,
+                "description": doc,
+            }
+        )
     return out
 
 
@@ -53,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(e["name"]) for e in entries)
     for e in entries:
         print(f"{e['name']:<{width}}  {e['usage']}\n{'':<{width}}  {e['description']}")
-    print("BUDGET: a fraction removed (0.5 keeps half, as kvpress's compression_ratio) or a token count (256); "
-          "--budget 0.25,0.5 runs each.")
+    print(
+        "BUDGET: a fraction removed (0.5 keeps half, as kvpress's compression_ratio) or a token count (256); "
+        "--budget 0.25,0.5 runs each."
+    )
     return 0

@@ -10,10 +10,13 @@ from typing import Any
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rescore", help="recompute metrics of finished runs from their per-item logs",
-                       description="Recompute the metrics of results files with the installed evaluators, from "
-                       "the per-item logs the runs wrote (sha256-checked; no model is loaded), and rebuild "
-                       "scorecard.json where a directory has one, from the directories its evidence cites.")
+    p = sub.add_parser(
+        "rescore",
+        help="recompute metrics of finished runs from their per-item logs",
+        description="Recompute the metrics of results files with the installed evaluators, from "
+        "the per-item logs the runs wrote (sha256-checked; no model is loaded), and rebuild "
+        "scorecard.json where a directory has one, from the directories its evidence cites.",
+    )
     p.add_argument("paths", nargs="+", help="results files or eval output directories")
     p.set_defaults(func=run)
 

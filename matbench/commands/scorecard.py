@@ -9,11 +9,14 @@ from matbench.protocol.readouts import READOUTS
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("scorecard", help="the memory-contract scorecard of one model's results directories",
-                       description="Read every results file of the directories (validated against the schema) and "
-                       "write the memory contract with the evidence of each entry, by default to "
-                       "FIRST_DIR/scorecard.json. Where several directories hold a suite, the run with the most "
-                       "items counts.")
+    p = sub.add_parser(
+        "scorecard",
+        help="the memory-contract scorecard of one model's results directories",
+        description="Read every results file of the directories (validated against the schema) and "
+        "write the memory contract with the evidence of each entry, by default to "
+        "FIRST_DIR/scorecard.json. Where several directories hold a suite, the run with the most "
+        "items counts.",
+    )
     p.add_argument("directories", nargs="+", metavar="DIR", help="matbench eval output directories of one model")
     p.add_argument("--readout", default="probe", choices=READOUTS.names(), help="default: probe")
     p.add_argument("--output", help="scorecard file to write (default: FIRST_DIR/scorecard.json)")

@@ -44,17 +44,31 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     add_model(p)
     p.add_argument("--suite", default="discovery", help="suite name (default: discovery)")
-    p.add_argument("--item", default="0", metavar="K",
-                   help="the item: an index into the suite's rows or an item_id (default: 0, the first row)")
+    p.add_argument(
+        "--item",
+        default="0",
+        metavar="K",
+        help="the item: an index into the suite's rows or an item_id (default: 0, the first row)",
+    )
     p.add_argument("--arm", help="show only this arm (default: every arm)")
-    p.add_argument("--readout", choices=READOUTS.names(),
-                   help="the readout whose query is shown (default: probe, or the suite's own where it is read "
-                   "from free text)")
-    p.add_argument("--serving", default="auto", choices=("auto", *SERVING_MODES),
-                   help="compact, native or auto (default: native for models with sliding-window layers, "
-                   "else compact), as in eval")
-    p.add_argument("--format", default="text", choices=("text", "json"),
-                   help="text (default: for the eye) or json (one object, for diffs)")
+    p.add_argument(
+        "--readout",
+        choices=READOUTS.names(),
+        help="the readout whose query is shown (default: probe, or the suite's own where it is read from free text)",
+    )
+    p.add_argument(
+        "--serving",
+        default="auto",
+        choices=("auto", *SERVING_MODES),
+        help="compact, native or auto (default: native for models with sliding-window layers, "
+        "else compact), as in eval",
+    )
+    p.add_argument(
+        "--format",
+        default="text",
+        choices=("text", "json"),
+        help="text (default: for the eye) or json (one object, for diffs)",
+    )
     add_suite_rows(p)
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     add_dialog_sources(p)
@@ -67,11 +81,21 @@ def run(args: argparse.Namespace) -> int:
     args.readout = args.readout or default_readouts(args.suite)[0]
     pair, index = choose_item(args)
     arms = choose_arms(pair, args.arm)
-    engine = weightless_engine(args.model, revision=args.revision, serving=args.serving, readout=args.readout,
-                               trust_remote_code=args.trust_remote_code)
+    engine = weightless_engine(
+        args.model,
+        revision=args.revision,
+        serving=args.serving,
+        readout=args.readout,
+        trust_remote_code=args.trust_remote_code,
+    )
     described = describe(engine, pair, arms, READOUTS.get(args.readout))
-    shown = {"suite": args.suite, "item": {"index": index, **described.pop("item")}, "model": args.model,
-             "serving_requested": args.serving, **described}
+    shown = {
+        "suite": args.suite,
+        "item": {"index": index, **described.pop("item")},
+        "model": args.model,
+        "serving_requested": args.serving,
+        **described,
+    }
     if args.format == "json":
         print(json.dumps(shown, indent=1, ensure_ascii=False))
     else:
@@ -87,9 +111,18 @@ def choose_item(args: argparse.Namespace) -> tuple[Any, int]:
     from matbench.run.distributed import Shard
     from matbench.run.evaluate import EvalConfig, check_config, load_suite
 
-    cfg = EvalConfig(model=args.model, suite=args.suite, dataset=args.dataset, dataset_revision=args.dataset_revision,
-                     limit=args.limit, seed=suite_seed(args), readouts=(args.readout,), locomo=args.locomo,
-                     realtalk=args.realtalk, template=args.template)
+    cfg = EvalConfig(
+        model=args.model,
+        suite=args.suite,
+        dataset=args.dataset,
+        dataset_revision=args.dataset_revision,
+        limit=args.limit,
+        seed=suite_seed(args),
+        readouts=(args.readout,),
+        locomo=args.locomo,
+        realtalk=args.realtalk,
+        template=args.template,
+    )
     check_config(cfg, Shard())  # eval's refusals (--limit, a misspelt suite), each as one line
     pairs, _ = load_suite(cfg)
     key = args.item.strip()
@@ -97,14 +130,18 @@ def choose_item(args: argparse.Namespace) -> tuple[Any, int]:
         index = int(key)
         if not 0 <= index < len(pairs):
             more = "" if args.limit else "; pass --limit to load more rows"
-            raise MatbenchError(f"item index {index} is out of range: suite {args.suite} has {len(pairs)} rows "
-                                f"(0-{len(pairs) - 1}){more}")
+            raise MatbenchError(
+                f"item index {index} is out of range: suite {args.suite} has {len(pairs)} rows "
+                f"(0-{len(pairs) - 1}){more}"
+            )
         return pairs[index], index
     for index, pair in enumerate(pairs):
         if pair.item_id == key:
             return pair, index
-    raise MatbenchError(f"suite {args.suite} has no item {key!r} among its {len(pairs)} rows (ids "
-                        f"{pairs[0].item_id} ... {pairs[-1].item_id}); give an index or one of those ids")
+    raise MatbenchError(
+        f"suite {args.suite} has no item {key!r} among its {len(pairs)} rows (ids "
+        f"{pairs[0].item_id} ... {pairs[-1].item_id}); give an index or one of those ids"
+    )
 
 
 def choose_arms(pair: Any, name: str | None) -> tuple[Any, ...]:
@@ -135,8 +172,14 @@ class ConfigOnlyModel:
         return iter(())
 
 
-def weightless_engine(model: str, *, revision: str | None = None, serving: str = "auto", readout: str = "probe",
-                      trust_remote_code: bool = False) -> Any:
+def weightless_engine(
+    model: str,
+    *,
+    revision: str | None = None,
+    serving: str = "auto",
+    readout: str = "probe",
+    trust_remote_code: bool = False,
+) -> Any:
     """A `PairEngine` for `model` built from its tokenizer and config alone (`ConfigOnlyModel`):
     the engine eval builds, less the weights, which rendering and laying out never touch."""
     from matbench.engine.pair_engine import PairEngine
@@ -176,8 +219,13 @@ def _query_parts(text: str, question: str, tail: str) -> dict[str, str] | None:
     end = text.rfind(tail) if tail else -1
     if at < 0 or end < at + len(question):
         return None
-    return {"before_question": text[:at], "question": question, "suffix": text[at + len(question):end],
-            "chat_tail": tail, "assistant_prefix": text[end + len(tail):]}
+    return {
+        "before_question": text[:at],
+        "question": question,
+        "suffix": text[at + len(question) : end],
+        "chat_tail": tail,
+        "assistant_prefix": text[end + len(tail) :],
+    }
 
 
 def describe(engine: Any, pair: Any, arms: tuple[Any, ...], readout: Any) -> dict[str, Any]:
@@ -192,10 +240,15 @@ def describe(engine: Any, pair: Any, arms: tuple[Any, ...], readout: Any) -> dic
     tokenizer, renderer = engine.loaded.tokenizer, engine.renderer
     layout = engine.prefetch_layouts([pair])[0]  # the engine's own layout (identity gate included)
     # Row-less caches with the geometry of the global prefill (and of the text re-encodings).
-    joint = tuple(EventCache((), (), torch.tensor(m.positions, dtype=torch.long), m.header_span, m.event_spans,
-                             layout.length) for m in layout.members)
-    derived = {arm.name: tuple(text_layout(joint[m], layout.members[m], arm.served)[1] for m in (0, 1))
-               for arm in pair.arms if arm.encoding == "text"}
+    joint = tuple(
+        EventCache((), (), torch.tensor(m.positions, dtype=torch.long), m.header_span, m.event_spans, layout.length)
+        for m in layout.members
+    )
+    derived = {
+        arm.name: tuple(text_layout(joint[m], layout.members[m], arm.served)[1] for m in (0, 1))
+        for arm in pair.arms
+        if arm.encoding == "text"
+    }
     requests = engine.requests(pair, joint, readout, derived)
     varying = pair.varying()
 
@@ -227,12 +280,22 @@ def describe(engine: Any, pair: Any, arms: tuple[Any, ...], readout: Any) -> dic
                 rows_from = MEMBERS[1 - m] if i in arm.swapped else MEMBERS[m]
                 positions = cache.positions[clo:chi].tolist()
                 # The source slot's position budget: positions its shorter rendering leaves unused.
-                skipped = (list(range(positions[-1] + 1, positions[0] + layout.budget))
-                           if i == pair.source and arm.encoding != "text" and positions else [])
-                pieces.append({"piece": "header" if i is None else f"event {i}", "event": i,
-                               "role": None if i is None else role(i), **decode(list(member.input_ids[lo:hi])),
-                               "positions": _ranges(positions), "skipped_positions": _ranges(skipped),
-                               "rows_from": rows_from})
+                skipped = (
+                    list(range(positions[-1] + 1, positions[0] + layout.budget))
+                    if i == pair.source and arm.encoding != "text" and positions
+                    else []
+                )
+                pieces.append(
+                    {
+                        "piece": "header" if i is None else f"event {i}",
+                        "event": i,
+                        "role": None if i is None else role(i),
+                        **decode(list(member.input_ids[lo:hi])),
+                        "positions": _ranges(positions),
+                        "skipped_positions": _ranges(skipped),
+                        "rows_from": rows_from,
+                    }
+                )
             if slots != kept:  # the pieces are exactly the rows the request keeps, in order
                 raise AssertionError(f"arm {arm.name}: shown slots differ from the served request's")
             position, coord = query_start(request, engine.serving)
@@ -243,29 +306,68 @@ def describe(engine: Any, pair: Any, arms: tuple[Any, ...], readout: Any) -> dic
             else:
                 rule = f"max kept position {int(cache.positions[kept].max())} + 1"
             query = decode(list(request.query_ids))
-            query.update(parts=_query_parts(query["text"], arm.question, renderer.tail), position=position,
-                         rule=rule, slot=len(kept), mask_coordinate=coord)
-            members.append({"member": MEMBERS[m], "donor_value": pair.arm_values(arm)[m], "pieces": pieces,
-                            "n_rows": len(kept), "length": cache.length, "query": query,
-                            "kept_positions": [f"{p['piece']}: {_ranges_text(p['positions'])}" for p in pieces]})
+            query.update(
+                parts=_query_parts(query["text"], arm.question, renderer.tail),
+                position=position,
+                rule=rule,
+                slot=len(kept),
+                mask_coordinate=coord,
+            )
+            members.append(
+                {
+                    "member": MEMBERS[m],
+                    "donor_value": pair.arm_values(arm)[m],
+                    "pieces": pieces,
+                    "n_rows": len(kept),
+                    "length": cache.length,
+                    "query": query,
+                    "kept_positions": [f"{p['piece']}: {_ranges_text(p['positions'])}" for p in pieces],
+                }
+            )
         same = [_same(a, b) for a, b in zip(members[0]["pieces"], members[1]["pieces"])]
-        shown_arms.append({
-            "name": arm.name, "served": sorted(arm.served), "question": arm.question, "encoding": arm.encoding,
-            "uses_source": arm.uses_source, "query_at_end": arm.query_at_end, "swapped": list(arm.swapped),
-            "appended": list(arm.appended), "expected": arm.expected, "menu": list(pair.arm_menu(arm)),
-            "values": list(pair.arm_values(arm)),
-            "differs": [p["piece"] for p, s in zip(members[0]["pieces"], same) if not s]
-            + [f"query {key.replace('_', ' ')}" if key != "ids" else "query" for key in ("ids", "position", "slot")
-               if members[0]["query"][key] != members[1]["query"][key]],
-            "members": members,
-        })
+        shown_arms.append(
+            {
+                "name": arm.name,
+                "served": sorted(arm.served),
+                "question": arm.question,
+                "encoding": arm.encoding,
+                "uses_source": arm.uses_source,
+                "query_at_end": arm.query_at_end,
+                "swapped": list(arm.swapped),
+                "appended": list(arm.appended),
+                "expected": arm.expected,
+                "menu": list(pair.arm_menu(arm)),
+                "values": list(pair.arm_values(arm)),
+                "differs": [p["piece"] for p, s in zip(members[0]["pieces"], same) if not s]
+                + [
+                    f"query {key.replace('_', ' ')}" if key != "ids" else "query"
+                    for key in ("ids", "position", "slot")
+                    if members[0]["query"][key] != members[1]["query"][key]
+                ],
+                "members": members,
+            }
+        )
     return {
-        "item": {"item_id": pair.item_id, "variant": pair.variant, "source": pair.source, "values": list(pair.values),
-                 "menu": list(pair.menu), "budget": layout.budget, "length": layout.length, "paired": pair.paired,
-                 "donor_dependent": sorted(varying), "decoys": list(pair.decoys)},
-        "tokenizer": {"chat_template": renderer.chat, "bos_ids": list(renderer.bos_ids),
-                      "fingerprint": tokenizer_fingerprint(tokenizer)},
-        "serving": engine.serving, "readout": readout.name, "arms": shown_arms,
+        "item": {
+            "item_id": pair.item_id,
+            "variant": pair.variant,
+            "source": pair.source,
+            "values": list(pair.values),
+            "menu": list(pair.menu),
+            "budget": layout.budget,
+            "length": layout.length,
+            "paired": pair.paired,
+            "donor_dependent": sorted(varying),
+            "decoys": list(pair.decoys),
+        },
+        "tokenizer": {
+            "chat_template": renderer.chat,
+            "bos_ids": list(renderer.bos_ids),
+            "fingerprint": tokenizer_fingerprint(tokenizer),
+        },
+        "serving": engine.serving,
+        "readout": readout.name,
+        "arms": shown_arms,
     }
 
 
@@ -281,8 +383,13 @@ def _block(title: str, text: str) -> list[str]:
     """A piece verbatim between fences (the text exactly: a final newline is the line break before
     the closing fence, which says when there is none), then its repr()."""
     ends = text.endswith("\n")
-    return [f"--- {title}", "<<<", text[:-1] if ends else text,
-            ">>>" if ends else ">>> (no final newline)", f"repr: {text!r}"]
+    return [
+        f"--- {title}",
+        "<<<",
+        text[:-1] if ends else text,
+        ">>>" if ends else ">>> (no final newline)",
+        f"repr: {text!r}",
+    ]
 
 
 def render_text(shown: dict[str, Any]) -> str:
@@ -291,11 +398,15 @@ def render_text(shown: dict[str, Any]) -> str:
     lines = [
         f"matbench show: suite {shown['suite']}, item {item['index']} = {item['item_id']}"
         + (f" (variant {item['variant']})" if item["variant"] else ""),
-        (f"model {shown['model']}: {'chat template' if tok['chat_template'] else 'no chat template (base model)'}, "
-         f"BOS {tok['bos_ids'] or 'none'} (tokenizer {tok['fingerprint']}); serving {serving}; "
-         f"readout {shown['readout']}"),
-        (f"donor pair: source event {item['source']} (position budget {item['budget']}); donor values A = "
-        f"{item['values'][0]}, B = {item['values'][1]}; menu {', '.join(item['menu'])}; L = {item['length']}"),
+        (
+            f"model {shown['model']}: {'chat template' if tok['chat_template'] else 'no chat template (base model)'}, "
+            f"BOS {tok['bos_ids'] or 'none'} (tokenizer {tok['fingerprint']}); serving {serving}; "
+            f"readout {shown['readout']}"
+        ),
+        (
+            f"donor pair: source event {item['source']} (position budget {item['budget']}); donor values A = "
+            f"{item['values'][0]}, B = {item['values'][1]}; menu {', '.join(item['menu'])}; L = {item['length']}"
+        ),
         "[A=B]: same token ids and positions in both members; [A!=B]: they differ (a donor-visible arm only)",
     ]
     for arm in shown["arms"]:
@@ -308,22 +419,37 @@ def render_text(shown: dict[str, Any]) -> str:
             flags.append("query at L")
         if arm["expected"]:
             flags.append(f"expected {arm['expected']}")
-        lines += ["", f"=== arm {arm['name']}: header + events {served}; {'; '.join(flags)}",
-                  (f"donor values A = {arm['values'][0]}, B = {arm['values'][1]}; menu {', '.join(arm['menu'])}; "
-                  f"differs between members: {', '.join(arm['differs']) or 'nothing'}")]
+        lines += [
+            "",
+            f"=== arm {arm['name']}: header + events {served}; {'; '.join(flags)}",
+            (
+                f"donor values A = {arm['values'][0]}, B = {arm['values'][1]}; menu {', '.join(arm['menu'])}; "
+                f"differs between members: {', '.join(arm['differs']) or 'nothing'}"
+            ),
+        ]
         for pa, pb in zip(a["pieces"], b["pieces"]):
             label = pa["piece"] + (f" ({pa['role']})" if pa["role"] else "")
             if _same(pa, pb):
-                lines += _block(f"{label} [A=B]: {pa['n_tokens']} tokens, positions {_ranges_text(pa['positions'])}"
-                                + _rows_note(pa, pb), pa["text"])
+                lines += _block(
+                    f"{label} [A=B]: {pa['n_tokens']} tokens, positions {_ranges_text(pa['positions'])}"
+                    + _rows_note(pa, pb),
+                    pa["text"],
+                )
                 lines += _retokenize_note(pa)
                 continue
             for p in (pa, pb):
                 member = "A" if p is pa else "B"
-                gap = (f" ({_ranges_text(p['skipped_positions'])} unused: the source's budget is "
-                       f"{shown['item']['budget']})" if p["skipped_positions"] else "")
-                lines += _block(f"{label} [A!=B] member {member}: {p['n_tokens']} tokens, positions "
-                                f"{_ranges_text(p['positions'])}{gap}", p["text"])
+                gap = (
+                    f" ({_ranges_text(p['skipped_positions'])} unused: the source's budget is "
+                    f"{shown['item']['budget']})"
+                    if p["skipped_positions"]
+                    else ""
+                )
+                lines += _block(
+                    f"{label} [A!=B] member {member}: {p['n_tokens']} tokens, positions "
+                    f"{_ranges_text(p['positions'])}{gap}",
+                    p["text"],
+                )
                 lines += _retokenize_note(p)
         qa, qb = a["query"], b["query"]
         for q, member in ((qa, "[A=B]"),) if qa["ids"] == qb["ids"] else ((qa, "member A"), (qb, "member B")):
@@ -337,8 +463,9 @@ def render_text(shown: dict[str, Any]) -> str:
         lines.append("query start:")
         for m in (a, b):
             q = m["query"]
-            where = f"cache slot {q['slot']}" + (f", mask coordinate {q['mask_coordinate']}"
-                                                  if q["mask_coordinate"] != q["slot"] else "")
+            where = f"cache slot {q['slot']}" + (
+                f", mask coordinate {q['mask_coordinate']}" if q["mask_coordinate"] != q["slot"] else ""
+            )
             lines.append(f"  {m['member']}: position {q['position']} = {q['rule']}; {where}")
     return "\n".join(lines) + "\n"
 
@@ -352,5 +479,6 @@ def _rows_note(pa: dict[str, Any], pb: dict[str, Any]) -> str:
 def _retokenize_note(piece: dict[str, Any]) -> list[str]:
     if piece["retokenizes"]:
         return []
-    return [("note: this text does not tokenize back to the same ids (the ids are what the model sees): "
-            f"{piece['ids']}")]
+    return [
+        (f"note: this text does not tokenize back to the same ids (the ids are what the model sees): {piece['ids']}")
+    ]

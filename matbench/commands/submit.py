@@ -6,10 +6,13 @@ import argparse
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("submit", help="check a results file against its log and add it to a results store",
-                       description="Validate a results file (schema, size, per-item log sha256, metrics recomputed "
-                       "from the log: the checks of matbench validate) and add it to a results store as "
-                       "submissions/<address>/, or open a pull request on the store's Hub dataset.")
+    p = sub.add_parser(
+        "submit",
+        help="check a results file against its log and add it to a results store",
+        description="Validate a results file (schema, size, per-item log sha256, metrics recomputed "
+        "from the log: the checks of matbench validate) and add it to a results store as "
+        "submissions/<address>/, or open a pull request on the store's Hub dataset.",
+    )
     p.add_argument("results", help="a results file written by matbench eval (its .items.jsonl beside it)")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--store", metavar="DIR", help="the results store folder to add the run to (e.g. results)")

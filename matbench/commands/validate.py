@@ -6,14 +6,20 @@ import argparse
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="check every run of a results store (the checks of matbench submit)",
-                       description="Check every results file under STORE (recursively): the results schema and size "
-                       "limits, the per-item log the run wrote (sha256), every record keyed by the file's config hash, "
-                       "and the gate summary and metrics recomputed from the log equal to the file's; and that no "
-                       "run is stored twice. Prints one line per failure and a summary; exits 1 if any run fails.")
+    p = sub.add_parser(
+        "validate",
+        help="check every run of a results store (the checks of matbench submit)",
+        description="Check every results file under STORE (recursively): the results schema and size "
+        "limits, the per-item log the run wrote (sha256), every record keyed by the file's config hash, "
+        "and the gate summary and metrics recomputed from the log equal to the file's; and that no "
+        "run is stored twice. Prints one line per failure and a summary; exits 1 if any run fails.",
+    )
     p.add_argument("store", nargs="+", metavar="STORE", help="a results store or eval output folder (repeatable)")
-    p.add_argument("--require-gates", action="store_true",
-                   help="also fail a run that did not run the faithfulness gates (--check) or failed one on any item")
+    p.add_argument(
+        "--require-gates",
+        action="store_true",
+        help="also fail a run that did not run the faithfulness gates (--check) or failed one on any item",
+    )
     p.add_argument("--quiet", action="store_true", help="print the failures and the summary only (no progress)")
     p.set_defaults(func=run)
 

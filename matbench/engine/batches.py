@@ -25,10 +25,15 @@ class BatchTimes:
     score_s: float = 0.0
 
 
-def score_in_batches(engine: PairEngine, pairs: Sequence[DonorPair], combos: Combos, group: int,
-                     sync: Callable[[], None] = lambda: None, times: BatchTimes | None = None,
-                     on_backoff: Callable[[int, int], None] | None = None,
-                     ) -> Iterator[list[tuple[Any, dict[tuple[str, str], PairRecord]]]]:
+def score_in_batches(
+    engine: PairEngine,
+    pairs: Sequence[DonorPair],
+    combos: Combos,
+    group: int,
+    sync: Callable[[], None] = lambda: None,
+    times: BatchTimes | None = None,
+    on_backoff: Callable[[int, int], None] | None = None,
+) -> Iterator[list[tuple[Any, dict[tuple[str, str], PairRecord]]]]:
     """Yield, batch by batch, [((pair, layout, caches), {(readout, serving): record})].
 
     `combos` may depend on the batch (a resumed run recomputes only what its logs lack). Out of
@@ -36,12 +41,14 @@ def score_in_batches(engine: PairEngine, pairs: Sequence[DonorPair], combos: Com
     nothing of it was yielded); at one pair the error stands. `on_backoff(old, new)` is told."""
     start = 0
     while start < len(pairs):
-        chunk = list(pairs[start:start + group])
+        chunk = list(pairs[start : start + group])
         wanted = combos(chunk) if callable(combos) else combos
         try:
             t0 = time.perf_counter()
             items = engine.prepare_many(chunk)
-            engine.prefetch_layouts(list(pairs[start + len(chunk):start + len(chunk) + group]))  # while the GPU prefills
+            engine.prefetch_layouts(
+                list(pairs[start + len(chunk) : start + len(chunk) + group])
+            )  # while the GPU prefills
             sync()
             t1 = time.perf_counter()
             scored = engine.score_many(items, list(wanted))

@@ -40,7 +40,7 @@ class EventCache:
 
     def with_noise(self, events: tuple[int, ...], seed: int = 0) -> EventCache:
         """A copy whose rows of `events` hold random K/V (the mask gate's probe)."""
-        slots = self.kept_slots(tuple(events))[self.header_span[1] - self.header_span[0]:]
+        slots = self.kept_slots(tuple(events))[self.header_span[1] - self.header_span[0] :]
         gen = torch.Generator().manual_seed(seed)
 
         def noisy(t: torch.Tensor) -> torch.Tensor:
@@ -72,7 +72,7 @@ def prefill(
     step = chunk_size or ids.shape[1]
     all_pos = past_positions
     for start in range(0, ids.shape[1], step):
-        chunk_ids, chunk_pos = ids[:, start:start + step], pos[:, start:start + step]
+        chunk_ids, chunk_pos = ids[:, start : start + step], pos[:, start : start + step]
         all_pos = torch.cat([all_pos, chunk_pos[0]])
         runner.forward(
             chunk_ids,
@@ -85,7 +85,9 @@ def prefill(
     return all_pos
 
 
-def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None = None) -> tuple[EventCache, EventCache]:
+def prefill_pair(
+    runner: ModelRunner, layout: PairLayout, chunk_size: int | None = None
+) -> tuple[EventCache, EventCache]:
     """Global prefill of both members, sharing the prefix before the source, one pair at a time:
     the plain reference that `engine.prefill.prefill_pairs` (what the engine runs) is tested against."""
     split = layout.prefix_tokens
@@ -93,21 +95,30 @@ def prefill_pair(runner: ModelRunner, layout: PairLayout, chunk_size: int | None
     if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:
         raise AssertionError("donor members differ before the source")  # guarded by layout_pair
     shared = new_cache()
-    prefix_pos = prefill(runner, shared, list(a.input_ids[:split]), list(a.positions[:split]),
-                         torch.empty(0, dtype=torch.long), chunk_size)
+    prefix_pos = prefill(
+        runner,
+        shared,
+        list(a.input_ids[:split]),
+        list(a.positions[:split]),
+        torch.empty(0, dtype=torch.long),
+        chunk_size,
+    )
     prefix_keys, prefix_values = cache_rows(shared)
     if split == len(a.input_ids):  # identical members (an unpaired item): one prefill serves both
-        one = EventCache(tuple(prefix_keys), tuple(prefix_values), prefix_pos, a.header_span, a.event_spans,
-                         layout.length)
+        one = EventCache(
+            tuple(prefix_keys), tuple(prefix_values), prefix_pos, a.header_span, a.event_spans, layout.length
+        )
         return one, one
     members = []
     for member in layout.members:
         cache = cache_from_rows(prefix_keys, prefix_values)
-        positions = prefill(runner, cache, list(member.input_ids[split:]), list(member.positions[split:]),
-                            prefix_pos, chunk_size)
+        positions = prefill(
+            runner, cache, list(member.input_ids[split:]), list(member.positions[split:]), prefix_pos, chunk_size
+        )
         keys, values = cache_rows(cache)
-        members.append(EventCache(tuple(keys), tuple(values), positions, member.header_span,
-                                  member.event_spans, layout.length))
+        members.append(
+            EventCache(tuple(keys), tuple(values), positions, member.header_span, member.event_spans, layout.length)
+        )
     return members[0], members[1]
 
 
@@ -137,8 +148,16 @@ def served_runs(served: tuple[int, ...], together: bool) -> list[tuple[int, ...]
     return [tuple(run) for run in runs]
 
 
-def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
-                   chunk_size: int | None = None, alone: bool = False, anchor: int = 0, runs: bool = False) -> EventCache:
+def isolated_cache(
+    runner: ModelRunner,
+    cache: EventCache,
+    member: MemberLayout,
+    served: tuple[int, ...],
+    chunk_size: int | None = None,
+    alone: bool = False,
+    anchor: int = 0,
+    runs: bool = False,
+) -> EventCache:
     """A copy of `cache` whose rows of the `served` events are re-encoded one event at a time, at
     the event's original positions: header + that event (SPEC 3.4 `sel_ikv`), or with `alone` the
     event with nothing before it, not even the header (the paper's harvest `iso`: kv_harvest4.py
@@ -169,8 +188,8 @@ def isolated_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout,
         at = header_pos.shape[0]
         for a, b in spans:
             for layer in range(len(keys)):
-                keys[layer][:, :, a:b] = event_keys[layer][:, :, at:at + b - a]
-                values[layer][:, :, a:b] = event_values[layer][:, :, at:at + b - a]
+                keys[layer][:, :, a:b] = event_keys[layer][:, :, at : at + b - a]
+                values[layer][:, :, a:b] = event_values[layer][:, :, at : at + b - a]
             at += b - a
     return replace(cache, keys=tuple(keys), values=tuple(values))
 
@@ -195,21 +214,23 @@ def text_layout(cache: EventCache, member: MemberLayout, served: tuple[int, ...]
     return ids, EventCache((), (), positions, cache.header_span, tuple(spans), first + len(ids))
 
 
-def text_cache(runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...],
-               chunk_size: int | None = None) -> EventCache:
+def text_cache(
+    runner: ModelRunner, cache: EventCache, member: MemberLayout, served: tuple[int, ...], chunk_size: int | None = None
+) -> EventCache:
     """The header and the `served` events re-prefilled as plain text, at contiguous positions
     right after the header (SPEC 3.4 `sel_txt`): the cache a system that re-reads the kept text
     would build. Unserved events own empty spans; L is the end of the re-prefilled text
     (`text_layout` places them)."""
     ids, placed = text_layout(cache, member, served)
     fresh, header_pos = _header_cache(cache)
-    prefill(runner, fresh, ids, placed.positions[header_pos.shape[0]:].tolist(), header_pos, chunk_size)
+    prefill(runner, fresh, ids, placed.positions[header_pos.shape[0] :].tolist(), header_pos, chunk_size)
     keys, values = cache_rows(fresh)
     return replace(placed, keys=tuple(keys), values=tuple(values))
 
 
-def spliced_cache(cache: EventCache, member: MemberLayout, other: EventCache, other_member: MemberLayout,
-                  events: tuple[int, ...]) -> EventCache:
+def spliced_cache(
+    cache: EventCache, member: MemberLayout, other: EventCache, other_member: MemberLayout, events: tuple[int, ...]
+) -> EventCache:
     """A copy of `cache` whose rows of `events` come from the other donor member's prefill.
     The events' text and positions are the same in both members (only their slots may differ,
     after a source of another length), so the rows drop in place."""
@@ -218,7 +239,10 @@ def spliced_cache(cache: EventCache, member: MemberLayout, other: EventCache, ot
     for i in events:
         lo, hi = member.event_spans[i]
         olo, ohi = other_member.event_spans[i]
-        if member.input_ids[lo:hi] != other_member.input_ids[olo:ohi] or member.positions[lo:hi] != other_member.positions[olo:ohi]:
+        if (
+            member.input_ids[lo:hi] != other_member.input_ids[olo:ohi]
+            or member.positions[lo:hi] != other_member.positions[olo:ohi]
+        ):
             raise ValueError(f"event {i} differs between the donor members; it cannot be swapped")
         for layer in range(len(keys)):
             keys[layer][:, :, lo:hi] = other.keys[layer][:, :, olo:ohi]

@@ -29,8 +29,9 @@ from matbench.engine.runtime import ModelRunner, ReservedLayer, new_cache
 CHECK_EVERY = 4  # steps between the host's looks at whether every row has stopped
 
 
-def greedy_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_new_tokens: int,
-                  stop_ids: set[int]) -> list[list[int]]:
+def greedy_decode(
+    runner: ModelRunner, batch, first_logits: torch.Tensor, max_new_tokens: int, stop_ids: set[int]
+) -> list[list[int]]:
     """Greedy continuation of a served batch (`serving.ServedBatch`) from the query's last logits
     `[B, vocab]`: up to `max_new_tokens` per row, each row cut before its first stop token. Static
     steps replayed from a CUDA graph where the runner decodes with graphs
@@ -42,8 +43,9 @@ def greedy_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_ne
     return eager_decode(runner, batch, first_logits, max_new_tokens, stop_ids)
 
 
-def eager_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_new_tokens: int,
-                 stop_ids: set[int]) -> list[list[int]]:
+def eager_decode(
+    runner: ModelRunner, batch, first_logits: torch.Tensor, max_new_tokens: int, stop_ids: set[int]
+) -> list[list[int]]:
     """Greedy continuation; every step continues each row's position and slot by one."""
     rows = first_logits.shape[0]
     out: list[list[int]] = [[] for _ in range(rows)]
@@ -82,8 +84,14 @@ class SlotLayer(DynamicLayer):
         return self.length
 
 
-def static_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_new_tokens: int,
-                  stop_ids: set[int], graphs: bool = False) -> list[list[int]] | None:
+def static_decode(
+    runner: ModelRunner,
+    batch,
+    first_logits: torch.Tensor,
+    max_new_tokens: int,
+    stop_ids: set[int],
+    graphs: bool = False,
+) -> list[list[int]] | None:
     """`eager_decode`'s tokens through fixed-shape steps, replayed from a CUDA graph when `graphs`.
     None when the served cache has no room for the steps (a layer outgrew its buffer)."""
     layers = batch.cache.layers
@@ -108,8 +116,9 @@ def static_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_ne
             buffer[:, :, length:room].zero_()
     write_at = torch.tensor([length], device=device)
     cache = new_cache()
-    cache.layers.extend(SlotLayer(layer.room[0][:, :, :room], layer.room[1][:, :, :room], write_at, length)
-                        for layer in layers)
+    cache.layers.extend(
+        SlotLayer(layer.room[0][:, :, :room], layer.room[1][:, :, :room], write_at, length) for layer in layers
+    )
     tokens = torch.zeros(rows, max_new_tokens, dtype=torch.long, device=device)
     tokens[:, 0] = first_logits.argmax(-1)
     column = torch.ones(1, dtype=torch.long, device=device)  # where the next step's token goes
@@ -121,9 +130,16 @@ def static_decode(runner: ModelRunner, batch, first_logits: torch.Tensor, max_ne
         token = tokens.index_select(1, column - 1)  # [B, 1]: the last chosen token
         key_coords.index_copy_(1, write_at, coord[:, None])
         key_valid.index_fill_(1, write_at, True)
-        logits = runner.step_forward(token, position[:, None], cache, query_coords=coord[:, None],
-                                     key_coords=key_coords, key_valid=key_valid, head_valid=head_valid,
-                                     cache_position=write_at)
+        logits = runner.step_forward(
+            token,
+            position[:, None],
+            cache,
+            query_coords=coord[:, None],
+            key_coords=key_coords,
+            key_valid=key_valid,
+            head_valid=head_valid,
+            cache_position=write_at,
+        )
         chosen = logits.argmax(-1)
         tokens.index_copy_(1, column, chosen[:, None])
         stopped.logical_or_(torch.isin(chosen, stops))
@@ -158,8 +174,10 @@ def _graphed(step, steps: int, stopped: torch.Tensor) -> int:
         with torch.cuda.graph(graph):
             step()  # recorded, not run
     except RuntimeError as exc:
-        warnings.warn(f"decoding steps could not be captured in a CUDA graph ({str(exc).splitlines()[0]}); "
-                      "decoding eagerly", stacklevel=3)
+        warnings.warn(
+            f"decoding steps could not be captured in a CUDA graph ({str(exc).splitlines()[0]}); decoding eagerly",
+            stacklevel=3,
+        )
         return 1
     for done in range(1, steps):
         if done % CHECK_EVERY == 0 and bool(stopped.all()):

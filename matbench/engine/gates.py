@@ -90,9 +90,13 @@ def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
         start = member.positions[-1] + 1
         key = (member.input_ids + query, member.positions + tuple(range(start, start + len(query))))
         if key not in refs:
-            refs[key] = engine.runner.plain_forward(torch.tensor([key[0]]), torch.tensor([key[1]]), engine.chunk_size)[0]
+            refs[key] = engine.runner.plain_forward(torch.tensor([key[0]]), torch.tensor([key[1]]), engine.chunk_size)[
+                0
+            ]
         keys.append(key)
-    return compare_logits("A", served.cpu(), torch.stack([refs[k] for k in keys]).cpu(), _exact(engine), _length(layout))
+    return compare_logits(
+        "A", served.cpu(), torch.stack([refs[k] for k in keys]).cpu(), _exact(engine), _length(layout)
+    )
 
 
 def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
@@ -107,8 +111,9 @@ def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
     return GateResult("B", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
 
 
-def mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-              literal: dict[str, torch.Tensor] | None = None) -> GateResult:
+def mask_gate(
+    engine: PairEngine, pair: DonorPair, layout: PairLayout, caches, literal: dict[str, torch.Tensor] | None = None
+) -> GateResult:
     """Native serving in its literal layout (all L positions, dropped rows masked) is unchanged
     when the dropped rows hold noise: the mask hides them. `literal`: `literal_probes`, if made."""
     literal = literal or literal_probes(engine, pair, caches)
@@ -124,14 +129,18 @@ def mask_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
     return GateResult("mask", worst <= 1e-5, worst, f"max |dlogit| {worst:.2e} with noise in dropped rows")
 
 
-def layout_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-                literal: dict[str, torch.Tensor] | None = None) -> GateResult:
+def layout_gate(
+    engine: PairEngine, pair: DonorPair, layout: PairLayout, caches, literal: dict[str, torch.Tensor] | None = None
+) -> GateResult:
     """The native serving the engine runs (kept rows only, at their position coordinates) equals
     the literal layout of the mask gate: what makes dropping the masked rows a pure saving."""
     literal = literal or literal_probes(engine, pair, caches)
     arms = _arms_without_source(pair)
     gathered = probe_logits_arms(engine, pair, caches, arms, serving="native")
-    diffs = [compare_logits("layout", g.cpu(), literal[arm.name].cpu(), _exact(engine), _length(layout)) for arm, g in zip(arms, gathered)]
+    diffs = [
+        compare_logits("layout", g.cpu(), literal[arm.name].cpu(), _exact(engine), _length(layout))
+        for arm, g in zip(arms, gathered)
+    ]
     worst = max(diffs, key=lambda r: r.max_abs_diff)
     return GateResult("layout", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
 
@@ -140,8 +149,12 @@ def literal_probes(engine: PairEngine, pair: DonorPair, caches) -> dict[str, tor
     """Per arm without the source, its probe logits from the literal native layout (what the
     mask and layout gates both compare against; made once when they run together)."""
     arms = _arms_without_source(pair)
-    return dict(zip((arm.name for arm in arms),
-                    probe_logits_arms(engine, pair, caches, arms, serving="native", full_layout=True)))
+    return dict(
+        zip(
+            (arm.name for arm in arms),
+            probe_logits_arms(engine, pair, caches, arms, serving="native", full_layout=True),
+        )
+    )
 
 
 def _arms_without_source(pair: DonorPair) -> list[Arm]:
@@ -159,14 +172,14 @@ def native_layout_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout,
     """The mask and layout gates over one set of literal-layout probes (n/a for an item whose every
     arm serves a donor-dependent event, e.g. the decoy audit's opposite decoy)."""
     if not _arms_without_source(pair):
-        return [GateResult(name, True, None, "n/a: every arm serves a donor-dependent event")
-                for name in ("mask", "layout")]
+        return [
+            GateResult(name, True, None, "n/a: every arm serves a donor-dependent event") for name in ("mask", "layout")
+        ]
     literal = literal_probes(engine, pair, caches)
     return [mask_gate(engine, pair, layout, caches, literal), layout_gate(engine, pair, layout, caches, literal)]
 
 
-def per_head_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-                   settings=None) -> list[GateResult]:
+def per_head_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches, settings=None) -> list[GateResult]:
     """The gates of a per-layer, per-KV-head selection, under every policy setting of the run
     (default: the engine's own); empty when no setting makes a per-head choice.
 
@@ -178,8 +191,11 @@ def per_head_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, cach
       (within the logit tolerance: the two layouts reduce in different orders)."""
     worst_mask, layouts, seen = 0.0, [], set()
     memo: dict = {}
-    chosen = [(name, c) for setting in (settings or [engine.setting])
-              for name, c in engine.selections(pair, layout, caches, setting, memo).items()]
+    chosen = [
+        (name, c)
+        for setting in (settings or [engine.setting])
+        for name, c in engine.selections(pair, layout, caches, setting, memo).items()
+    ]
     for name, (slots, heads, _) in chosen:
         if heads[0] is None or heads[0].all():
             continue
@@ -190,16 +206,24 @@ def per_head_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, cach
         if key in seen:  # the governed arms of a pair mostly share one choice
             continue
         seen.add(key)
-        requests = [ServeRequest(caches[m], arm.served, ids, None, slots[m], torch.from_numpy(heads[m])) for m in (0, 1)]
+        requests = [
+            ServeRequest(caches[m], arm.served, ids, None, slots[m], torch.from_numpy(heads[m])) for m in (0, 1)
+        ]
         gathered = SERVING["native"](engine.runner, requests)[1]
         literal = SERVING["native"](engine.runner, requests, full_layout=True)[1]
         layouts.append(compare_logits("head_layout", gathered.cpu(), literal.cpu(), _exact(engine), _length(layout)))
     if not seen:
         return []
     worst = max(layouts, key=lambda r: r.max_abs_diff or 0.0)
-    return [GateResult("head_mask", worst_mask == 0.0, worst_mask, f"max |dlogit| {worst_mask:.2e} with loud rows "
-                       "each head dropped"),
-            GateResult("head_layout", all(r.passed for r in layouts), worst.max_abs_diff, worst.detail)]
+    return [
+        GateResult(
+            "head_mask",
+            worst_mask == 0.0,
+            worst_mask,
+            f"max |dlogit| {worst_mask:.2e} with loud rows each head dropped",
+        ),
+        GateResult("head_layout", all(r.passed for r in layouts), worst.max_abs_diff, worst.detail),
+    ]
 
 
 def _loud_dropped_rows(engine: PairEngine, cache, arm: Arm, ids, slots, heads) -> float:
@@ -214,14 +238,17 @@ def _loud_dropped_rows(engine: PairEngine, cache, arm: Arm, ids, slots, heads) -
         noisy[0][:, index] = rows
         values.append(noisy)
     loud = replace(cache, values=tuple(values))
-    clean, dirty = (SERVING[engine.serving](engine.runner, [ServeRequest(
-        c, arm.served, ids, c.length if arm.query_at_end else None, slots, torch.from_numpy(heads))])[1]
-        for c in (cache, loud))
+    clean, dirty = (
+        SERVING[engine.serving](
+            engine.runner,
+            [ServeRequest(c, arm.served, ids, c.length if arm.query_at_end else None, slots, torch.from_numpy(heads))],
+        )[1]
+        for c in (cache, loud)
+    )
     return float((clean - dirty).abs().max())
 
 
-def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-                  settings=None) -> GateResult | None:
+def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches, settings=None) -> GateResult | None:
     """Each budgeted policy of the run, at a budget that removes nothing (ratio 0.0, natural
     mode), serves every row: member A's request for the first governed arm gathers the same rows
     as full serving (the header and every event), every head keeping each, exactly, and its probe
@@ -236,8 +263,11 @@ def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cache
     from matbench.engine.policies.setting import PolicySetting
     from matbench.engine.selection import governed
 
-    policies = list(dict.fromkeys(s.policy.with_budget(Budget(ratio=0.0))
-                                  for s in (settings or [engine.setting]) if s.policy.budgeted))
+    policies = list(
+        dict.fromkeys(
+            s.policy.with_budget(Budget(ratio=0.0)) for s in (settings or [engine.setting]) if s.policy.budgeted
+        )
+    )
     arm = next((a for a in pair.arms if governed(pair, a)), None)
     if not policies or arm is None:
         return None
@@ -249,8 +279,10 @@ def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cache
         chosen = engine.selections(pair, layout, caches, PolicySetting(policy), memo)
         request = engine.requests(pair, caches, engine.probe_readout, chosen=chosen)[index]
         full = replace(request, served=tuple(range(len(pair.events))), slots=None, head_valid=None)
-        if not (torch.equal(request.kept_slots(), full.kept_slots())
-                and (request.head_valid is None or bool(request.head_valid.all()))):
+        if not (
+            torch.equal(request.kept_slots(), full.kept_slots())
+            and (request.head_valid is None or bool(request.head_valid.all()))
+        ):
             differ.append(policy.spec)
         got, want = serve(engine.runner, [request, full])[1]
         logits.append(compare_logits("keep_all", got[None].cpu(), want[None].cpu(), _exact(engine), _length(layout)))
@@ -259,17 +291,25 @@ def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cache
     twins = serve(engine.runner, [full, full])[1]
     floor = float((twins[0] - twins[1]).abs().max())
     rows = f"rows differ under {', '.join(differ)}" if differ else "the same rows"
-    return GateResult("keep_all", not differ and all(r.passed for r in logits), worst,
-                      f"max |dlogit| {worst:.2e} ({worst_policy}; {rows}; two copies of full serving in one batch "
-                      f"differ by {floor:.2e}): every policy keeping every row vs full serving")
+    return GateResult(
+        "keep_all",
+        not differ and all(r.passed for r in logits),
+        worst,
+        f"max |dlogit| {worst:.2e} ({worst_policy}; {rows}; two copies of full serving in one batch "
+        f"differ by {floor:.2e}): every policy keeping every row vs full serving",
+    )
 
 
-def run_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches,
-              record: PairRecord | None = None, settings=None) -> list[GateResult]:
+def run_gates(
+    engine: PairEngine, pair: DonorPair, layout: PairLayout, caches, record: PairRecord | None = None, settings=None
+) -> list[GateResult]:
     """Every gate on one pair; `settings`: the run's policy settings (the per-head gates check
     each per-head choice; default: the engine's own setting)."""
-    results = [gate_a(engine, pair, layout, caches), gate_b(engine, pair, layout, caches),
-               *native_layout_gates(engine, pair, layout, caches)]
+    results = [
+        gate_a(engine, pair, layout, caches),
+        gate_b(engine, pair, layout, caches),
+        *native_layout_gates(engine, pair, layout, caches),
+    ]
     results += per_head_gates(engine, pair, layout, caches, settings)
     keep_all = keep_all_gate(engine, pair, layout, caches, settings)
     if keep_all is not None:

@@ -38,12 +38,13 @@ def pair_bytes(text_config: Any, dtype_bytes: int, member_tokens: int, arms: int
     inter = getattr(text_config, "intermediate_size", 4 * hidden)
     activations = 2 * member_tokens * (4 * hidden + 3 * inter) * dtype_bytes
     if eager:  # scores [heads, T, T] in the input dtype and in float32 for the softmax, per member
-        activations += 2 * text_config.num_attention_heads * member_tokens ** 2 * (dtype_bytes + 4)
+        activations += 2 * text_config.num_attention_heads * member_tokens**2 * (dtype_bytes + 4)
     return caches + served + activations
 
 
-def batch_pairs_for(free_bytes: int, text_config: Any, dtype_bytes: int, member_tokens: int, arms: int,
-                    eager: bool) -> int:
+def batch_pairs_for(
+    free_bytes: int, text_config: Any, dtype_bytes: int, member_tokens: int, arms: int, eager: bool
+) -> int:
     """Pairs per batch using about half of `free_bytes`, between 1 and MAX_BATCH_PAIRS."""
     per_pair = pair_bytes(text_config, dtype_bytes, member_tokens, arms, eager)
     return max(1, min(MAX_BATCH_PAIRS, int(free_bytes * SHARE_OF_FREE) // per_pair))

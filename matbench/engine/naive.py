@@ -29,8 +29,14 @@ from matbench.protocol.readouts import READOUTS
 def member_cache(engine: PairEngine, member: MemberLayout, length: int) -> EventCache:
     """One member's whole trajectory prefilled from scratch, alone."""
     cache = new_cache()
-    positions = prefill(engine.runner, cache, list(member.input_ids), list(member.positions),
-                        torch.empty(0, dtype=torch.long), engine.chunk_size)
+    positions = prefill(
+        engine.runner,
+        cache,
+        list(member.input_ids),
+        list(member.positions),
+        torch.empty(0, dtype=torch.long),
+        engine.chunk_size,
+    )
     keys, values = cache_rows(cache)
     return EventCache(tuple(keys), tuple(values), positions, member.header_span, member.event_spans, length)
 

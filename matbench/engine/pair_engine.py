@@ -105,7 +105,9 @@ class PairEngine:
             if key not in cached and key not in todo:
                 todo[key] = lay
         for group in self._prefill_groups(list(todo.items())):
-            cached.update(zip([k for k, _ in group], prefill_pairs(self.runner, [g for _, g in group], self.chunk_size)))
+            cached.update(
+                zip([k for k, _ in group], prefill_pairs(self.runner, [g for _, g in group], self.chunk_size))
+            )
         if keys:
             self._last_prefill = (keys[-1], cached[keys[-1]])
         return [(p, lay, cached[key]) for p, lay, key in zip(pairs, layouts, keys)]
@@ -139,8 +141,14 @@ class PairEngine:
                 width = longest
         return groups
 
-    def selections(self, pair: DonorPair, layout: PairLayout, caches, setting: PolicySetting | None = None,
-                   memo: dict | None = None) -> dict[str, tuple[tuple, tuple, Selection]]:
+    def selections(
+        self,
+        pair: DonorPair,
+        layout: PairLayout,
+        caches,
+        setting: PolicySetting | None = None,
+        memo: dict | None = None,
+    ) -> dict[str, tuple[tuple, tuple, Selection]]:
         """Per arm the setting's policy governs (none under the oracle; default: the engine's
         own setting): both members' served slots, their per-head choice (or None) and what the
         selection did, under the engine's donor discipline (`matbench.engine.selection`). `memo`
@@ -150,11 +158,23 @@ class PairEngine:
             return {}
         memo = {} if memo is None else memo
         # A question-aware policy scores with the arm's question as the probe readout asks it.
-        return {arm.name: select(setting.policy, pair, layout, caches, arm, self.runner.head_shape, runner=self.runner,
-                                 source=setting.source, kept_from=setting.kept_from, memo=memo,
-                                 question=self.query_ids(pair, arm, self.probe_readout)
-                                 if setting.policy.question_aware else ())
-                for arm in pair.arms if governed(pair, arm)}
+        return {
+            arm.name: select(
+                setting.policy,
+                pair,
+                layout,
+                caches,
+                arm,
+                self.runner.head_shape,
+                runner=self.runner,
+                source=setting.source,
+                kept_from=setting.kept_from,
+                memo=memo,
+                question=self.query_ids(pair, arm, self.probe_readout) if setting.policy.question_aware else (),
+            )
+            for arm in pair.arms
+            if governed(pair, arm)
+        }
 
     def merged_caches(self, policy: ServingPolicy, chosen: dict, caches) -> dict[str, tuple[EventCache, EventCache]]:
         """Per governed arm, both members' caches after a merging policy folded the rows each head
@@ -189,9 +209,17 @@ class PairEngine:
             ids = self.query_ids(pair, arm, readout)  # identical for both members
             arm_caches = (derived or {}).get(arm.name, caches)
             slots, heads, _ = (chosen or {}).get(arm.name, ((None, None), (None, None), None))
-            requests += [ServeRequest(arm_caches[m], arm.served, ids, arm_caches[m].length if arm.query_at_end else None,
-                                      slots[m], torch.from_numpy(heads[m]) if heads[m] is not None else None)
-                         for m in (0, 1)]
+            requests += [
+                ServeRequest(
+                    arm_caches[m],
+                    arm.served,
+                    ids,
+                    arm_caches[m].length if arm.query_at_end else None,
+                    slots[m],
+                    torch.from_numpy(heads[m]) if heads[m] is not None else None,
+                )
+                for m in (0, 1)
+            ]
         return requests
 
     def derived_caches(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[EventCache, EventCache]]:
@@ -199,15 +227,21 @@ class PairEngine:
         re-encodings, or rows swapped across members); arms with the same encoding and served set
         share them. An arm that does not
         serve donor-dependent events gets one cache for both members (bit-identical rows)."""
-        build = {"isolated": isolated_cache, "headless": partial(isolated_cache, alone=True),
-                 "headless_runs": partial(isolated_cache, alone=True, runs=True),
-                 "anchored": partial(isolated_cache, anchor=ANCHOR_WINDOW), "text": text_cache}
+        build = {
+            "isolated": isolated_cache,
+            "headless": partial(isolated_cache, alone=True),
+            "headless_runs": partial(isolated_cache, alone=True, runs=True),
+            "anchored": partial(isolated_cache, anchor=ANCHOR_WINDOW),
+            "text": text_cache,
+        }
         out: dict[str, tuple[EventCache, EventCache]] = {}
         made: dict[tuple, tuple[EventCache, EventCache]] = {}
         for arm in pair.arms:
             if arm.swapped:
-                out[arm.name] = tuple(spliced_cache(caches[m], layout.members[m], caches[1 - m], layout.members[1 - m],
-                                                    arm.swapped) for m in (0, 1))  # type: ignore[assignment]
+                out[arm.name] = tuple(
+                    spliced_cache(caches[m], layout.members[m], caches[1 - m], layout.members[1 - m], arm.swapped)
+                    for m in (0, 1)
+                )  # type: ignore[assignment]
                 continue
             if arm.encoding == "joint":
                 continue
@@ -215,8 +249,11 @@ class PairEngine:
             if key not in made:
                 make = build[arm.encoding]
                 first = make(self.runner, caches[0], layout.members[0], arm.served, self.chunk_size)
-                second = (make(self.runner, caches[1], layout.members[1], arm.served, self.chunk_size)
-                          if arm.uses_source else first)
+                second = (
+                    make(self.runner, caches[1], layout.members[1], arm.served, self.chunk_size)
+                    if arm.uses_source
+                    else first
+                )
                 made[key] = (first, second)
             out[arm.name] = made[key]
         return out
@@ -237,8 +274,9 @@ class PairEngine:
         combo = (self.readout, self.serving)
         return self.score_many([(pair, layout, caches)], [combo])[0][combo]
 
-    def score_many(self, items: list[tuple[DonorPair, PairLayout, Any]],
-                   combos: list[tuple]) -> list[dict[tuple, PairRecord]]:
+    def score_many(
+        self, items: list[tuple[DonorPair, PairLayout, Any]], combos: list[tuple]
+    ) -> list[dict[tuple, PairRecord]]:
         """One record per item and combo, (readout, serving) or (readout, serving, policy,
         source, kept_from) (`setting_of`), serving every arm x member of every item in one batch.
         The probe (and with it the donor shift) runs once per serving mode and setting and is
@@ -250,10 +288,14 @@ class PairEngine:
         for combo in combos:
             setting = self.setting_of(combo)
             if setting not in by_setting:
-                by_setting[setting] = [self.selections(pair, layout, caches, setting, memo)
-                                       for (pair, layout, caches), memo in zip(items, memos)]
-                merged[setting] = [{**d, **self.merged_caches(setting.policy, c, caches)}
-                                   for (_, _, caches), d, c in zip(items, derived, by_setting[setting])]
+                by_setting[setting] = [
+                    self.selections(pair, layout, caches, setting, memo)
+                    for (pair, layout, caches), memo in zip(items, memos)
+                ]
+                merged[setting] = [
+                    {**d, **self.merged_caches(setting.policy, c, caches)}
+                    for (_, _, caches), d, c in zip(items, derived, by_setting[setting])
+                ]
         spans, offset = [], 0
         for pair, _, _ in items:
             spans.append((offset, offset + 2 * len(pair.arms)))
@@ -274,18 +316,26 @@ class PairEngine:
             firsts: list[list[str] | None] = [None] * len(items)
             if readout.first_token:
                 logits = self._logits(serving, items, readout, arm_caches, chosen, shared)
-                firsts = [[a for j, arm in enumerate(pair.arms)
-                           for a in first_token_answers(logits[lo + 2 * j:lo + 2 * j + 2], pair.arm_menu(arm),
-                                                        self.first_ids(pair.arm_menu(arm)))]
-                          for (pair, _, _), (lo, _) in zip(items, spans)]
+                firsts = [
+                    [
+                        a
+                        for j, arm in enumerate(pair.arms)
+                        for a in first_token_answers(
+                            logits[lo + 2 * j : lo + 2 * j + 2], pair.arm_menu(arm), self.first_ids(pair.arm_menu(arm))
+                        )
+                    ]
+                    for (pair, _, _), (lo, _) in zip(items, spans)
+                ]
             if readout.max_new_tokens:
                 # Each arm answers within its question's own budget where the paper set one (8
                 # tokens for recognition); rows decode independently, so cutting a row's tokens at
                 # its budget is exactly stopping it there.
-                limits = [arm.budget or readout.max_new_tokens for pair, _, _ in items for arm in pair.arms
-                          for _ in (0, 1)]
-                batch, first = serve(self.runner, self._batch_requests(items, readout, arm_caches, chosen),
-                                     reserve=max(limits))
+                limits = [
+                    arm.budget or readout.max_new_tokens for pair, _, _ in items for arm in pair.arms for _ in (0, 1)
+                ]
+                batch, first = serve(
+                    self.runner, self._batch_requests(items, readout, arm_caches, chosen), reserve=max(limits)
+                )
                 generated = greedy_decode(self.runner, batch, first, max(limits), self.stop_ids)
                 decoded = [self.renderer.decode(g[:n]) for g, n in zip(generated, limits)]
                 texts = [decoded[lo:hi] for lo, hi in spans]
@@ -298,13 +348,15 @@ class PairEngine:
                     menus = [pair.arm_menu(pair.arms[j // 2]) for j in range(len(texts[k]))]
                     answers = [readout.parse(t, menu, pair.registers) for t, menu in zip(texts[k], menus)]
                     paper = [readout.paper_parse(t, menu) for t, menu in zip(texts[k], menus)]
-                out[k][combo] = self._record(pair, layout, answers, probe_answers, cand, texts[k],
-                                                               chosen[k], paper)
+                out[k][combo] = self._record(pair, layout, answers, probe_answers, cand, texts[k], chosen[k], paper)
         return out
 
     def _batch_requests(self, items, readout: Readout, derived, chosen) -> list[ServeRequest]:
-        return [r for (pair, _, caches), d, c in zip(items, derived, chosen)
-                for r in self.requests(pair, caches, readout, d, c)]
+        return [
+            r
+            for (pair, _, caches), d, c in zip(items, derived, chosen)
+            for r in self.requests(pair, caches, readout, d, c)
+        ]
 
     def _logits(self, serving: str, items, readout: Readout, derived, chosen, shared: dict) -> torch.Tensor:
         """`[rows, vocab]`: the last-token logits of every request row of `items` (per item arm-major,
@@ -313,8 +365,12 @@ class PairEngine:
         it is served once per serving mode and readout and kept in `shared`: an eviction audit's
         32 settings of harvest, one governed arm of five, served 320 rows a pair where 72 do."""
         requests = self._batch_requests(items, readout, derived, chosen)
-        keys = [None if arm.name in c else (serving, readout.name, k, arm.name, m)
-                for k, ((pair, _, _), c) in enumerate(zip(items, chosen)) for arm in pair.arms for m in (0, 1)]
+        keys = [
+            None if arm.name in c else (serving, readout.name, k, arm.name, m)
+            for k, ((pair, _, _), c) in enumerate(zip(items, chosen))
+            for arm in pair.arms
+            for m in (0, 1)
+        ]
         todo = [i for i, key in enumerate(keys) if key is None or key not in shared]
         fresh: dict[int, torch.Tensor] = {}
         if todo:
@@ -330,7 +386,7 @@ class PairEngine:
         cands = batched_log_probs(logits, scorers)
         out, row = [], 0
         for pair in pairs:
-            rows = cands[row:row + 2 * len(pair.arms)]
+            rows = cands[row : row + 2 * len(pair.arms)]
             answers = [scorers[row + k].answers(c[None])[0] for k, c in enumerate(rows)]
             out.append((rows, answers))
             row += len(rows)
@@ -355,19 +411,35 @@ class PairEngine:
                 paper_answers=(paper[a], paper[b]) if paper is not None else None,
                 selection=chosen[arm.name][2] if arm.name in chosen else None,
             )
-        return PairRecord(item_id=pair.item_id, variant=pair.variant, values=pair.values, menu=pair.menu,
-                          budget=layout.budget, length=layout.length,
-                          n_tokens=(len(layout.members[0].input_ids), len(layout.members[1].input_ids)), arms=arms)
+        return PairRecord(
+            item_id=pair.item_id,
+            variant=pair.variant,
+            values=pair.values,
+            menu=pair.menu,
+            budget=layout.budget,
+            length=layout.length,
+            n_tokens=(len(layout.members[0].input_ids), len(layout.members[1].input_ids)),
+            arms=arms,
+        )
 
 
-def probe_logits(engine: PairEngine, pair: DonorPair, caches, arm: Arm, members=(0, 1),
-                 serving: str | None = None, **kw) -> torch.Tensor:
+def probe_logits(
+    engine: PairEngine, pair: DonorPair, caches, arm: Arm, members=(0, 1), serving: str | None = None, **kw
+) -> torch.Tensor:
     """Probe logits of `arm` for the given members (used by the gates), from the joint prefill."""
     return probe_logits_arms(engine, pair, caches, [arm], members, serving, **kw)[0]
 
 
-def probe_logits_arms(engine: PairEngine, pair: DonorPair, caches, arms: list[Arm], members=(0, 1),
-                      serving: str | None = None, caches_for=None, **kw) -> list[torch.Tensor]:
+def probe_logits_arms(
+    engine: PairEngine,
+    pair: DonorPair,
+    caches,
+    arms: list[Arm],
+    members=(0, 1),
+    serving: str | None = None,
+    caches_for=None,
+    **kw,
+) -> list[torch.Tensor]:
     """`probe_logits` of several arms, served together (the gates): as many arms per forward as
     keep the batch's rows within the engine's prefill token budget (members x L rows per arm at
     most), so a long dialog still serves one arm at a time. `caches_for(arm)`, when given, makes
@@ -375,7 +447,7 @@ def probe_logits_arms(engine: PairEngine, pair: DonorPair, caches, arms: list[Ar
     per_batch = max(1, engine.prefill_batch_tokens // max(1, len(members) * max(c.length for c in caches)))
     out: list[torch.Tensor] = []
     for start in range(0, len(arms), per_batch):
-        chunk = arms[start:start + per_batch]
+        chunk = arms[start : start + per_batch]
         reqs = []
         for arm in chunk:
             ids = engine.query_ids(pair, arm, engine.probe_readout)

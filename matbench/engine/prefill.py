@@ -41,8 +41,12 @@ class Rows(NamedTuple):
     positions: torch.Tensor
 
 
-def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int, ...]]],
-                 past: list[Rows] | None = None, chunk_size: int | None = None) -> list[Rows]:
+def prefill_rows(
+    runner: ModelRunner,
+    new: list[tuple[tuple[int, ...], tuple[int, ...]]],
+    past: list[Rows] | None = None,
+    chunk_size: int | None = None,
+) -> list[Rows]:
     """Append token rows `new[b] = (ids, positions)` after `past[b]` (or nothing), all in one
     batch; returns each row's real keys/values and positions."""
     ids, pos, valid = _padded(new, past)
@@ -56,14 +60,21 @@ def prefill_rows(runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int
     step = chunk_size or width
     for start in range(0, width, step):
         end = min(start + step, width)
-        runner.forward(ids_d[:, start:end], pos_d[:, start:end], cache, query_coords=pos_d[:, start:end],
-                       key_coords=torch.cat([past_coords, pos_d[:, :end]], dim=1),
-                       key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1), causal=causal and start == 0)
+        runner.forward(
+            ids_d[:, start:end],
+            pos_d[:, start:end],
+            cache,
+            query_coords=pos_d[:, start:end],
+            key_coords=torch.cat([past_coords, pos_d[:, :end]], dim=1),
+            key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1),
+            causal=causal and start == 0,
+        )
     return _real_rows(cache, past, pos, [len(row_ids) for row_ids, _ in new])
 
 
-def _padded(new: list[tuple[tuple[int, ...], tuple[int, ...]]], past: list[Rows] | None
-            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _padded(
+    new: list[tuple[tuple[int, ...], tuple[int, ...]]], past: list[Rows] | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Host tensors of the new rows, right-padded: ids, positions and which tokens are real."""
     width = max(len(row_ids) for row_ids, _ in new)
     ids = torch.full((len(new), width), PAD_ID, dtype=torch.long)
@@ -103,8 +114,9 @@ def _real_rows(cache: Any, past: list[Rows] | None, pos: torch.Tensor, lengths: 
     past_len = [int(p.positions.shape[0]) for p in past] if past else [0] * batch
     p_width = max(past_len)
     total = p_width + width
-    index = torch.cat([torch.cat([torch.arange(past_len[b]), p_width + torch.arange(lengths[b])]) + b * total
-                       for b in range(batch)])
+    index = torch.cat(
+        [torch.cat([torch.arange(past_len[b]), p_width + torch.arange(lengths[b])]) + b * total for b in range(batch)]
+    )
     on_device = device_copies(index)
     sizes = [past_len[b] + lengths[b] for b in range(batch)]
     pooled: tuple[list[list[torch.Tensor]], list[list[torch.Tensor]]] = ([], [])
@@ -116,13 +128,14 @@ def _real_rows(cache: Any, past: list[Rows] | None, pos: torch.Tensor, lengths: 
             target.append([part[None] for part in picked.split(sizes, dim=1)])
     out = []
     for b in range(batch):
-        positions = torch.cat([past[b].positions if past else torch.empty(0, dtype=torch.long), pos[b, :lengths[b]]])
+        positions = torch.cat([past[b].positions if past else torch.empty(0, dtype=torch.long), pos[b, : lengths[b]]])
         out.append(Rows([layer[b] for layer in pooled[0]], [layer[b] for layer in pooled[1]], positions))
     return out
 
 
-def prefill_pairs(runner: ModelRunner, layouts: list[PairLayout],
-                  chunk_size: int | None = None) -> list[tuple[EventCache, EventCache]]:
+def prefill_pairs(
+    runner: ModelRunner, layouts: list[PairLayout], chunk_size: int | None = None
+) -> list[tuple[EventCache, EventCache]]:
     """`cache.prefill_pair` for several pairs at once: one batched forward of every first member,
     one of every second member's suffix after the first member's prefix rows (identical members,
     an unpaired item, share one cache)."""
@@ -131,8 +144,9 @@ def prefill_pairs(runner: ModelRunner, layouts: list[PairLayout],
         split = lay.prefix_tokens
         if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:
             raise AssertionError("donor members differ before the source")  # guarded by layout_pair
-    firsts = prefill_rows(runner, [(lay.members[0].input_ids, lay.members[0].positions) for lay in layouts],
-                          chunk_size=chunk_size)
+    firsts = prefill_rows(
+        runner, [(lay.members[0].input_ids, lay.members[0].positions) for lay in layouts], chunk_size=chunk_size
+    )
     suffix_rows, pasts, owners = [], [], []
     seconds: dict[int, Rows] = {}
     for k, lay in enumerate(layouts):
@@ -141,8 +155,11 @@ def prefill_pairs(runner: ModelRunner, layouts: list[PairLayout],
             seconds[k] = firsts[k]
             continue
         split = lay.prefix_tokens
-        prefix = Rows([x[:, :, :split] for x in firsts[k].keys], [x[:, :, :split] for x in firsts[k].values],
-                      firsts[k].positions[:split])
+        prefix = Rows(
+            [x[:, :, :split] for x in firsts[k].keys],
+            [x[:, :, :split] for x in firsts[k].values],
+            firsts[k].positions[:split],
+        )
         if split == len(b.input_ids):
             seconds[k] = prefix
         else:
@@ -153,8 +170,11 @@ def prefill_pairs(runner: ModelRunner, layouts: list[PairLayout],
         seconds.update(zip(owners, prefill_rows(runner, suffix_rows, pasts, chunk_size)))
     out = []
     for k, lay in enumerate(layouts):
-        caches = [EventCache(tuple(rows.keys), tuple(rows.values), rows.positions, member.header_span,
-                             member.event_spans, lay.length)
-                  for rows, member in zip((firsts[k], seconds[k]), lay.members)]
+        caches = [
+            EventCache(
+                tuple(rows.keys), tuple(rows.values), rows.positions, member.header_span, member.event_spans, lay.length
+            )
+            for rows, member in zip((firsts[k], seconds[k]), lay.members)
+        ]
         out.append((caches[0], caches[0] if seconds[k] is firsts[k] else caches[1]))
     return out

@@ -17,6 +17,7 @@ from matbench.protocol.readouts import Readout
 
 _SENTINEL = "MATBENCHUSERCONTENTSENTINEL"
 
+
 def _chat_frame(tokenizer: Any) -> tuple[str, str] | None:
     """(head, tail) around the user message, or None for a base model without a template."""
     if not getattr(tokenizer, "chat_template", None):

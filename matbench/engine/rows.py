@@ -13,8 +13,9 @@ from matbench.engine.runtime import to_device
 PAD_ID = 0  # any token id: padded tokens are invalid keys and their outputs are never read
 
 
-def gather_rows(sources: Sequence[Any], slots: torch.Tensor,
-                spare: int = 0) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def gather_rows(
+    sources: Sequence[Any], slots: torch.Tensor, spare: int = 0
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Per layer, keys and values `[B, H, W + spare, D]` whose slot w < W of row b is `sources[b]`'s
     (an `EventCache` or prefill `Rows`: per-layer `keys`/`values` `[1, H, T, D]` and `positions`)
     row `slots[b, w]` (the last `spare` slots are room for `runtime.cache_from_rows(..., length=W)`):

@@ -46,7 +46,7 @@ def narrow_mask(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | 
     if mask is None:
         raise MatbenchError("a per-head selection needs an explicit mask (it was served without one)")
     valid = state["valid"][module.layer_idx]
-    valid = valid.repeat_interleave(state["heads"] // valid.shape[1], dim=1)[:, :, None, :mask.shape[-1]]
+    valid = valid.repeat_interleave(state["heads"] // valid.shape[1], dim=1)[:, :, None, : mask.shape[-1]]
     if mask.dtype == torch.bool:
         return args, {**kwargs, "attention_mask": mask & valid}
     # torch.full, not torch.tensor: no host-to-device copy (a decoding step may be captured in a CUDA graph)
@@ -102,9 +102,9 @@ class ReservedLayer(DynamicLayer):
         key_buffer, value_buffer = self.room
         if start + new > key_buffer.shape[-2]:
             return super().update(key_states, value_states, *args, **kwargs)
-        key_buffer[:, :, start:start + new] = key_states
-        value_buffer[:, :, start:start + new] = value_states
-        self.keys, self.values = key_buffer[:, :, :start + new], value_buffer[:, :, :start + new]
+        key_buffer[:, :, start : start + new] = key_states
+        value_buffer[:, :, start : start + new] = value_states
+        self.keys, self.values = key_buffer[:, :, : start + new], value_buffer[:, :, : start + new]
         return self.keys, self.values
 
 
@@ -201,8 +201,10 @@ class ModelRunner:
         decoder = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model
         layers = [m for m in decoder.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
         if len(layers) != self.text_config.num_hidden_layers:
-            raise MatbenchError(f"{purpose} needs one attention module per layer; found {len(layers)} for "
-                                f"{self.text_config.num_hidden_layers} layers in this architecture")
+            raise MatbenchError(
+                f"{purpose} needs one attention module per layer; found {len(layers)} for "
+                f"{self.text_config.num_hidden_layers} layers in this architecture"
+            )
         return sorted(layers, key=lambda m: m.layer_idx)
 
     def _heads_state(self) -> dict[str, Any]:
@@ -262,18 +264,34 @@ class ModelRunner:
             masks: Any = None
         else:
             # Built on the device: [B, 1, T, K] can be hundreds of MB for a batched prefill.
-            masks = self.build_masks(to_device(query_coords, device), to_device(key_coords, device),
-                                     to_device(key_valid, device))
+            masks = self.build_masks(
+                to_device(query_coords, device), to_device(key_coords, device), to_device(key_valid, device)
+            )
         if head_valid is not None and causal:
             raise ValueError("head_valid needs the explicit masks (causal=False)")
-        logits = self._call(to_device(input_ids, device), to_device(position_ids, device), masks, cache,
-                            torch.arange(past, past + length, device=device), logits_to_keep,
-                            None if head_valid is None else to_device(head_valid, device))
+        logits = self._call(
+            to_device(input_ids, device),
+            to_device(position_ids, device),
+            masks,
+            cache,
+            torch.arange(past, past + length, device=device),
+            logits_to_keep,
+            None if head_valid is None else to_device(head_valid, device),
+        )
         return logits.float()
 
-    def step_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cache: Any, *,
-                     query_coords: torch.Tensor, key_coords: torch.Tensor, key_valid: torch.Tensor,
-                     head_valid: torch.Tensor | None, cache_position: torch.Tensor) -> torch.Tensor:
+    def step_forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: Any,
+        *,
+        query_coords: torch.Tensor,
+        key_coords: torch.Tensor,
+        key_valid: torch.Tensor,
+        head_valid: torch.Tensor | None,
+        cache_position: torch.Tensor,
+    ) -> torch.Tensor:
         """One decoding step over a fixed-room cache (`matbench.engine.decode.SlotLayer`): every
         argument already on the device, `key_coords`/`key_valid` `[B, R]` covering the whole room,
         nothing read back to the host, so that the step can be captured in a CUDA graph. Returns
@@ -281,8 +299,16 @@ class ModelRunner:
         masks = self.build_masks(query_coords, key_coords, key_valid)
         return self._call(input_ids, position_ids, masks, cache, cache_position, 1, head_valid)[:, -1]
 
-    def _call(self, input_ids: torch.Tensor, position_ids: torch.Tensor, masks: Any, cache: Any,
-              cache_position: torch.Tensor, logits_to_keep: int, head_valid: torch.Tensor | None) -> torch.Tensor:
+    def _call(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        masks: Any,
+        cache: Any,
+        cache_position: torch.Tensor,
+        logits_to_keep: int,
+        head_valid: torch.Tensor | None,
+    ) -> torch.Tensor:
         kwargs: dict[str, Any] = {
             "input_ids": input_ids,
             "position_ids": position_ids,
@@ -309,8 +335,9 @@ class ModelRunner:
         return logits
 
     @torch.inference_mode()
-    def plain_forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor,
-                      chunk_size: int | None = None) -> torch.Tensor:
+    def plain_forward(
+        self, input_ids: torch.Tensor, position_ids: torch.Tensor, chunk_size: int | None = None
+    ) -> torch.Tensor:
         """Reference forward with the model's own masks (from a 2-D all-ones mask, which also
         stops transformers from reading a position gap as a packed-sequence boundary).
         Used by the faithfulness gates only. Returns last-token logits `[B, vocab]`.
@@ -349,8 +376,9 @@ class ModelRunner:
             tokens, start = torch.cat([tokens, torch.tensor([[token]])], dim=1), end
         return out
 
-    def _plain_chunk(self, input_ids: torch.Tensor, position_ids: torch.Tensor, start: int, end: int,
-                     cache: Any) -> torch.Tensor:
+    def _plain_chunk(
+        self, input_ids: torch.Tensor, position_ids: torch.Tensor, start: int, end: int, cache: Any
+    ) -> torch.Tensor:
         kwargs: dict[str, Any] = {
             "input_ids": input_ids[:, start:end].to(self.device),
             "position_ids": position_ids[:, start:end].to(self.device),

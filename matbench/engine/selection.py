@@ -46,18 +46,28 @@ def governed(pair: DonorPair, arm: Arm) -> bool:
     return not all(i < min(pair.varying()) for i in arm.served)
 
 
-def _checked(policy: ServingPolicy, kept: tuple[int, ...] | KeptRows, member: MemberLayout,
-             shape: tuple[int, int]) -> tuple[tuple[int, ...], np.ndarray | None]:
+def _checked(
+    policy: ServingPolicy, kept: tuple[int, ...] | KeptRows, member: MemberLayout, shape: tuple[int, int]
+) -> tuple[tuple[int, ...], np.ndarray | None]:
     """The policy's slots and per-head choice ([L, H_kv, len(slots)] bool, or None), checked."""
     slots, heads = (kept.slots, np.asarray(kept.heads, dtype=bool)) if isinstance(kept, KeptRows) else (kept, None)
     header = tuple(range(*member.header_span))
-    if (list(slots) != sorted(set(slots)) or not slots or slots[0] < 0 or slots[-1] >= len(member.input_ids)
-            or tuple(slots[:len(header)]) != header):
-        raise MatbenchError(f"policy {policy.spec!r} returned slots that are not sorted, distinct, within the "
-                            "prefill and led by the header's; fix the policy's keep()")
-    if heads is not None and (heads.shape != (*shape, len(slots)) or not heads[:, :, :len(header)].all()):
-        raise MatbenchError(f"policy {policy.spec!r} returned a per-head choice of shape {heads.shape}, not "
-                            f"{(*shape, len(slots))} with the header kept by every head; fix the policy's keep()")
+    if (
+        list(slots) != sorted(set(slots))
+        or not slots
+        or slots[0] < 0
+        or slots[-1] >= len(member.input_ids)
+        or tuple(slots[: len(header)]) != header
+    ):
+        raise MatbenchError(
+            f"policy {policy.spec!r} returned slots that are not sorted, distinct, within the "
+            "prefill and led by the header's; fix the policy's keep()"
+        )
+    if heads is not None and (heads.shape != (*shape, len(slots)) or not heads[:, :, : len(header)].all()):
+        raise MatbenchError(
+            f"policy {policy.spec!r} returned a per-head choice of shape {heads.shape}, not "
+            f"{(*shape, len(slots))} with the header kept by every head; fix the policy's keep()"
+        )
     return tuple(slots), heads
 
 
@@ -66,20 +76,35 @@ def donor_slots(pair: DonorPair, member: MemberLayout) -> frozenset[int]:
     return frozenset(s for i in pair.varying() for s in range(*member.event_spans[i]))
 
 
-def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, arm: Arm, shape: tuple[int, int],
-           *, runner=None, source: str = "natural", kept_from: str = "a", memo: dict | None = None,
-           question: tuple[int, ...] = ()) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[np.ndarray | None, np.ndarray | None], Selection]:
+def select(
+    policy: ServingPolicy,
+    pair: DonorPair,
+    layout: PairLayout,
+    caches,
+    arm: Arm,
+    shape: tuple[int, int],
+    *,
+    runner=None,
+    source: str = "natural",
+    kept_from: str = "a",
+    memo: dict | None = None,
+    question: tuple[int, ...] = (),
+) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[np.ndarray | None, np.ndarray | None], Selection]:
     """Both members' served slots for `arm` under `policy`, their per-head choice when the policy
     makes one (`shape` = (layers, KV heads)), and what the selection did. `memo` is shared by the
     arms of one pair (a question-agnostic policy scores each member once); `question`, the arm's
     question ids, which only a question-aware policy reads."""
     if source not in SOURCE_MODES or kept_from not in KEPT_FROM:
-        raise MatbenchError(f"source mode {source!r} / kept-from {kept_from!r}: use {' or '.join(SOURCE_MODES)} / "
-                            f"{' or '.join(KEPT_FROM)}")
+        raise MatbenchError(
+            f"source mode {source!r} / kept-from {kept_from!r}: use {' or '.join(SOURCE_MODES)} / "
+            f"{' or '.join(KEPT_FROM)}"
+        )
     members = layout.members
     donor = [donor_slots(pair, m) for m in members]
     memo = {} if memo is None else memo
-    contexts = [SelectionContext(runner, donor[m] if source == "evicted" else frozenset(), memo, question) for m in (0, 1)]
+    contexts = [
+        SelectionContext(runner, donor[m] if source == "evicted" else frozenset(), memo, question) for m in (0, 1)
+    ]
     picks = [_checked(policy, policy.keep(arm, members[m], caches[m], contexts[m]), members[m], shape) for m in (0, 1)]
     span = max(max(m.positions) for m in members) + 1
     marks = [_marks(picks[m], members[m], shape, span) for m in (0, 1)]
@@ -88,7 +113,9 @@ def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, a
         outside[[members[m].positions[s] for s in donor[m]]] = False
     leaked = bool((marks[0][:, :, outside] != marks[1][:, :, outside]).any())
     overlap = _jaccard(marks[0][:, :, outside], marks[1][:, :, outside])
-    matched = _count_matched_leak(policy, arm, members, caches, contexts, shape, span, marks, outside) if leaked else False
+    matched = (
+        _count_matched_leak(policy, arm, members, caches, contexts, shape, span, marks, outside) if leaked else False
+    )
     r = KEPT_FROM.index(kept_from)
     chosen = {members[r].positions[s] for s in picks[r][0]}
     served = tuple(tuple(s for s, p in enumerate(members[m].positions) if p in chosen) for m in (0, 1))
@@ -101,26 +128,43 @@ def select(policy: ServingPolicy, pair: DonorPair, layout: PairLayout, caches, a
     if not donor_visible:
         ids = [tuple(members[m].input_ids[s] for s in served[m]) for m in (0, 1)]
         if ids[0] != ids[1]:
-            raise GateFailure(f"identity gate: item {pair.item_id}, arm {arm.name}: policy {policy.spec!r} serves "
-                              "different token ids at the same positions in the two donor members")
+            raise GateFailure(
+                f"identity gate: item {pair.item_id}, arm {arm.name}: policy {policy.spec!r} serves "
+                "different token ids at the same positions in the two donor members"
+            )
     row_bytes = [2 * k.shape[-1] * k.element_size() for k in caches[0].keys]  # K and V of one (layer, head, row)
     per_layer = heads[0].sum(axis=(1, 2)) if heads[0] is not None else [len(served[0]) * shape[1]] * shape[0]
     selection = Selection(
-        len(served[0]), leaked, donor_visible, share, overlap=overlap,
+        len(served[0]),
+        leaked,
+        donor_visible,
+        share,
+        overlap=overlap,
         source_kept=tuple(any(s in donor[m] for s in picks[m][0]) for m in (0, 1)),  # type: ignore[arg-type]
         kept=ranges([members[0].positions[s] for s in served[0]]),
         held_rows=int(sum(per_layer)),
         heads=_pack(heads[0]) if heads[0] is not None else None,
-        picked=(len(picks[0][0]), len(picks[1][0])), members_differ_matched=matched,
+        picked=(len(picks[0][0]), len(picks[1][0])),
+        members_differ_matched=matched,
         # The served cache holds every row any head keeps, in every head (a head's dropped rows are
         # masked, not freed), plus the per-head mask; a ragged per-head cache would need only its own.
         served_bytes=len(served[0]) * shape[1] * sum(row_bytes) + (heads[0].size if heads[0] is not None else 0),
-        needed_bytes=int(sum(int(n) * b for n, b in zip(per_layer, row_bytes))))
+        needed_bytes=int(sum(int(n) * b for n, b in zip(per_layer, row_bytes))),
+    )
     return served, heads, selection
 
 
-def _count_matched_leak(policy: ServingPolicy, arm: Arm, members, caches, contexts, shape, span: int,
-                        marks: list[np.ndarray], outside: np.ndarray) -> bool:
+def _count_matched_leak(
+    policy: ServingPolicy,
+    arm: Arm,
+    members,
+    caches,
+    contexts,
+    shape,
+    span: int,
+    marks: list[np.ndarray],
+    outside: np.ndarray,
+) -> bool:
     """Whether the members' picks still differ outside the donor events when member B keeps as
     many rows as member A. A ratio budget keeps int(T x (1 - r)) rows of a member's T, and donor
     values of different token lengths change that count: the picks of even a position-only policy
@@ -171,4 +215,4 @@ def _pack(heads: np.ndarray) -> str:
 def unpack_heads(text: str, shape: tuple[int, int, int]) -> np.ndarray:
     """The `[L, H_kv, kept_tokens]` bool array `Selection.heads` encodes."""
     bits = np.unpackbits(np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=np.uint8))
-    return bits[:int(np.prod(shape))].reshape(shape).astype(bool)
+    return bits[: int(np.prod(shape))].reshape(shape).astype(bool)

@@ -80,8 +80,15 @@ class ServedBatch:
         if self.head_valid is not None:  # appended tokens are kept by every head
             layers, rows, kv_heads, _ = self.head_valid.shape
             head_valid = torch.cat([self.head_valid, self.head_valid.new_ones(layers, rows, kv_heads, width)], dim=3)
-        logits = runner.forward(ids, positions, self.cache, query_coords=coords,
-                                key_coords=key_coords, key_valid=key_valid, head_valid=head_valid)
+        logits = runner.forward(
+            ids,
+            positions,
+            self.cache,
+            query_coords=coords,
+            key_coords=key_coords,
+            key_valid=key_valid,
+            head_valid=head_valid,
+        )
         self.key_coords, self.key_valid, self.head_valid = key_coords, key_valid, head_valid
         self.next_position = self.next_position + lengths
         self.next_coord = self.next_coord + lengths
@@ -93,9 +100,17 @@ def _pad(rows: list[torch.Tensor], fill: int) -> torch.Tensor:
     return torch.stack([torch.nn.functional.pad(r, (0, width - r.shape[0]), value=fill) for r in rows])
 
 
-def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.Tensor], coords: list[torch.Tensor],
-           next_position: torch.Tensor, next_coord: torch.Tensor, valid: list[torch.Tensor] | None = None,
-           reserve: int = 0, heads: list[torch.Tensor | None] | None = None) -> tuple[ServedBatch, torch.Tensor]:
+def _serve(
+    runner: ModelRunner,
+    requests: list[ServeRequest],
+    slots: list[torch.Tensor],
+    coords: list[torch.Tensor],
+    next_position: torch.Tensor,
+    next_coord: torch.Tensor,
+    valid: list[torch.Tensor] | None = None,
+    reserve: int = 0,
+    heads: list[torch.Tensor | None] | None = None,
+) -> tuple[ServedBatch, torch.Tensor]:
     """Serve `slots[b]` of each request's cache at mask coordinates `coords[b]`; every real slot
     is a valid key unless `valid` says otherwise (the literal native layout), and every head sees
     it unless `heads[b]` (`[L, H_kv, len(slots[b])]`, default the request's `head_valid`) says
@@ -107,18 +122,21 @@ def _serve(runner: ModelRunner, requests: list[ServeRequest], slots: list[torch.
     keys, values = gather_rows([r.cache for r in requests], slot_index, spare=width + reserve)
     key_valid = slot_index >= 0 if valid is None else _pad([v.long() for v in valid], 0).bool()
     # Padding slots are invalid keys; their coordinates (0) never matter.
-    batch = ServedBatch(cache_from_rows(keys, values, length=slot_index.shape[1]), *(to_device(t, device) for t in (
-        _pad(coords, 0), key_valid, next_position, next_coord)),
-        head_valid=_head_valid(runner, [r.head_valid for r in requests] if heads is None else heads, slots, slot_index))
+    batch = ServedBatch(
+        cache_from_rows(keys, values, length=slot_index.shape[1]),
+        *(to_device(t, device) for t in (_pad(coords, 0), key_valid, next_position, next_coord)),
+        head_valid=_head_valid(runner, [r.head_valid for r in requests] if heads is None else heads, slots, slot_index),
+    )
     lengths = torch.tensor([len(r.query_ids) for r in requests])
     ids = torch.full((len(requests), width), PAD_ID, dtype=torch.long)
     for b, r in enumerate(requests):
-        ids[b, width - len(r.query_ids):] = torch.tensor(r.query_ids)
+        ids[b, width - len(r.query_ids) :] = torch.tensor(r.query_ids)
     return batch, batch.append(runner, ids, lengths)
 
 
-def _head_valid(runner: ModelRunner, heads: list[torch.Tensor | None], slots: list[torch.Tensor],
-                slot_index: torch.Tensor) -> torch.Tensor | None:
+def _head_valid(
+    runner: ModelRunner, heads: list[torch.Tensor | None], slots: list[torch.Tensor], slot_index: torch.Tensor
+) -> torch.Tensor | None:
     """`[L, B, H_kv, W]`: each request's per-head selection over its padded slots (every head keeps
     every row of a request without one; one per slot of `slots[b]`), or None when no request has one."""
     if all(h is None for h in heads):
@@ -129,12 +147,13 @@ def _head_valid(runner: ModelRunner, heads: list[torch.Tensor | None], slots: li
         if h is not None:
             if tuple(h.shape) != (*shape, len(slots[b])):
                 raise ValueError(f"head_valid {tuple(h.shape)} must be {(*shape, len(slots[b]))}")
-            out[:, :, b, :h.shape[2]] = h
+            out[:, :, b, : h.shape[2]] = h
     return to_device(out.transpose(1, 2).contiguous(), runner.device)  # [L, B, H_kv, W]
 
 
-def query_start(request: ServeRequest, serving: str, kept: torch.Tensor | None = None,
-                query_position: int | None = None) -> tuple[int, int]:
+def query_start(
+    request: ServeRequest, serving: str, kept: torch.Tensor | None = None, query_position: int | None = None
+) -> tuple[int, int]:
     """Where `request`'s query begins under `serving` ("compact" or "native"): its first position
     (RoPE) and mask coordinate. Compact: after the last kept row (`kept`, default the request's
     kept slots), or at `query_position` / the request's own fixed position, and at slot n, the
@@ -146,8 +165,9 @@ def query_start(request: ServeRequest, serving: str, kept: torch.Tensor | None =
     return (int(request.cache.positions[kept].max()) + 1 if fixed is None else fixed), len(kept)
 
 
-def serve_compact(runner: ModelRunner, requests: list[ServeRequest], query_position: int | None = None,
-                  reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
+def serve_compact(
+    runner: ModelRunner, requests: list[ServeRequest], query_position: int | None = None, reserve: int = 0
+) -> tuple[ServedBatch, torch.Tensor]:
     """Compact serving; `query_position` overrides every request's query position (Gate B);
     `reserve`: tokens to be decoded after the query (room kept in the cache)."""
     kept = [r.kept_slots() for r in requests]
@@ -156,14 +176,22 @@ def serve_compact(runner: ModelRunner, requests: list[ServeRequest], query_posit
     return _serve(runner, requests, kept, [torch.arange(len(s)) for s in kept], position, coord, reserve=reserve)
 
 
-def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout: bool = False,
-                 reserve: int = 0) -> tuple[ServedBatch, torch.Tensor]:
+def serve_native(
+    runner: ModelRunner, requests: list[ServeRequest], full_layout: bool = False, reserve: int = 0
+) -> tuple[ServedBatch, torch.Tensor]:
     """Native serving: mask coordinates are original positions, the query sits at L."""
     position, coord = map(torch.tensor, zip(*(query_start(r, "native") for r in requests)))
     if not full_layout:
         kept = [r.kept_slots() for r in requests]
-        return _serve(runner, requests, kept, [r.cache.positions[s] for r, s in zip(requests, kept)],
-                      position, coord, reserve=reserve)
+        return _serve(
+            runner,
+            requests,
+            kept,
+            [r.cache.positions[s] for r, s in zip(requests, kept)],
+            position,
+            coord,
+            reserve=reserve,
+        )
     slots, valid, heads = [], [], []
     for r in requests:
         at_position = torch.full((r.cache.length,), -1, dtype=torch.long)
@@ -178,8 +206,17 @@ def serve_native(runner: ModelRunner, requests: list[ServeRequest], full_layout:
             full = torch.zeros(*r.head_valid.shape[:2], r.cache.length, dtype=torch.bool)
             full[:, :, kept_at] = r.head_valid.cpu()
         heads.append(full)
-    return _serve(runner, requests, slots, [torch.arange(r.cache.length) for r in requests],
-                  position, coord, valid, reserve=reserve, heads=heads)
+    return _serve(
+        runner,
+        requests,
+        slots,
+        [torch.arange(r.cache.length) for r in requests],
+        position,
+        coord,
+        valid,
+        reserve=reserve,
+        heads=heads,
+    )
 
 
 SERVING = dict(zip(SERVING_MODES, (serve_compact, serve_native)))  # protocol.pairs.SERVING_MODES names them

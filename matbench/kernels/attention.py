@@ -30,9 +30,16 @@ NAME = "sdpa_grouped"
 _BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]  # no cuDNN: see above
 
 
-def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                         attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                         **kwargs) -> tuple[torch.Tensor, None]:
+def grouped_sdpa_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
     """query `[B, H, T, D]`, key/value `[B, H_kv, K, D]`, boolean mask `[B, 1, T, K]` or, per query
     head, `[B, H, T, K]` (True = visible), or None (causal, lower right). Returns `[B, T, H, D]`, as transformers' attention functions do."""
     if kwargs.get("softcap") is not None:
@@ -44,8 +51,9 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
         # transformers skipped a purely causal mask (no past): the causal kernels read each KV head
         # for its query heads themselves and skip the blocks above the diagonal.
         with sdpa_kernel(_BACKENDS):
-            out = F.scaled_dot_product_attention(query, key, value, dropout_p=0.0, scale=scaling,
-                                                 is_causal=True, enable_gqa=True)
+            out = F.scaled_dot_product_attention(
+                query, key, value, dropout_p=0.0, scale=scaling, is_causal=True, enable_gqa=True
+            )
         return out.transpose(1, 2).contiguous(), None
     if attention_mask is None:  # causal with a past: lower right, explicit
         attention_mask = torch.ones(length, kv_length, dtype=torch.bool, device=query.device).tril(kv_length - length)
@@ -56,8 +64,11 @@ def grouped_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torc
     if attention_mask.shape[1] == heads and heads > 1:  # per query head (a per-head selection): fold alike
         mask = attention_mask[..., :kv_length].reshape(batch, kv_heads, groups * length, kv_length)
     else:
-        mask = attention_mask[:, :1, None].expand(batch, 1, groups, length, kv_length).reshape(batch, 1, groups * length,
-                                                                                              kv_length)
+        mask = (
+            attention_mask[:, :1, None]
+            .expand(batch, 1, groups, length, kv_length)
+            .reshape(batch, 1, groups * length, kv_length)
+        )
     with sdpa_kernel(_BACKENDS):
         out = F.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
     return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None

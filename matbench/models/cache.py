@@ -38,11 +38,16 @@ def _converted_source(folder: Path) -> str:
 def cache_entries(root: Path | None = None) -> list[CacheEntry]:
     """Every entry, converted models first, each group by name."""
     root = root or cache_root()
-    entries = [CacheEntry(f"gguf/{d.name}", "converted GGUF", _converted_source(d), folder_bytes(d), d)
-               for d in sorted((root / "gguf").glob("*")) if d.is_dir()]
-    entries += [CacheEntry(alias, "assembled offline model", ", ".join(sorted(f.name for f in d.iterdir())),
-                           folder_bytes(d), d)
-                for alias in sorted(OFFLINE_ALIASES) if (d := root / alias).is_dir()]
+    entries = [
+        CacheEntry(f"gguf/{d.name}", "converted GGUF", _converted_source(d), folder_bytes(d), d)
+        for d in sorted((root / "gguf").glob("*"))
+        if d.is_dir()
+    ]
+    entries += [
+        CacheEntry(alias, "assembled offline model", ", ".join(sorted(f.name for f in d.iterdir())), folder_bytes(d), d)
+        for alias in sorted(OFFLINE_ALIASES)
+        if (d := root / alias).is_dir()
+    ]
     return entries
 
 

@@ -42,6 +42,7 @@ def gguf_name(path: str | Path) -> str | None:
     Reads the metadata header only: gguf-py's GGUFReader maps every tensor first (4-23 s for the
     offline models on a busy 2-core machine), and a results file is described on every run."""
     with open(path, "rb") as fh:
+
         def read(fmt: str):
             return struct.unpack("<" + fmt, fh.read(struct.calcsize("<" + fmt)))[0]
 
@@ -96,8 +97,17 @@ def folder_bytes(folder: Path) -> int:
 
 def _record_source(folder: Path, source: ModelSource, file: Path) -> None:
     """Which file a converted folder came from, for `matbench cache list`."""
-    (folder / SOURCE_FILE).write_text(json.dumps({"gguf_file": str(file.resolve()), "name": gguf_name(file),
-                                                  "sha256": gguf_sha256(source), "bytes": file.stat().st_size}) + "\n")
+    (folder / SOURCE_FILE).write_text(
+        json.dumps(
+            {
+                "gguf_file": str(file.resolve()),
+                "name": gguf_name(file),
+                "sha256": gguf_sha256(source),
+                "bytes": file.stat().st_size,
+            }
+        )
+        + "\n"
+    )
 
 
 def require_gguf(source: ModelSource) -> None:
@@ -106,8 +116,9 @@ def require_gguf(source: ModelSource) -> None:
     try:
         import gguf  # noqa: F401
     except ImportError:
-        raise MatbenchError(f"loading {source.gguf_file} needs the gguf package, which is not installed: "
-                            "run `pip install 'gguf>=0.10'`") from None
+        raise MatbenchError(
+            f"loading {source.gguf_file} needs the gguf package, which is not installed: run `pip install 'gguf>=0.10'`"
+        ) from None
 
 
 def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = True) -> Path:
@@ -128,9 +139,11 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
             _record_source(target, source, file)
         return target
     require_gguf(source)
-    print(f"matbench: dequantising {source.gguf_file} ({file.stat().st_size / 1e9:.2f} GB) once into {target}: "
-          "a float32 copy several times its size, 20 s to a few minutes (`matbench cache list` / `clear`)",
-          file=sys.stderr)
+    print(
+        f"matbench: dequantising {source.gguf_file} ({file.stat().st_size / 1e9:.2f} GB) once into {target}: "
+        "a float32 copy several times its size, 20 s to a few minutes (`matbench cache list` / `clear`)",
+        file=sys.stderr,
+    )
     try:
         with quiet_gguf_progress(progress):
             model = AutoModelForCausalLM.from_pretrained(

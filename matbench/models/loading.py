@@ -115,8 +115,16 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
 # float64 is a reference precision (gate forensics: rounding shrinks with it, a fault keeps its
 # size); transformers still rounds RMSNorm and the eager softmax through float32, and matbench
 # reads logits in float32.
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16", "float64": "float64", "fp64": "float64"}
+_DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "float64": "float64",
+    "fp64": "float64",
+}
 DTYPES = tuple(dict.fromkeys(_DTYPES.values()))  # the names --dtype resolves to, for help and errors
 
 
@@ -158,8 +166,9 @@ def resolve_attn(attn_implementation: str) -> str:
     """Check an attention kernel name; `sdpa_grouped` (matbench.attention) is registered with
     transformers on first use."""
     if attn_implementation not in ATTN_IMPLEMENTATIONS:
-        raise MatbenchError(f"unknown attention implementation {attn_implementation!r}; "
-                            f"use one of {', '.join(ATTN_IMPLEMENTATIONS)}")
+        raise MatbenchError(
+            f"unknown attention implementation {attn_implementation!r}; use one of {', '.join(ATTN_IMPLEMENTATIONS)}"
+        )
     if attn_implementation == "sdpa_grouped":
         from matbench.kernels.attention import register
 
@@ -253,7 +262,9 @@ def load_model(
     kwargs["attn_implementation"] = resolve_attn(chosen)
     auto = auto_model_class(config)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location, revision=source.revision, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(
+            location, revision=source.revision, trust_remote_code=trust_remote_code
+        )
         try:
             model = auto.from_pretrained(location, revision=source.revision, **kwargs)
         except ValueError as exc:
@@ -280,8 +291,10 @@ def resolve_decode_graphs(setting: str, device: str, device_map: str | None = No
         raise MatbenchError(f"unknown --decode-graphs {setting!r}; use auto, on or off")
     possible = str(device).startswith("cuda") and not device_map
     if setting == "on" and not possible:
-        raise MatbenchError(f"--decode-graphs on needs the model on one CUDA device (device {device!r}"
-                            f"{', --device-map ' + device_map if device_map else ''}); use auto or off")
+        raise MatbenchError(
+            f"--decode-graphs on needs the model on one CUDA device (device {device!r}"
+            f"{', --device-map ' + device_map if device_map else ''}); use auto or off"
+        )
     return setting == "on" or (setting == "auto" and possible)
 
 

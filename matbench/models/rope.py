@@ -27,10 +27,16 @@ def with_yarn(config: Any, factor: float, name: str) -> Any:
 
     def yarn(own: dict[str, Any]) -> dict[str, Any]:
         if own.get("rope_type", "default") not in ("default", "yarn"):
-            raise MatbenchError(f"--rope-yarn: model {name!r} already scales its RoPE ({own['rope_type']}); "
-                                "stretch a model with plain RoPE")
-        return {**own, "rope_type": "yarn", "factor": float(factor),
-                "original_max_position_embeddings": own.get("original_max_position_embeddings", original)}
+            raise MatbenchError(
+                f"--rope-yarn: model {name!r} already scales its RoPE ({own['rope_type']}); "
+                "stretch a model with plain RoPE"
+            )
+        return {
+            **own,
+            "rope_type": "yarn",
+            "factor": float(factor),
+            "original_max_position_embeddings": own.get("original_max_position_embeddings", original),
+        }
 
     nested = all(isinstance(v, dict) for v in params.values())
     text.rope_parameters = {kind: yarn(own) for kind, own in params.items()} if nested else yarn(params)

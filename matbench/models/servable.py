@@ -8,10 +8,35 @@ from matbench.errors import MatbenchError
 
 # model_type values whose layers keep no per-token K/V rows (or not in every layer).
 NON_TOKEN_KV_TYPES = frozenset(
-    ["mamba", "mamba2", "falcon_mamba", "rwkv", "rwkv5", "rwkv6", "rwkv7", "jamba", "zamba", "zamba2", "bamba", "qwen3_next", "qwen3_5", "qwen3_5_moe", "lfm2", "lfm2_moe", "granitemoehybrid", "recurrent_gemma", "xlstm", "nemotron_h", "falcon_h1", "minimax", "plamo2", "kimi_linear", "olmo_hybrid"]
+    [
+        "mamba",
+        "mamba2",
+        "falcon_mamba",
+        "rwkv",
+        "rwkv5",
+        "rwkv6",
+        "rwkv7",
+        "jamba",
+        "zamba",
+        "zamba2",
+        "bamba",
+        "qwen3_next",
+        "qwen3_5",
+        "qwen3_5_moe",
+        "lfm2",
+        "lfm2_moe",
+        "granitemoehybrid",
+        "recurrent_gemma",
+        "xlstm",
+        "nemotron_h",
+        "falcon_h1",
+        "minimax",
+        "plamo2",
+        "kimi_linear",
+        "olmo_hybrid",
+    ]
 )
 TOKEN_KV_LAYER_TYPES = frozenset({"full_attention", "sliding_attention"})
-
 
 
 def check_servable(config: Any, name: str) -> None:
@@ -43,4 +68,6 @@ def check_servable(config: Any, name: str) -> None:
     if archs and not any(a.endswith(("CausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs):
         causal = False
     if not causal:
-        raise MatbenchError(f"model {name!r} ({model_type}, {', '.join(archs) or 'no architecture'}) is not a causal LM")
+        raise MatbenchError(
+            f"model {name!r} ({model_type}, {', '.join(archs) or 'no architecture'}) is not a causal LM"
+        )

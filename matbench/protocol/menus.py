@@ -21,11 +21,11 @@ def find_menu_words(text: str, menu: tuple[str, ...], registers: tuple[str, ...]
     lookup = {**by_upper, **{w: w for w in letters}}
     found = []
     for match in pattern.finditer(text):
-        before = text[:match.start()].rstrip()
+        before = text[: match.start()].rstrip()
         if re.search(r"\bregisters?$", before, re.IGNORECASE):
             continue
         if match.group(1).upper() in {r.upper() for r in registers} and re.match(
-            r"\s+(mirrors|is|was|copied|tracks|holds)\b", text[match.end():], re.IGNORECASE
+            r"\s+(mirrors|is|was|copied|tracks|holds)\b", text[match.end() :], re.IGNORECASE
         ):
             continue
         word = match.group(1)

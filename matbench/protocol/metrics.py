@@ -94,8 +94,10 @@ class Metric:
             if value is _MISSING:
                 if self.optional:
                     return None
-                raise MatbenchError(f"{where} lack metric {self.key!r} (no {part!r} on the way to {self.path}); "
-                                    "run matbench rescore on them")
+                raise MatbenchError(
+                    f"{where} lack metric {self.key!r} (no {part!r} on the way to {self.path}); "
+                    "run matbench rescore on them"
+                )
         return value
 
     def sort_key(self, value: Any) -> float | None:
@@ -114,9 +116,16 @@ class Metric:
 
     def check(self, value: Any) -> None:
         """TypeError when `value` is not of the shape this metric's format reads."""
-        shapes = {Format.NUMBER: (int, float), Format.P_VALUE: (int, float), Format.BOOL: (bool,),
-                  Format.RATE_CI: (dict,), Format.SIGNED_CI: (dict,), Format.COUNTS: (dict,),
-                  Format.MAPPING: (dict,), Format.CLASSES: (dict, list)}
+        shapes = {
+            Format.NUMBER: (int, float),
+            Format.P_VALUE: (int, float),
+            Format.BOOL: (bool,),
+            Format.RATE_CI: (dict,),
+            Format.SIGNED_CI: (dict,),
+            Format.COUNTS: (dict,),
+            Format.MAPPING: (dict,),
+            Format.CLASSES: (dict, list),
+        }
         if not isinstance(value, shapes[self.format]) or (isinstance(value, bool) and self.format is not Format.BOOL):
             raise TypeError(f"{value!r} is not a {self.format.value} value")
 
@@ -143,9 +152,16 @@ class Metric:
 
     def describe(self) -> dict[str, Any]:
         """The declaration as JSON (the leaderboard's metric glossary)."""
-        return {"key": self.key, "path": self.path, "label": self.label, "description": self.description,
-                "scale": self.scale.value, "direction": self.direction.value, "chance": self.chance,
-                "readouts": list(self.readouts) if self.readouts else None}
+        return {
+            "key": self.key,
+            "path": self.path,
+            "label": self.label,
+            "description": self.description,
+            "scale": self.scale.value,
+            "direction": self.direction.value,
+            "chance": self.chance,
+            "readouts": list(self.readouts) if self.readouts else None,
+        }
 
 
 def plain_text(value: Any) -> str:
@@ -159,6 +175,9 @@ def plain_text(value: Any) -> str:
             return f"{value['mean']:+.3f} [{value['ci'][0]:+.3f}, {value['ci'][1]:+.3f}]"
         return ", ".join(f"{k}: {plain_text(v)}" for k, v in value.items())
     if isinstance(value, list):
-        return ":".join(plain_text(v) for v in value) if all(isinstance(v, int) for v in value) \
+        return (
+            ":".join(plain_text(v) for v in value)
+            if all(isinstance(v, int) for v in value)
             else ", ".join(map(plain_text, value))
+        )
     return str(value)

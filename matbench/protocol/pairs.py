@@ -131,8 +131,7 @@ class DonorPair:
     def prefill_key(self) -> tuple:
         """Equal for pairs whose two members render to the same texts, and so share one global
         prefill (items asking different questions of one long dialog)."""
-        return (self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives,
-                self.padded)
+        return (self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives, self.padded)
 
     def varying(self) -> dict[int, tuple[str, str]]:
         """Every donor-dependent event: index -> (body in A, body in B); the source included."""
@@ -162,8 +161,11 @@ class DonorPair:
             raise MatbenchError(f"{where}: unknown frame {self.frame!r}; choose from {sorted(FRAMES)}")
         if self.paired and self.values[0] == self.values[1]:
             raise MatbenchError(f"{where}: both donor values are {self.values[0]!r}; a donor pair needs two")
-        if not self.paired and (self.values[0] != self.values[1] or self.source_bodies[0] != self.source_bodies[1]
-                                or any(a != b for _, a, b in self.donor_events)):
+        if not self.paired and (
+            self.values[0] != self.values[1]
+            or self.source_bodies[0] != self.source_bodies[1]
+            or any(a != b for _, a, b in self.donor_events)
+        ):
             raise MatbenchError(f"{where}: an unpaired item must have identical members")
         if not set(self.values) <= set(self.menu):
             raise MatbenchError(f"{where}: donor values {self.values} are not all in the menu {self.menu}")
@@ -182,17 +184,22 @@ class DonorPair:
             if arm.expected is not None and arm.expected not in menu:
                 raise MatbenchError(f"{where}, arm {arm.name}: expected answer {arm.expected!r} is not in the menu")
             if arm.encoding not in ENCODINGS:
-                raise MatbenchError(f"{where}, arm {arm.name}: unknown encoding {arm.encoding!r}; choose from {ENCODINGS}")
+                raise MatbenchError(
+                    f"{where}, arm {arm.name}: unknown encoding {arm.encoding!r}; choose from {ENCODINGS}"
+                )
             if len(values) != 2 or not set(values) <= set(menu) or (self.paired and values[0] == values[1]):
                 raise MatbenchError(f"{where}, arm {arm.name}: donor values {values} must be two menu words of {menu}")
             if not set(arm.swapped) <= set(arm.served) - set(varying) or (arm.swapped and arm.encoding != "joint"):
-                raise MatbenchError(f"{where}, arm {arm.name}: swapped events must be served, donor-independent "
-                                    "events of a joint arm")
+                raise MatbenchError(
+                    f"{where}, arm {arm.name}: swapped events must be served, donor-independent events of a joint arm"
+                )
             if len(set(menu)) != len(menu) or not menu:
                 raise MatbenchError(f"{where}, arm {arm.name}: the menu {menu} must be non-empty without repeats")
             if self.paired and len(menu) < 2:
-                raise MatbenchError(f"{where}, arm {arm.name}: a donor pair's menu needs two words at least; a "
-                                    "one-word menu (a free answer's gold) is for unpaired items")
+                raise MatbenchError(
+                    f"{where}, arm {arm.name}: a donor pair's menu needs two words at least; a "
+                    "one-word menu (a free answer's gold) is for unpaired items"
+                )
             visible = bool(set(arm.served) & set(varying))
             if visible != arm.uses_source:
                 state = "serves" if visible else "does not serve"

@@ -33,12 +33,11 @@ READOUTS: Registry[Readout] = Registry("readout")
 # The trace instructions of the paper's scripts, verbatim.
 MIRROR_TRACE = " Locate the mirror statement for that register, then end your answer with the final state word."
 RELEVANT_TRACE = " Locate the relevant statement, then end your answer with the final state word."
-HOPS_TRACE = (" Trace the mirror chain briefly (one line per hop), then end your answer with the "
-              "final state word.")
+HOPS_TRACE = " Trace the mirror chain briefly (one line per hop), then end your answer with the final state word."
 
 
 def menu_phrase(menu: tuple[str, ...]) -> str:
-    """"ONLINE or OFFLINE"; three or more words with the paper's serial comma: "A, B, or C"."""
+    """ "ONLINE or OFFLINE"; three or more words with the paper's serial comma: "A, B, or C"."""
     if len(menu) == 1:
         return menu[0]
     if len(menu) == 2:
@@ -93,8 +92,10 @@ READOUTS.register("probe")(Readout("probe", " Answer {menu}:", assistant_prefix=
 READOUTS.register("short")(Readout("short", " Answer {menu}:", max_new_tokens=12, pick="first"))
 READOUTS.register("trace")(Readout("trace", " Answer {menu}.{trace}", max_new_tokens=160, pick="last"))
 READOUTS.register("logit")(Readout("logit", " Answer {menu}:", first_token=True))
-READOUTS.register("menu")(Readout("menu", " Answer with the single state word only ({menu}):", max_new_tokens=160,
-                                  pick="last"))
+READOUTS.register("menu")(
+    Readout("menu", " Answer with the single state word only ({menu}):", max_new_tokens=160, pick="last")
+)
+
 
 class _GeneratingReadouts(Sequence):
     """The names of the readouts that generate text (and so carry the paper's parse beside

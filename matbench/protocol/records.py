@@ -51,8 +51,12 @@ class GateResult:
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> GateResult:
-        return cls(_require(data, "gate", str, where), _require(data, "passed", bool, where),
-                   _optional(data, "max_abs_diff", (int, float), where), data.get("detail", ""))
+        return cls(
+            _require(data, "gate", str, where),
+            _require(data, "passed", bool, where),
+            _optional(data, "max_abs_diff", (int, float), where),
+            data.get("detail", ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,23 @@ class Selection:
     needed_bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kept_tokens": self.kept_tokens, "members_differ": self.members_differ,
-                               "donor_visible": self.donor_visible}
-        for name in ("head_kept_share", "overlap", "source_kept", "kept", "held_rows", "heads", "picked",
-                     "members_differ_matched", "served_bytes", "needed_bytes"):
+        out: dict[str, Any] = {
+            "kept_tokens": self.kept_tokens,
+            "members_differ": self.members_differ,
+            "donor_visible": self.donor_visible,
+        }
+        for name in (
+            "head_kept_share",
+            "overlap",
+            "source_kept",
+            "kept",
+            "held_rows",
+            "heads",
+            "picked",
+            "members_differ_matched",
+            "served_bytes",
+            "needed_bytes",
+        ):
             value = getattr(self, name)
             if value is not None:
                 out[name] = list(value) if isinstance(value, tuple) else value
@@ -107,15 +124,21 @@ class Selection:
         overlap = _optional(data, "overlap", list, where)
         source_kept = _optional(data, "source_kept", list, where)
         picked = _optional(data, "picked", list, where)
-        return cls(_require(data, "kept_tokens", int, where), _require(data, "members_differ", bool, where),
-                   _require(data, "donor_visible", bool, where), _optional(data, "head_kept_share", (int, float), where),
-                   tuple(float(x) for x in overlap) if overlap is not None else None,
-                   tuple(bool(x) for x in source_kept) if source_kept is not None else None,  # type: ignore[arg-type]
-                   _optional(data, "kept", str, where), _optional(data, "held_rows", int, where),
-                   _optional(data, "heads", str, where),
-                   tuple(int(x) for x in _pair_of(picked, where, "picked")) if picked is not None else None,  # type: ignore[arg-type]
-                   _optional(data, "members_differ_matched", bool, where), _optional(data, "served_bytes", int, where),
-                   _optional(data, "needed_bytes", int, where))
+        return cls(
+            _require(data, "kept_tokens", int, where),
+            _require(data, "members_differ", bool, where),
+            _require(data, "donor_visible", bool, where),
+            _optional(data, "head_kept_share", (int, float), where),
+            tuple(float(x) for x in overlap) if overlap is not None else None,
+            tuple(bool(x) for x in source_kept) if source_kept is not None else None,  # type: ignore[arg-type]
+            _optional(data, "kept", str, where),
+            _optional(data, "held_rows", int, where),
+            _optional(data, "heads", str, where),
+            tuple(int(x) for x in _pair_of(picked, where, "picked")) if picked is not None else None,  # type: ignore[arg-type]
+            _optional(data, "members_differ_matched", bool, where),
+            _optional(data, "served_bytes", int, where),
+            _optional(data, "needed_bytes", int, where),
+        )
 
 
 @dataclass(frozen=True)
@@ -181,8 +204,9 @@ class ArmRecord:
             answers=_pair_of(_require(data, "answers", list, where), where, "answers"),
             outcome=outcome,
             probe_answers=_pair_of(_require(data, "probe_answers", list, where), where, "probe_answers"),
-            probe_logp=tuple(tuple(row) for row in _pair_of(_require(data, "probe_logp", list, where), where,
-                                                            "probe_logp")),
+            probe_logp=tuple(
+                tuple(row) for row in _pair_of(_require(data, "probe_logp", list, where), where, "probe_logp")
+            ),
             shift=_require(data, "shift", (int, float), where),
             menu=tuple(menu) if menu is not None else None,
             values=_pair_of(values, where, "values") if values is not None else None,
@@ -259,7 +283,30 @@ class PairRecord:
         )
 
 
-_ARM_FIELDS = {"answers", "class", "probe_answers", "probe_logp", "shift", "menu", "values", "expected", "texts",
-               "selection", "paper_answers", "judged"}
-_PAIR_FIELDS = {"item_id", "variant", "values", "menu", "budget", "length", "n_tokens", "arms", "gates", "item_hash",
-                "config_hash"}
+_ARM_FIELDS = {
+    "answers",
+    "class",
+    "probe_answers",
+    "probe_logp",
+    "shift",
+    "menu",
+    "values",
+    "expected",
+    "texts",
+    "selection",
+    "paper_answers",
+    "judged",
+}
+_PAIR_FIELDS = {
+    "item_id",
+    "variant",
+    "values",
+    "menu",
+    "budget",
+    "length",
+    "n_tokens",
+    "arms",
+    "gates",
+    "item_hash",
+    "config_hash",
+}

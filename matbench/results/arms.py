@@ -41,9 +41,18 @@ class ArmRow:
         classes = m.get("classes")
         accuracy = m.get("menu_accuracy", m.get("accuracy", m.get("mean")))
         ci = m.get("menu_accuracy_ci", m.get("ci"))
-        return cls(group, arm, m.get("n_pairs"), tuple(classes[c] for c in CLASSES) if classes else None,
-                   m.get("follow_anti_p"), accuracy, tuple(ci) if ci else None, shift.get("mean"),
-                   tuple(shift["ci"]) if shift.get("ci") else None, shift.get("wilcoxon_p"))
+        return cls(
+            group,
+            arm,
+            m.get("n_pairs"),
+            tuple(classes[c] for c in CLASSES) if classes else None,
+            m.get("follow_anti_p"),
+            accuracy,
+            tuple(ci) if ci else None,
+            shift.get("mean"),
+            tuple(shift["ci"]) if shift.get("ci") else None,
+            shift.get("wilcoxon_p"),
+        )
 
 
 def arm_rows(metrics: Mapping[str, Any], reading: str | None = None) -> list[ArmRow]:
@@ -84,13 +93,28 @@ def arm_table(rows: list[ArmRow]) -> list[str]:
     """Markdown lines: group, arm, pairs, follow/anti/const/other, p, accuracy [95% CI], donor shift
     [95% CI], Wilcoxon p. The group column only when some arm has one."""
     grouped = any(r.group for r in rows)
-    head = [*(["group"] if grouped else []), "arm", "n", "follow/anti/const/other", "p (follow vs anti)",
-            "accuracy [95% CI]", "donor shift [95% CI]", "shift p"]
+    head = [
+        *(["group"] if grouped else []),
+        "arm",
+        "n",
+        "follow/anti/const/other",
+        "p (follow vs anti)",
+        "accuracy [95% CI]",
+        "donor shift [95% CI]",
+        "shift p",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [*([r.group] if grouped else []), r.arm, "" if r.n is None else str(r.n),
-                 "/".join(map(str, r.classes)) if r.classes else "", "" if r.p is None else f"{r.p:.3g}",
-                 _with_ci(r.accuracy, r.accuracy_ci), _shift(r), "" if r.shift_p is None else f"{r.shift_p:.3g}"]
+        cells = [
+            *([r.group] if grouped else []),
+            r.arm,
+            "" if r.n is None else str(r.n),
+            "/".join(map(str, r.classes)) if r.classes else "",
+            "" if r.p is None else f"{r.p:.3g}",
+            _with_ci(r.accuracy, r.accuracy_ci),
+            _shift(r),
+            "" if r.shift_p is None else f"{r.shift_p:.3g}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -100,9 +124,21 @@ def run_summary(results: ResultsFile, folder: Path | None = None) -> list[str]:
     items and gates; the arms table; with `folder`, the paths of the results file and its log."""
     c = results.config
     gates = ", ".join(f"{g} {v.passed}/{v.checked}" for g, v in sorted(results.gates.items()) if v.checked)
-    lines = [" · ".join([c.suite, c.readout, ", ".join([c.serving, *c.variants]), c.model.model, c.model.dtype,
-                         f"{c.n_items} items", *([f"gates {gates}"] if gates else [])]),
-             "", *arm_table(arm_rows(results.metrics))]
+    lines = [
+        " · ".join(
+            [
+                c.suite,
+                c.readout,
+                ", ".join([c.serving, *c.variants]),
+                c.model.model,
+                c.model.dtype,
+                f"{c.n_items} items",
+                *([f"gates {gates}"] if gates else []),
+            ]
+        ),
+        "",
+        *arm_table(arm_rows(results.metrics)),
+    ]
     if folder is not None:
         log = results.items.log
         lines += ["", f"results: {folder / log.replace('.items.jsonl', '.json')}", f"items:   {folder / log}"]

@@ -70,9 +70,14 @@ class Totals:
 
     def resources(self) -> dict[str, Any]:
         """The results file's `resources` block."""
-        return {"peak_memory_gib": self.peak_memory_gib, "memory_kind": self.memory_kind,
-                "batch_pairs": self.batch_pairs, "batch_pairs_chosen_from_memory": self.batch_pairs_chosen_from_memory,
-                "processes": self.processes, "attempts": self.attempts}
+        return {
+            "peak_memory_gib": self.peak_memory_gib,
+            "memory_kind": self.memory_kind,
+            "batch_pairs": self.batch_pairs,
+            "batch_pairs_chosen_from_memory": self.batch_pairs_chosen_from_memory,
+            "processes": self.processes,
+            "attempts": self.attempts,
+        }
 
 
 def _fold(parts: Sequence[Attempt | Totals], attempts: int, processes: int) -> Totals:
@@ -81,11 +86,15 @@ def _fold(parts: Sequence[Attempt | Totals], attempts: int, processes: int) -> T
     if not parts:
         raise ValueError("totals of nothing")
     peak = max(parts, key=lambda p: p.peak_memory_gib)
-    return Totals(attempts=attempts, wall_seconds=round(sum(p.wall_seconds for p in parts), 2),
-                  peak_memory_gib=peak.peak_memory_gib, memory_kind=peak.memory_kind,
-                  batch_pairs=max(p.batch_pairs for p in parts),
-                  batch_pairs_chosen_from_memory=any(p.batch_pairs_chosen_from_memory for p in parts),
-                  processes=processes)
+    return Totals(
+        attempts=attempts,
+        wall_seconds=round(sum(p.wall_seconds for p in parts), 2),
+        peak_memory_gib=peak.peak_memory_gib,
+        memory_kind=peak.memory_kind,
+        batch_pairs=max(p.batch_pairs for p in parts),
+        batch_pairs_chosen_from_memory=any(p.batch_pairs_chosen_from_memory for p in parts),
+        processes=processes,
+    )
 
 
 def totals(attempts: Sequence[Attempt]) -> Totals:

@@ -19,9 +19,32 @@ from matbench.errors import MatbenchError
 from matbench.protocol.runspec import budget_order, split_budget
 from matbench.results.schema import read_results
 
-COLUMNS = ("model", "suite", "arm", "policy", "budget", "source", "n", "leak", "leak_matched", "overlap", "source_kept_a",
-           "donor_visible", "follow_rate", "shift", "shift_lo", "shift_hi", "sign_p", "hidden_n", "hidden_shift",
-           "accuracy", "margin", "paired", "served_bytes", "needed_bytes")
+COLUMNS = (
+    "model",
+    "suite",
+    "arm",
+    "policy",
+    "budget",
+    "source",
+    "n",
+    "leak",
+    "leak_matched",
+    "overlap",
+    "source_kept_a",
+    "donor_visible",
+    "follow_rate",
+    "shift",
+    "shift_lo",
+    "shift_hi",
+    "sign_p",
+    "hidden_n",
+    "hidden_shift",
+    "accuracy",
+    "margin",
+    "paired",
+    "served_bytes",
+    "needed_bytes",
+)
 
 
 def audit_table(folders: list[Path]) -> pd.DataFrame:
@@ -39,24 +62,38 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
         for arm, block in results.metrics["selection"].items():
             every, hidden = block["materialization"]["all"], block["materialization"]["donor_hidden"]
             overlap = block.get("overlap_by_layer") or [float("nan")]
-            rows.append({
-                "model": config.model.model, "suite": config.suite, "arm": arm, "policy": name,
-                "budget": budget or "", "source": config.source_mode or "natural", "n": block["n_pairs"],
-                "leak": block["members_differ"]["rate"],
-                "leak_matched": block.get("members_differ_matched", {}).get("rate"),  # schema 1.10 on
-                "overlap": sum(overlap) / len(overlap),
-                "source_kept_a": block.get("source_kept", {}).get("a", {}).get("rate"),
-                "donor_visible": block["donor_visible"]["rate"], "follow_rate": every["follow_rate"]["rate"],
-                "shift": every["shift"]["mean"], "shift_lo": every["shift"]["ci"][0], "shift_hi": every["shift"]["ci"][1],
-                "sign_p": every["shift"]["sign_p"], "hidden_n": hidden["n"] if hidden else 0,
-                "hidden_shift": hidden["shift"]["mean"] if hidden else None,
-                # the answers' accuracy and the pairs with two donor values (0: harvest's natural
-                # QAs, whose leak, follow rate and shift mean nothing); blank in files summarized
-                # before they were
-                "accuracy": every.get("accuracy", {}).get("mean"), "margin": every.get("margin", {}).get("mean"),
-                "paired": every.get("paired"),
-                # schema 1.10 on: the K/V bytes one served member cache holds, and a per-head cache's
-                "served_bytes": block.get("served_bytes_mean"), "needed_bytes": block.get("needed_bytes_mean")})
+            rows.append(
+                {
+                    "model": config.model.model,
+                    "suite": config.suite,
+                    "arm": arm,
+                    "policy": name,
+                    "budget": budget or "",
+                    "source": config.source_mode or "natural",
+                    "n": block["n_pairs"],
+                    "leak": block["members_differ"]["rate"],
+                    "leak_matched": block.get("members_differ_matched", {}).get("rate"),  # schema 1.10 on
+                    "overlap": sum(overlap) / len(overlap),
+                    "source_kept_a": block.get("source_kept", {}).get("a", {}).get("rate"),
+                    "donor_visible": block["donor_visible"]["rate"],
+                    "follow_rate": every["follow_rate"]["rate"],
+                    "shift": every["shift"]["mean"],
+                    "shift_lo": every["shift"]["ci"][0],
+                    "shift_hi": every["shift"]["ci"][1],
+                    "sign_p": every["shift"]["sign_p"],
+                    "hidden_n": hidden["n"] if hidden else 0,
+                    "hidden_shift": hidden["shift"]["mean"] if hidden else None,
+                    # the answers' accuracy and the pairs with two donor values (0: harvest's natural
+                    # QAs, whose leak, follow rate and shift mean nothing); blank in files summarized
+                    # before they were
+                    "accuracy": every.get("accuracy", {}).get("mean"),
+                    "margin": every.get("margin", {}).get("mean"),
+                    "paired": every.get("paired"),
+                    # schema 1.10 on: the K/V bytes one served member cache holds, and a per-head cache's
+                    "served_bytes": block.get("served_bytes_mean"),
+                    "needed_bytes": block.get("needed_bytes_mean"),
+                }
+            )
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     return table.sort_values(["model", "suite", "arm", "policy", "source", "budget"], ignore_index=True)
 
@@ -80,14 +117,17 @@ def audit_grid(table: pd.DataFrame, model: str, suite: str, arm: str, column: st
     missing = pd.Series("—", index=grid.index)
     # A policy that keeps what it declares (recent:30) has no budget: its column is "—", last.
     for budget in sorted({b for b, _ in grid.columns}, key=budget_order):
-        halves = [grid[(budget, mode)].fillna("—") if (budget, mode) in grid.columns else missing
-                  for mode in ("natural", "evicted")]
+        halves = [
+            grid[(budget, mode)].fillna("—") if (budget, mode) in grid.columns else missing
+            for mode in ("natural", "evicted")
+        ]
         out[budget or "—"] = halves[0] + " / " + halves[1]
     return out
 
 
 def markdown(table: pd.DataFrame) -> str:
     """A markdown table (no tabulate dependency): numbers to three decimals."""
+
     def text(v) -> str:
         if isinstance(v, float):
             return "—" if math.isnan(v) else f"{v:.3f}"

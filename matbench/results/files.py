@@ -39,8 +39,10 @@ PLACE = ("device", "location")
 
 def without_place(config: dict[str, Any]) -> dict[str, Any]:
     """`config` without where its model and judge were read from and ran."""
-    return {k: {m: x for m, x in v.items() if m not in PLACE} if k in PLACED and isinstance(v, dict) else v
-            for k, v in config.items()}
+    return {
+        k: {m: x for m, x in v.items() if m not in PLACE} if k in PLACED and isinstance(v, dict) else v
+        for k, v in config.items()
+    }
 
 
 def keyed_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -50,7 +50,9 @@ class ItemLog:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
-                raise MatbenchError(f"{self.path}: line {number} is not valid JSON; move the file away or pass --fresh") from None
+                raise MatbenchError(
+                    f"{self.path}: line {number} is not valid JSON; move the file away or pass --fresh"
+                ) from None
             if record.get("config_hash") != self.config_key:
                 raise MatbenchError(
                     f"{self.path} holds items of another configuration; pass --fresh to start afresh "
@@ -62,8 +64,10 @@ class ItemLog:
         """Refuse a log whose records were made from other items under the same ids."""
         for item_id, record in self.records.items():
             if item_id in hashes and record.item_hash != hashes[item_id]:
-                raise MatbenchError(f"{self.path}: item {item_id} was logged from different rows than this run's; "
-                                    "pass --fresh to start afresh or choose another --output")
+                raise MatbenchError(
+                    f"{self.path}: item {item_id} was logged from different rows than this run's; "
+                    "pass --fresh to start afresh or choose another --output"
+                )
 
     def __contains__(self, item_id: str) -> bool:
         return item_id in self.records

@@ -61,14 +61,17 @@ def find_shards(folders: list[Path]) -> dict[str, list[FoundShard]]:
         for path in manifests(folder):
             manifest = ShardManifest.read(path)
             if manifest.config_hash not in (run_key(manifest.config), legacy_run_key(manifest.config)):
-                raise MatbenchError(f"{path}: its config_hash {manifest.config_hash} is not its config's; the "
-                                    "description was edited or damaged: run that shard again with its command")
+                raise MatbenchError(
+                    f"{path}: its config_hash {manifest.config_hash} is not its config's; the "
+                    "description was edited or damaged: run that shard again with its command"
+                )
             log = shard_log_path(folder / f"{manifest.stem}.items.jsonl", manifest.shard)
             attempts = AttemptLog(attempts_path(log), manifest.config_hash).read()
             found[manifest.stem].append(FoundShard(manifest, folder, totals(attempts) if attempts else None))
     if not found:
-        raise MatbenchError(f"no shard of `matbench eval --shard I/N` in {', '.join(map(str, folders))} "
-                            "(files *.shard.rank<I>.jsonl)")
+        raise MatbenchError(
+            f"no shard of `matbench eval --shard I/N` in {', '.join(map(str, folders))} (files *.shard.rank<I>.jsonl)"
+        )
     return dict(found)
 
 
@@ -91,33 +94,45 @@ def check_complete(stem: str, shards: list[FoundShard]) -> list[FoundShard]:
     for other in shards[1:]:
         m = other.manifest
         if other.key != shards[0].key:
-            named = "; ".join(differences(keyed_config(first.config), keyed_config(m.config)))  # keys differ: never empty
-            raise MatbenchError(f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
-                                f"ran different configurations ({named}); "
-                                "run the shards with the same options (--dtype, --attn-implementation, --decode-graphs, "
-                                "--fused-kernels: their defaults differ on CPU and GPU) or merge each run's shards "
-                                "on their own")
+            named = "; ".join(
+                differences(keyed_config(first.config), keyed_config(m.config))
+            )  # keys differ: never empty
+            raise MatbenchError(
+                f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
+                f"ran different configurations ({named}); "
+                "run the shards with the same options (--dtype, --attn-implementation, --decode-graphs, "
+                "--fused-kernels: their defaults differ on CPU and GPU) or merge each run's shards "
+                "on their own"
+            )
         if without_place(m.config) != without_place(first.config):  # the key leaves out n_items, check and check_pairs
-            raise MatbenchError(f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
-                                "ran different configurations (--limit, --check or --check-pairs differ); merge each "
-                                "run's shards on their own")
+            raise MatbenchError(
+                f"{stem}: shard {first.label} in {shards[0].folder} and shard {m.label} in {other.folder} "
+                "ran different configurations (--limit, --check or --check-pairs differ); merge each "
+                "run's shards on their own"
+            )
         if (m.shards, m.suite_order) != (first.shards, first.suite_order):
-            raise MatbenchError(f"{stem}: shard {m.label} in {other.folder} split other items than shard {first.label} "
-                                f"in {shards[0].folder} (another --shard N, --limit or suite)")
+            raise MatbenchError(
+                f"{stem}: shard {m.label} in {other.folder} split other items than shard {first.label} "
+                f"in {shards[0].folder} (another --shard N, --limit or suite)"
+            )
     by_index: dict[int, FoundShard] = {}
     for found in shards:
         index = found.manifest.shard
         if index in by_index:
-            raise MatbenchError(f"{stem}: shard {found.manifest.label} is in both {by_index[index].folder} and "
-                                f"{found.folder}; pass one of them")
+            raise MatbenchError(
+                f"{stem}: shard {found.manifest.label} is in both {by_index[index].folder} and "
+                f"{found.folder}; pass one of them"
+            )
         by_index[index] = found
     n, count = len(first.suite_order), first.shards
     for index in range(count):
         if index not in by_index:
             lo, hi = index * n // count, (index + 1) * n // count  # Shard.block's slice
-            raise MatbenchError(f"{stem}: shard {index}/{count} (items {lo + 1}-{hi} of {n} in the order shards take "
-                                f"them) is missing: no {stem}.shard.rank{index}.jsonl in the folders given; run "
-                                f"matbench eval --shard {index}/{count} or pass its folder")
+            raise MatbenchError(
+                f"{stem}: shard {index}/{count} (items {lo + 1}-{hi} of {n} in the order shards take "
+                f"them) is missing: no {stem}.shard.rank{index}.jsonl in the folders given; run "
+                f"matbench eval --shard {index}/{count} or pass its folder"
+            )
     return [by_index[i] for i in range(count)]
 
 
@@ -129,9 +144,11 @@ def merged_records(stem: str, shards: list[FoundShard]) -> dict[str, dict]:
     for found in shards:
         lacking = [i for i in found.manifest.items if i not in records]
         if lacking:
-            raise MatbenchError(f"{stem}: shard {found.manifest.label} in {found.folder} lacks {len(lacking)} of its "
-                                f"{len(found.manifest.items)} items (first {lacking[0]}): it has not finished; run it "
-                                "again with the same command, it resumes")
+            raise MatbenchError(
+                f"{stem}: shard {found.manifest.label} in {found.folder} lacks {len(lacking)} of its "
+                f"{len(found.manifest.items)} items (first {lacking[0]}): it has not finished; run it "
+                "again with the same command, it resumes"
+            )
     return records
 
 
@@ -140,7 +157,9 @@ def merged_config(configs: list[dict[str, Any]]) -> dict[str, Any]:
     device names each, in shard order, joined by `+` (`cpu+cuda`): one process's file names one.
     (The location stays shard 0's; `merged.shards` holds each shard's.)"""
     first = configs[0]
-    devices = {m: list(dict.fromkeys(c[m]["device"] for c in configs)) for m in PLACED if isinstance(first.get(m), dict)}
+    devices = {
+        m: list(dict.fromkeys(c[m]["device"] for c in configs)) for m in PLACED if isinstance(first.get(m), dict)
+    }
     return {**first, **{m: {**first[m], "device": "+".join(d)} for m, d in devices.items() if len(d) > 1}}
 
 
@@ -162,19 +181,42 @@ def merge_run(stem: str, shards: list[FoundShard], output: Path, evaluator: Any)
     tmp.replace(log)
     spent = [s.spent for s in shards if s.spent is not None]
     if not spent:
-        raise MatbenchError(f"{stem}: no shard recorded an attempt (files {stem}.attempts.rank<I>.jsonl); copy them "
-                            "with the shard logs")
+        raise MatbenchError(
+            f"{stem}: no shard recorded an attempt (files {stem}.attempts.rank<I>.jsonl); copy them with the shard logs"
+        )
     made = RunRecords(
-        config=merged_config([s.manifest.config for s in shards]), config_hash=key,
+        config=merged_config([s.manifest.config for s in shards]),
+        config_hash=key,
         invocation={**first.invocation, "output": str(output)},  # the command one process would have run
-        environment=first.environment, log=log, n_from_log=sum(s.manifest.n_from_log for s in shards),
+        environment=first.environment,
+        log=log,
+        n_from_log=sum(s.manifest.n_from_log for s in shards),
         spent=combined(spent),
-        merged={"matbench": __version__, "matbench_git": git_revision(),
-                "shards": [{"shard": s.manifest.shard, "shards": s.manifest.shards, "environment": s.manifest.environment,
-                            "n_items": len(s.manifest.items), "device": s.manifest.config["model"]["device"],
-                            "location": s.manifest.config["model"]["location"],
-                            **({"wall_seconds": s.spent.wall_seconds, "peak_memory_gib": s.spent.peak_memory_gib,
-                                "attempts": s.spent.attempts} if s.spent else {})} for s in shards]})
+        merged={
+            "matbench": __version__,
+            "matbench_git": git_revision(),
+            "shards": [
+                {
+                    "shard": s.manifest.shard,
+                    "shards": s.manifest.shards,
+                    "environment": s.manifest.environment,
+                    "n_items": len(s.manifest.items),
+                    "device": s.manifest.config["model"]["device"],
+                    "location": s.manifest.config["model"]["location"],
+                    **(
+                        {
+                            "wall_seconds": s.spent.wall_seconds,
+                            "peak_memory_gib": s.spent.peak_memory_gib,
+                            "attempts": s.spent.attempts,
+                        }
+                        if s.spent
+                        else {}
+                    ),
+                }
+                for s in shards
+            ],
+        },
+    )
     suite_order = [parsed[i] for i in first.suite_order]
     return write_payload(made, suite_order, evaluator, output / f"{stem}.json", f"merged results of {stem}")
 

@@ -29,7 +29,9 @@ class RunRecords:
     merged: dict[str, Any] | None = None  # `matbench merge`: every shard's part
 
 
-def write_payload(run: RunRecords, records: list[PairRecord], evaluator: Any, path: Path, source: str) -> dict[str, Any]:
+def write_payload(
+    run: RunRecords, records: list[PairRecord], evaluator: Any, path: Path, source: str
+) -> dict[str, Any]:
     """The results file at `path` from `records` (in suite order), validated before it is written."""
     payload = {
         "schema_version": SCHEMA_VERSION,
@@ -39,8 +41,12 @@ def write_payload(run: RunRecords, records: list[PairRecord], evaluator: Any, pa
         "environment": run.environment,
         "metrics": run_metrics(evaluator, records),
         "gates": gate_summary(records),
-        "items": {"log": run.log.name, "sha256": file_sha256(run.log), "n_records": len(records),
-                  "n_from_log": run.n_from_log},
+        "items": {
+            "log": run.log.name,
+            "sha256": file_sha256(run.log),
+            "n_records": len(records),
+            "n_from_log": run.n_from_log,
+        },
         "wall_seconds": run.spent.wall_seconds,
         "resources": run.spent.resources(),
         **({"merged": run.merged} if run.merged is not None else {}),

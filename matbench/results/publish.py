@@ -18,8 +18,11 @@ def store_files(store: Path) -> list[Path]:
     store = Path(store)
     if not store.is_dir():
         raise MatbenchError(f"{store} is not a folder: pass a results store")
-    return sorted(p for p in store.rglob("*")
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(store).parts))
+    return sorted(
+        p
+        for p in store.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(store).parts)
+    )
 
 
 def publish_operations(store: Path) -> list[Any]:
@@ -27,12 +30,15 @@ def publish_operations(store: Path) -> list[Any]:
     relative to the store."""
     from huggingface_hub import CommitOperationAdd
 
-    return [CommitOperationAdd(path_in_repo=p.relative_to(store).as_posix(), path_or_fileobj=str(p))
-            for p in store_files(store)]
+    return [
+        CommitOperationAdd(path_in_repo=p.relative_to(store).as_posix(), path_or_fileobj=str(p))
+        for p in store_files(store)
+    ]
 
 
-def publish_store(store: Path, repo_id: str, api: Any = None, revision: str | None = None,
-                  message: str = "matbench results store") -> str:
+def publish_store(
+    store: Path, repo_id: str, api: Any = None, revision: str | None = None, message: str = "matbench results store"
+) -> str:
     """Upload every file of `store` to the Hub dataset `repo_id` (created when missing) in one
     commit; returns the commit's URL."""
     from huggingface_hub import HfApi
@@ -42,11 +48,13 @@ def publish_store(store: Path, repo_id: str, api: Any = None, revision: str | No
     api = api or HfApi()
     try:
         api.create_repo(repo_id=repo_id, repo_type="dataset", exist_ok=True)
-        info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
-                                 commit_message=message, revision=revision)
+        info = api.create_commit(
+            repo_id=repo_id, repo_type="dataset", operations=operations, commit_message=message, revision=revision
+        )
     except (HfHubHTTPError, OSError, ValueError) as exc:  # HTTP and network errors, a malformed repo id
-        raise MatbenchError(f"could not publish {store} to the Hub dataset {repo_id}: "
-                            f"{type(exc).__name__}: {first_line(exc)}") from None
+        raise MatbenchError(
+            f"could not publish {store} to the Hub dataset {repo_id}: {type(exc).__name__}: {first_line(exc)}"
+        ) from None
     return str(getattr(info, "commit_url", None) or info)
 
 
@@ -58,5 +66,7 @@ def download_store(repo_id: str, revision: str | None = None) -> Path:
     try:
         return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision))
     except (HfHubHTTPError, OSError, ValueError) as exc:
-        raise MatbenchError(f"could not download the Hub dataset {repo_id}: {type(exc).__name__}: "
-                            f"{first_line(exc)}; pass a local store folder instead") from None
+        raise MatbenchError(
+            f"could not download the Hub dataset {repo_id}: {type(exc).__name__}: "
+            f"{first_line(exc)}; pass a local store folder instead"
+        ) from None

@@ -39,8 +39,9 @@ def verdict(metric: Metric, value: Any) -> int | bool | None:
     return None
 
 
-def replication(metrics_by_seed: Mapping[int, dict[str, Any]], contract: tuple[Metric, ...],
-                readout: str) -> dict[str, Any]:
+def replication(
+    metrics_by_seed: Mapping[int, dict[str, Any]], contract: tuple[Metric, ...], readout: str
+) -> dict[str, Any]:
     """{metric key: {label, per_seed: {seed: text}, verdicts: {seed: verdict}, agree}} over the
     metrics of `contract` valid for `readout`, and how many of those with verdicts agree."""
     out: dict[str, Any] = {}
@@ -50,27 +51,42 @@ def replication(metrics_by_seed: Mapping[int, dict[str, Any]], contract: tuple[M
         values = {seed: metric.value(m, f"seed {seed}") for seed, m in metrics_by_seed.items()}
         verdicts = {seed: verdict(metric, v) for seed, v in values.items()}
         decided = None if any(v is None for v in verdicts.values()) else len(set(verdicts.values())) == 1
-        out[metric.key] = {"label": metric.label, "per_seed": {s: metric.text(v) for s, v in values.items()},
-                           "verdicts": verdicts if decided is not None else None, "agree": decided}
+        out[metric.key] = {
+            "label": metric.label,
+            "per_seed": {s: metric.text(v) for s, v in values.items()},
+            "verdicts": verdicts if decided is not None else None,
+            "agree": decided,
+        }
     judged = [m for m in out.values() if m["agree"] is not None]
-    return {"seeds": sorted(metrics_by_seed), "metrics": out,
-            "agreement": {"judged": len(judged), "agree": sum(m["agree"] for m in judged)}}
+    return {
+        "seeds": sorted(metrics_by_seed),
+        "metrics": out,
+        "agreement": {"judged": len(judged), "agree": sum(m["agree"] for m in judged)},
+    }
 
 
-def replication_report(suite: str, model: str, contract: tuple[Metric, ...],
-                       by_combo: Mapping[tuple[str, str], Mapping[int, dict[str, Any]]]) -> dict[str, Any]:
+def replication_report(
+    suite: str,
+    model: str,
+    contract: tuple[Metric, ...],
+    by_combo: Mapping[tuple[str, str], Mapping[int, dict[str, Any]]],
+) -> dict[str, Any]:
     """What `matbench replicate` writes as replication.json: per (readout, serving) of `by_combo`
     ({(readout, serving): {seed: metrics}}), its `replication` report."""
-    return {"suite": suite, "model": model,
-            "by_readout": {f"{readout}_{serving}": replication(metrics, contract, readout)
-                           for (readout, serving), metrics in sorted(by_combo.items())}}
+    return {
+        "suite": suite,
+        "model": model,
+        "by_readout": {
+            f"{readout}_{serving}": replication(metrics, contract, readout)
+            for (readout, serving), metrics in sorted(by_combo.items())
+        },
+    }
 
 
 def replication_markdown(report: dict[str, Any]) -> str:
     """One row per metric: its value under each seed and whether the seeds agree."""
     seeds = report["seeds"]
-    lines = ["| metric | " + " | ".join(f"seed {s}" for s in seeds) + " | agree |",
-             "|---|" + "---|" * (len(seeds) + 1)]
+    lines = ["| metric | " + " | ".join(f"seed {s}" for s in seeds) + " | agree |", "|---|" + "---|" * (len(seeds) + 1)]
     for m in report["metrics"].values():
         agree = "—" if m["agree"] is None else ("yes" if m["agree"] else "**no**")
         lines.append(f"| {m['label']} | " + " | ".join(m["per_seed"][s] for s in seeds) + f" | {agree} |")

@@ -15,8 +15,13 @@ from matbench.results.schema import read_results
 
 
 def _gates(gates) -> str:
-    return ", ".join(f"{g} {v.passed}/{v.checked}" + (f" ({v.skipped} n/a)" if v.skipped else "")
-                     for g, v in sorted(gates.items())) or "not run"
+    return (
+        ", ".join(
+            f"{g} {v.passed}/{v.checked}" + (f" ({v.skipped} n/a)" if v.skipped else "")
+            for g, v in sorted(gates.items())
+        )
+        or "not run"
+    )
 
 
 def report_rows(paths: list[Path]) -> list[str]:
@@ -31,13 +36,28 @@ def report_rows(paths: list[Path]) -> list[str]:
         head = ["model", "readout", "serving", "dtype", "items", *[m.label for m in metrics], "gates passed"]
         lines += [f"### {suite}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for path, r in mine:
-            cells = [m.text(m.value(r.metrics, f"results file {path}")) if m.valid_for(r.config.readout) else "n/a"
-                     for m in metrics]
+            cells = [
+                m.text(m.value(r.metrics, f"results file {path}")) if m.valid_for(r.config.readout) else "n/a"
+                for m in metrics
+            ]
             # a run off the paper's protocol (`--template para`, `--rope-yarn`, `--policy`) says so
             # beside its serving mode (the same columns otherwise)
             serving = ", ".join([r.config.serving, *r.config.variants])
-            lines.append("| " + " | ".join([r.config.model.model, r.config.readout, serving,
-                                            r.config.model.dtype, str(r.config.n_items), *cells, _gates(r.gates)]) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        r.config.model.model,
+                        r.config.readout,
+                        serving,
+                        r.config.model.dtype,
+                        str(r.config.n_items),
+                        *cells,
+                        _gates(r.gates),
+                    ]
+                )
+                + " |"
+            )
         lines.append("")
     return lines
 

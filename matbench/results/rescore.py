@@ -42,8 +42,10 @@ def verified_log(path: Path, parsed: ResultsFile, max_bytes: int | None = None) 
     except MatbenchError as exc:
         raise MatbenchError(f"{path}: {exc}") from None
     if hashlib.sha256(data).hexdigest() != parsed.items.sha256:
-        raise MatbenchError(f"{path}: per-item log {log.name} is not the one the run wrote: it changed since "
-                            "the run wrote it (sha256 differs); use the log the run wrote")
+        raise MatbenchError(
+            f"{path}: per-item log {log.name} is not the one the run wrote: it changed since "
+            "the run wrote it (sha256 differs); use the log the run wrote"
+        )
     return log
 
 
@@ -88,8 +90,11 @@ def rescore_file(path: Path) -> dict[str, Any]:
     payload, parsed = parse_results(data, path)
     stored = data == results_bytes(payload)  # a store's one-line file stays one line
     payload["metrics"] = recompute_metrics(parsed, log_records(path, parsed))
-    payload["rescored"] = {"matbench": __version__, "matbench_git": git_revision(),
-                           "from_schema_version": parsed.schema_version}
+    payload["rescored"] = {
+        "matbench": __version__,
+        "matbench_git": git_revision(),
+        "from_schema_version": parsed.schema_version,
+    }
     payload["schema_version"] = SCHEMA_VERSION
     validate_results(payload, f"rescored {path}")
     if stored:

@@ -32,8 +32,24 @@ SCHEMA_VERSION = "1.15"
 # attempt's), 1.14 the optional `merged` (`matbench merge` of `--shard` runs), 1.15 the config
 # hash without the model's and judge's device and location (a merge of shards run on several
 # devices names each, `cpu+cuda`, and each shard's device and location).
-READABLE_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11", "1.12",
-                     "1.13", "1.14", "1.15")
+READABLE_VERSIONS = (
+    "1.0",
+    "1.1",
+    "1.2",
+    "1.3",
+    "1.4",
+    "1.5",
+    "1.6",
+    "1.7",
+    "1.8",
+    "1.9",
+    "1.10",
+    "1.11",
+    "1.12",
+    "1.13",
+    "1.14",
+    "1.15",
+)
 
 
 class _Strict(BaseModel):
@@ -43,25 +59,44 @@ class _Strict(BaseModel):
 class ModelInfo(_Strict):
     """What was evaluated, precisely enough to load it again."""
 
-    model: str = Field(description="the --model argument (alias, Hub id, directory); for a local .gguf file its "
-                       "`general.name`, else its file name (schema 1.12; the path before, kept in location and gguf_file)")
+    model: str = Field(
+        description="the --model argument (alias, Hub id, directory); for a local .gguf file its "
+        "`general.name`, else its file name (schema 1.12; the path before, kept in location and gguf_file)"
+    )
     location: str | None = Field(description="where it was loaded from (Hub id or local path)")
     gguf_file: str | None = Field(description="GGUF file name when loaded from GGUF, else null")
     revision: str | None = Field(description="the --revision asked for (tag, branch or sha), else null")
     commit_hash: str | None = Field(description="the Hub commit sha the weights came from, when known")
     model_type: str = Field(description="transformers model_type of the text model")
-    dtype: Literal["float32", "bfloat16", "float16", "float64"] = Field(description="compute dtype (float64: schema 1.5)")
-    device: str = Field(description="cpu, cuda, cuda:N; a merge of shards run on several devices: each, in "
-                        "shard order, joined by + (cpu+cuda; schema 1.15)")
+    dtype: Literal["float32", "bfloat16", "float16", "float64"] = Field(
+        description="compute dtype (float64: schema 1.5)"
+    )
+    device: str = Field(
+        description="cpu, cuda, cuda:N; a merge of shards run on several devices: each, in "
+        "shard order, joined by + (cpu+cuda; schema 1.15)"
+    )
     attn_implementation: str = Field(description="attention kernel the model ran with (eager, sdpa, sdpa_grouped)")
-    fused_kernels: bool | None = Field(default=None, description="true when every RMSNorm and MLP forward ran as one "
-                                       "compiled kernel (--fused-kernels, GPU; schema 1.3); absent otherwise")
-    decode_graphs: bool | None = Field(default=None, description="true when greedy decoding replayed each step from "
-                                       "a CUDA graph (--decode-graphs, GPU; schema 1.11); absent otherwise")
-    n_parameters: int = Field(ge=0, description="parameters that serve text: the language model and lm_head (a wrapper's vision tower not counted)")
-    tokenizer_sha256: str = Field(description="fingerprint of the tokenizer's vocabulary (GGUF tokenizers differ across transformers versions)")
-    gguf_sha256: str | None = Field(description="sha256 of the GGUF file, when loaded from GGUF (all 64 hex digits "
-                                    "since schema 1.12; its first 24 before)")
+    fused_kernels: bool | None = Field(
+        default=None,
+        description="true when every RMSNorm and MLP forward ran as one "
+        "compiled kernel (--fused-kernels, GPU; schema 1.3); absent otherwise",
+    )
+    decode_graphs: bool | None = Field(
+        default=None,
+        description="true when greedy decoding replayed each step from "
+        "a CUDA graph (--decode-graphs, GPU; schema 1.11); absent otherwise",
+    )
+    n_parameters: int = Field(
+        ge=0,
+        description="parameters that serve text: the language model and lm_head (a wrapper's vision tower not counted)",
+    )
+    tokenizer_sha256: str = Field(
+        description="fingerprint of the tokenizer's vocabulary (GGUF tokenizers differ across transformers versions)"
+    )
+    gguf_sha256: str | None = Field(
+        description="sha256 of the GGUF file, when loaded from GGUF (all 64 hex digits "
+        "since schema 1.12; its first 24 before)"
+    )
 
 
 class RunConfig(_Strict):
@@ -71,44 +106,77 @@ class RunConfig(_Strict):
     suite: str = Field(description="suite (dataset config) name")
     suite_version: str = Field(description="generator version of the suite's rows")
     seed: int | None = Field(description="suite seed (rows of a dataset carry their own)")
-    dataset: str | None = Field(default=None, description="dataset repository or directory the rows came from; null = generated in memory")
+    dataset: str | None = Field(
+        default=None, description="dataset repository or directory the rows came from; null = generated in memory"
+    )
     dataset_revision: str | None = Field(default=None, description="dataset revision (tag or commit) asked for")
-    config_content_hash: str | None = Field(default=None, description="sha256 over the config's row hashes (dataset runs)")
+    config_content_hash: str | None = Field(
+        default=None, description="sha256 over the config's row hashes (dataset runs)"
+    )
     n_items: int = Field(ge=1, description="items (donor pairs) evaluated")
-    readout: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="how answers were read (SPEC 2.5): a "
-                         "registered readout (probe, short, trace, or a plugin's)")
+    readout: str = Field(
+        pattern=r"^[a-z][a-z0-9_-]{0,39}$",
+        description="how answers were read (SPEC 2.5): a registered readout (probe, short, trace, or a plugin's)",
+    )
     serving: Literal[SERVING_MODES] = Field(description="serving mode (SPEC 2.3)")
     chunk_size: int | None = Field(description="prefill chunk size in tokens, null = one chunk")
-    check: bool = Field(description="whether the faithfulness gates ran on every item (on the first "
-                        "`check_pairs` with that key)")
-    check_pairs: int | None = Field(default=None, ge=1, description="the gates ran on the suite's first this many "
-                                    "items only (`--check-pairs`; schema 1.10); absent = every item when `check`")
-    policy: str | None = Field(default=None, description="serving policy that chose the kept rows (`--policy`, "
-                               "e.g. recent:64; schema 1.4); absent = the oracle, the suite's own served events")
-    source_mode: Literal["evicted"] | None = Field(default=None, description="under a policy (schema 1.9): "
-                                                   "evicted = the rows of every donor-dependent event were banned, "
-                                                   "the policy spent its budget on the rest; absent = natural, the "
-                                                   "policy decided")
-    kept_from: Literal["b"] | None = Field(default=None, description="under a policy (schema 1.9): b = both donor "
-                                           "members were served member B's picks; absent = member A's")
-    template: Literal["para"] | None = Field(default=None, description="surface template (`--template`; schema "
-                                             "1.6): para = the paper's untuned kv_frozen wording; absent = the "
-                                             "suite's own")
-    rope_yarn: float | None = Field(default=None, gt=1, description="YaRN factor the model's RoPE was stretched "
-                                    "by (`--rope-yarn`; schema 1.7): the paper's position stress; absent = as "
-                                    "trained")
-    judge: ModelInfo | None = Field(default=None, description="the model that graded each free answer against the "
-                                    "gold (`--judge`; schema 1.8): kv_harvest3's cross_judge prompt, 6 greedy "
-                                    "tokens, yes = starts with y; absent = no judge")
+    check: bool = Field(
+        description="whether the faithfulness gates ran on every item (on the first `check_pairs` with that key)"
+    )
+    check_pairs: int | None = Field(
+        default=None,
+        ge=1,
+        description="the gates ran on the suite's first this many "
+        "items only (`--check-pairs`; schema 1.10); absent = every item when `check`",
+    )
+    policy: str | None = Field(
+        default=None,
+        description="serving policy that chose the kept rows (`--policy`, "
+        "e.g. recent:64; schema 1.4); absent = the oracle, the suite's own served events",
+    )
+    source_mode: Literal["evicted"] | None = Field(
+        default=None,
+        description="under a policy (schema 1.9): "
+        "evicted = the rows of every donor-dependent event were banned, "
+        "the policy spent its budget on the rest; absent = natural, the "
+        "policy decided",
+    )
+    kept_from: Literal["b"] | None = Field(
+        default=None,
+        description="under a policy (schema 1.9): b = both donor "
+        "members were served member B's picks; absent = member A's",
+    )
+    template: Literal["para"] | None = Field(
+        default=None,
+        description="surface template (`--template`; schema "
+        "1.6): para = the paper's untuned kv_frozen wording; absent = the "
+        "suite's own",
+    )
+    rope_yarn: float | None = Field(
+        default=None,
+        gt=1,
+        description="YaRN factor the model's RoPE was stretched "
+        "by (`--rope-yarn`; schema 1.7): the paper's position stress; absent = as "
+        "trained",
+    )
+    judge: ModelInfo | None = Field(
+        default=None,
+        description="the model that graded each free answer against the "
+        "gold (`--judge`; schema 1.8): kv_harvest3's cross_judge prompt, 6 greedy "
+        "tokens, yes = starts with y; absent = no judge",
+    )
 
     @property
     def variants(self) -> list[str]:
         """How the run departs from the paper's protocol, as labels (empty: it follows it). Such a
         run measures a policy or is a robustness check: reported beside the contract, never in it."""
-        return [*([f"policy {self.policy}"] if self.policy not in (None, "oracle") else []),
-                *(["source evicted"] if self.source_mode else []), *(["kept from B"] if self.kept_from else []),
-                *([f"template {self.template}"] if self.template else []),
-                *([f"yarn ×{self.rope_yarn:g}"] if self.rope_yarn else [])]
+        return [
+            *([f"policy {self.policy}"] if self.policy not in (None, "oracle") else []),
+            *(["source evicted"] if self.source_mode else []),
+            *(["kept from B"] if self.kept_from else []),
+            *([f"template {self.template}"] if self.template else []),
+            *([f"yarn ×{self.rope_yarn:g}"] if self.rope_yarn else []),
+        ]
 
 
 class Environment(_Strict):
@@ -137,10 +205,15 @@ class GateSummary(_Strict):
 class ItemsInfo(_Strict):
     """The per-item log behind the metrics (evidence for every number)."""
 
-    log: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$",
-                     description="per-item log file name, in the same directory (a bare name: no folders)")
+    log: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$",
+        description="per-item log file name, in the same directory (a bare name: no folders)",
+    )
     sha256: str = Field(description="sha256 of the log file as it was when the results were written")
-    n_records: int = Field(ge=1, description="records behind these metrics (= config.n_items); the log may hold more, from a larger earlier run under the same config")
+    n_records: int = Field(
+        ge=1,
+        description="records behind these metrics (= config.n_items); the log may hold more, from a larger earlier run under the same config",
+    )
     n_from_log: int = Field(ge=0, description="records found in the log when this run started (a resumed run)")
 
 
@@ -159,18 +232,33 @@ class Resources(_Strict):
     measured by its main process and kept beside the log in `<stem>.attempts.jsonl`; an
     invocation that logged no item is no attempt."""
 
-    peak_memory_gib: float = Field(ge=0, description="peak accelerator memory allocated (GPU), or peak resident set "
-                                   "size (CPU), of the main process: the largest over the attempts (schema 1.13; "
-                                   "before, the last attempt's)")
+    peak_memory_gib: float = Field(
+        ge=0,
+        description="peak accelerator memory allocated (GPU), or peak resident set "
+        "size (CPU), of the main process: the largest over the attempts (schema 1.13; "
+        "before, the last attempt's)",
+    )
     memory_kind: Literal["gpu_allocated", "cpu_rss"] = Field(description="what peak_memory_gib measures")
-    batch_pairs: int = Field(ge=1, description="donor pairs per batch at the start (given, or chosen from free "
-                             "accelerator memory); the largest over the attempts")
-    batch_pairs_chosen_from_memory: bool = Field(description="true when matbench chose batch_pairs from free accelerator memory")
-    processes: int = Field(ge=1, description="processes (GPUs) the pairs were sharded over; the most any attempt used "
-                           "(a merge: every shard's, summed)")
-    attempts: int | None = Field(default=None, ge=1, description="attempts behind the records: invocations that "
-                                 "logged at least one item (schema 1.13; a merge: every shard's, summed); absent in "
-                                 "older files")
+    batch_pairs: int = Field(
+        ge=1,
+        description="donor pairs per batch at the start (given, or chosen from free "
+        "accelerator memory); the largest over the attempts",
+    )
+    batch_pairs_chosen_from_memory: bool = Field(
+        description="true when matbench chose batch_pairs from free accelerator memory"
+    )
+    processes: int = Field(
+        ge=1,
+        description="processes (GPUs) the pairs were sharded over; the most any attempt used "
+        "(a merge: every shard's, summed)",
+    )
+    attempts: int | None = Field(
+        default=None,
+        ge=1,
+        description="attempts behind the records: invocations that "
+        "logged at least one item (schema 1.13; a merge: every shard's, summed); absent in "
+        "older files",
+    )
 
 
 class ShardPart(_Strict):
@@ -181,8 +269,9 @@ class ShardPart(_Strict):
     environment: Environment = Field(description="the machine of its last attempt")
     n_items: int = Field(ge=0, description="items in its slice")
     device: str | None = Field(default=None, description="the device its model ran on (schema 1.15)")
-    location: str | None = Field(default=None, description="where its model was read from (schema 1.15; the "
-                                 "config holds shard 0's)")
+    location: str | None = Field(
+        default=None, description="where its model was read from (schema 1.15; the config holds shard 0's)"
+    )
     wall_seconds: float | None = Field(default=None, ge=0, description="its attempts' wall time, summed")
     peak_memory_gib: float | None = Field(default=None, ge=0, description="its largest peak memory")
     attempts: int | None = Field(default=None, ge=1, description="its attempts that logged items")
@@ -203,24 +292,39 @@ class ResultsFile(_Strict):
 
     schema_version: Literal[READABLE_VERSIONS] = Field(description="version of this schema")
     config: RunConfig
-    config_hash: str = Field(description="sha256 prefix of the config, without n_items, check and check_pairs, "
-                             "and (schema 1.15) without the model's and judge's device and location; it keys the per-item log, "
-                             "so a file rescored from an older schema keeps that schema's hash "
-                             "(rescored.from_schema_version)")
+    config_hash: str = Field(
+        description="sha256 prefix of the config, without n_items, check and check_pairs, "
+        "and (schema 1.15) without the model's and judge's device and location; it keys the per-item log, "
+        "so a file rescored from an older schema keeps that schema's hash "
+        "(rescored.from_schema_version)"
+    )
     invocation: dict[str, Any] = Field(description="the command's arguments, as given")
     environment: Environment
-    metrics: dict[str, Any] = Field(description="the suite evaluator's metrics; `headline` holds its summary; "
-                                    "under a serving policy `selection` holds, per governed arm, what the policy "
-                                    "kept and materialization split by it (schema 1.9)")
+    metrics: dict[str, Any] = Field(
+        description="the suite evaluator's metrics; `headline` holds its summary; "
+        "under a serving policy `selection` holds, per governed arm, what the policy "
+        "kept and materialization split by it (schema 1.9)"
+    )
     gates: dict[str, GateSummary] = Field(description="per faithfulness gate, over all items (empty without --check)")
     items: ItemsInfo
-    wall_seconds: float = Field(ge=0, description="wall time of every attempt behind the records, summed (schema "
-                                "1.13; before, of the attempt that wrote the file); a merge: over every shard, "
-                                "machine time rather than the job's elapsed time")
-    rescored: Rescored | None = Field(default=None, description="set when the metrics were recomputed from the log by a later matbench (schema 1.1); absent otherwise")
-    resources: Resources | None = Field(default=None, description="peak memory and batching of the run (schema 1.2); absent in older files")
-    merged: Merged | None = Field(default=None, description="set when `matbench merge` joined the shards of a run "
-                                  "split over machines (schema 1.14); absent otherwise")
+    wall_seconds: float = Field(
+        ge=0,
+        description="wall time of every attempt behind the records, summed (schema "
+        "1.13; before, of the attempt that wrote the file); a merge: over every shard, "
+        "machine time rather than the job's elapsed time",
+    )
+    rescored: Rescored | None = Field(
+        default=None,
+        description="set when the metrics were recomputed from the log by a later matbench (schema 1.1); absent otherwise",
+    )
+    resources: Resources | None = Field(
+        default=None, description="peak memory and batching of the run (schema 1.2); absent in older files"
+    )
+    merged: Merged | None = Field(
+        default=None,
+        description="set when `matbench merge` joined the shards of a run "
+        "split over machines (schema 1.14); absent otherwise",
+    )
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -235,8 +339,10 @@ def validate_results(payload: Any, source: str = "results") -> ResultsFile:
         raise MatbenchError(f"{source}: a results file must be a JSON object")
     version = payload.get("schema_version")
     if version not in READABLE_VERSIONS:
-        raise MatbenchError(f"{source}: schema_version {version!r} is not one of {', '.join(READABLE_VERSIONS)}; "
-                            "re-run matbench eval to write a current results file")
+        raise MatbenchError(
+            f"{source}: schema_version {version!r} is not one of {', '.join(READABLE_VERSIONS)}; "
+            "re-run matbench eval to write a current results file"
+        )
     try:
         return ResultsFile.model_validate(json.loads(json.dumps(payload)))  # JSON types only, as on disk
     except ValidationError as exc:
@@ -264,13 +370,33 @@ def parse_results(data: bytes, path: str | Path) -> tuple[dict[str, Any], Result
 def schema_markdown() -> str:
     """The documentation of every key, generated from the models (docs/results-schema.md)."""
     lines = [f"# Results file schema {SCHEMA_VERSION}", "", __doc__.strip(), ""]
-    for model in (ResultsFile, RunConfig, ModelInfo, Environment, GateSummary, ItemsInfo, Rescored, Resources, Merged,
-                  ShardPart):
-        lines += [f"## {model.__name__}", "", (model.__doc__ or "").strip(), "", "| key | type | meaning |", "|---|---|---|"]
+    for model in (
+        ResultsFile,
+        RunConfig,
+        ModelInfo,
+        Environment,
+        GateSummary,
+        ItemsInfo,
+        Rescored,
+        Resources,
+        Merged,
+        ShardPart,
+    ):
+        lines += [
+            f"## {model.__name__}",
+            "",
+            (model.__doc__ or "").strip(),
+            "",
+            "| key | type | meaning |",
+            "|---|---|---|",
+        ]
         for name, field in model.model_fields.items():
             annotation = field.annotation
-            kind = (annotation.__name__ if isinstance(annotation, type) and not getattr(annotation, "__args__", None)
-                    else str(annotation).replace("typing.", "").replace(f"{__name__}.", ""))
+            kind = (
+                annotation.__name__
+                if isinstance(annotation, type) and not getattr(annotation, "__args__", None)
+                else str(annotation).replace("typing.", "").replace(f"{__name__}.", "")
+            )
             lines.append(f"| `{name}` | `{kind}` | {field.description or ''} |".replace(" | None`", " \\| None`"))
         lines.append("")
     return "\n".join(lines)

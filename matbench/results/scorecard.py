@@ -27,17 +27,20 @@ def _entry(path: Path, parsed: Any, evaluator: type[Evaluator], readout: str, ho
     something under `readout`), with the evidence it came from."""
     metrics = [m for m in evaluator.contract if m.in_scorecard and m.valid_for(readout)]
     out = {m.key: m.value(parsed.metrics, f"results file {path}") for m in metrics}
-    out["evidence"] = {"results": os.path.relpath(path, home),
-                       "items": os.path.relpath(find_log(path.parent, parsed.items.log)
-                                                or path.parent / parsed.items.log, home),
-                       "keys": {m.key: f"metrics.{m.path}" for m in metrics},
-                       "n_items": parsed.config.n_items, "device": parsed.config.model.device,
-                       **({"judge": parsed.config.judge.model} if parsed.config.judge else {})}
+    out["evidence"] = {
+        "results": os.path.relpath(path, home),
+        "items": os.path.relpath(find_log(path.parent, parsed.items.log) or path.parent / parsed.items.log, home),
+        "keys": {m.key: f"metrics.{m.path}" for m in metrics},
+        "n_items": parsed.config.n_items,
+        "device": parsed.config.model.device,
+        **({"judge": parsed.config.judge.model} if parsed.config.judge else {}),
+    }
     return out
 
 
-def build_scorecard(directories: Path | Sequence[Path], readout: str = "probe", serving: str | None = None,
-                    home: Path | None = None) -> dict[str, Any]:
+def build_scorecard(
+    directories: Path | Sequence[Path], readout: str = "probe", serving: str | None = None, home: Path | None = None
+) -> dict[str, Any]:
     """The scorecard of the results in `directories`; evidence paths are relative to `home`
     (default: the first directory, where `matbench scorecard` writes it)."""
     directories = [Path(directories)] if isinstance(directories, (str, Path)) else [Path(d) for d in directories]
@@ -50,8 +53,9 @@ def build_scorecard(directories: Path | Sequence[Path], readout: str = "probe", 
     return scorecard_of_runs(runs, readout, serving, home, ", ".join(map(str, directories)))
 
 
-def largest_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe",
-                 serving: str | None = None) -> dict[str, tuple[Path, Any]]:
+def largest_runs(
+    runs: Sequence[tuple[Path, Any]], readout: str = "probe", serving: str | None = None
+) -> dict[str, tuple[Path, Any]]:
     """Per suite, the run of `readout` (and `serving`, when given) with the most items, among the
     runs of the paper's protocol (the oracle's served events under the suite's own wording; runs
     under another serving policy measure that policy, and under `--template para` or `--rope-yarn`
@@ -68,8 +72,13 @@ def largest_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe",
     return results
 
 
-def scorecard_of_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe", serving: str | None = None,
-                      home: Path = Path("."), where: str = "the given runs") -> dict[str, Any]:
+def scorecard_of_runs(
+    runs: Sequence[tuple[Path, Any]],
+    readout: str = "probe",
+    serving: str | None = None,
+    home: Path = Path("."),
+    where: str = "the given runs",
+) -> dict[str, Any]:
     """The scorecard of already validated runs ((path, ResultsFile) pairs) of one model."""
     results = largest_runs(runs, readout, serving)
     if not results:
@@ -79,8 +88,11 @@ def scorecard_of_runs(runs: Sequence[tuple[Path, Any]], readout: str = "probe", 
     if len(models) > 1:
         raise MatbenchError(f"{where} holds results of several models {sorted(models)}; a scorecard is per model")
 
-    contract = {suite: _entry(*results[suite], EVALUATORS.get(suite), readout, home)
-                 for suite in suites_in_order() if suite in results}
+    contract = {
+        suite: _entry(*results[suite], EVALUATORS.get(suite), readout, home)
+        for suite in suites_in_order()
+        if suite in results
+    }
     return {
         "model": first.config.model.model_dump(exclude_unset=True),  # as the results file wrote it
         "readout": readout,

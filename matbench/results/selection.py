@@ -44,10 +44,18 @@ def materialization(records: list[PairRecord], arm: str) -> dict[str, Any] | Non
     classes = Counter(a.outcome for a in arms)
     shifts = np.array([a.shift for a in arms], dtype=float)
     positive, negative = int((shifts > 0).sum()), int((shifts < 0).sum())
-    out = {"n": len(arms), "classes": {c: classes.get(c, 0) for c in OUTCOMES},
-           "follow_rate": _rate(classes.get("follow", 0), len(arms)),
-           "shift": {"mean": float(shifts.mean()), "ci": bootstrap_mean_ci(shifts).as_list(), "positive": positive,
-                     "negative": negative, "sign_p": sign_test(positive, negative)}}
+    out = {
+        "n": len(arms),
+        "classes": {c: classes.get(c, 0) for c in OUTCOMES},
+        "follow_rate": _rate(classes.get("follow", 0), len(arms)),
+        "shift": {
+            "mean": float(shifts.mean()),
+            "ci": bootstrap_mean_ci(shifts).as_list(),
+            "positive": positive,
+            "negative": negative,
+            "sign_p": sign_test(positive, negative),
+        },
+    }
     paired = sum(len(set(r.arm_values(arm))) == 2 for r in records)
     if paired < len(records):
         correct = np.array([member_accuracy(r, arm) for r in records])
@@ -69,8 +77,11 @@ def answer_margin(record: PairRecord, arm: str) -> float:
 def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
     """The `selection` block of a policy run's results file (None for an oracle run)."""
     # Arms in first-seen order: pairs of some suites differ in their arms (variants).
-    names = [n for n in dict.fromkeys(n for r in records for n in r.arms)
-             if any(n in r.arms and r.arms[n].selection is not None for r in records)]
+    names = [
+        n
+        for n in dict.fromkeys(n for r in records for n in r.arms)
+        if any(n in r.arms and r.arms[n].selection is not None for r in records)
+    ]
     if not names:
         return None
     out: dict[str, Any] = {}
@@ -89,8 +100,10 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
             entry["overlap_by_layer"] = [float(x) for x in np.mean(np.array(overlaps), axis=0)]
         kept = [s.source_kept for s in chosen if s.source_kept is not None]
         if kept:
-            entry["source_kept"] = {"a": _rate(sum(k[0] for k in kept), len(kept)),
-                                    "b": _rate(sum(k[1] for k in kept), len(kept))}
+            entry["source_kept"] = {
+                "a": _rate(sum(k[0] for k in kept), len(kept)),
+                "b": _rate(sum(k[1] for k in kept), len(kept)),
+            }
         held = [s.held_rows for s in chosen if s.held_rows is not None]
         if held:
             entry["held_rows_mean"] = float(np.mean(held))
@@ -99,8 +112,11 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
             entry["members_differ_matched"] = _rate(sum(matched), len(matched))
         picked = [s.picked for s in chosen if s.picked is not None]
         if picked:
-            entry["picked_mean"] = {"a": float(np.mean([p[0] for p in picked])), "b": float(np.mean([p[1] for p in picked])),
-                                    "count_differs": _rate(sum(p[0] != p[1] for p in picked), len(picked))}
+            entry["picked_mean"] = {
+                "a": float(np.mean([p[0] for p in picked])),
+                "b": float(np.mean([p[1] for p in picked])),
+                "count_differs": _rate(sum(p[0] != p[1] for p in picked), len(picked)),
+            }
         for field in ("served_bytes", "needed_bytes"):
             sizes = [getattr(s, field) for s in chosen if getattr(s, field) is not None]
             if sizes:

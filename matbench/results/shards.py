@@ -29,8 +29,8 @@ def shard_log_path(log_path: Path, rank: int) -> Path:
 def shard_logs(log_path: Path) -> list[Path]:
     """Shard logs of `log_path` left by any earlier run, rank order."""
     prefix = log_path.name.replace(".items.jsonl", ".items.rank")
-    found = [p for p in log_path.parent.glob(prefix + "*.jsonl") if p.name[len(prefix):-len(".jsonl")].isdigit()]
-    return sorted(found, key=lambda p: int(p.name[len(prefix):-len(".jsonl")]))
+    found = [p for p in log_path.parent.glob(prefix + "*.jsonl") if p.name[len(prefix) : -len(".jsonl")].isdigit()]
+    return sorted(found, key=lambda p: int(p.name[len(prefix) : -len(".jsonl")]))
 
 
 def read_shard_records(paths: Iterable[Path], config_keys: Collection[str], hint: str) -> dict[str, tuple[dict, Path]]:
@@ -45,8 +45,9 @@ def read_shard_records(paths: Iterable[Path], config_keys: Collection[str], hint
                 raise MatbenchError(f"{path} holds items of another configuration; {hint}")
             item_id = record["item_id"]
             if item_id in records and records[item_id][0] != record:
-                raise MatbenchError(f"item {item_id} was logged with different content in {records[item_id][1]} "
-                                    f"and {path}; {hint}")
+                raise MatbenchError(
+                    f"item {item_id} was logged with different content in {records[item_id][1]} and {path}; {hint}"
+                )
             records.setdefault(item_id, (record, path))
     return records
 
@@ -59,8 +60,9 @@ def manifest_path(log_path: Path, rank: int) -> Path:
 
 def manifests(folder: Path) -> list[Path]:
     """Every shard description in `folder`."""
-    return sorted(p for p in folder.glob("*.shard.rank*.jsonl")
-                  if p.name.rsplit(".rank", 1)[1].removesuffix(".jsonl").isdigit())
+    return sorted(
+        p for p in folder.glob("*.shard.rank*.jsonl") if p.name.rsplit(".rank", 1)[1].removesuffix(".jsonl").isdigit()
+    )
 
 
 @dataclass(frozen=True)

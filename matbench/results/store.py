@@ -59,7 +59,9 @@ def read_log_bytes(path: Path, max_bytes: int | None = None) -> bytes:
                         break
                     chunks.append(chunk)
         except (OSError, EOFError, zlib.error) as exc:
-            raise MatbenchError(f"per-item log {path} is not a complete gzip file ({exc}); store the log again") from None
+            raise MatbenchError(
+                f"per-item log {path} is not a complete gzip file ({exc}); store the log again"
+            ) from None
         data = b"".join(chunks)
         if max_bytes is not None and total > max_bytes:
             raise MatbenchError(f"per-item log {path.name} is over the {max_bytes} byte limit (decompressed)")

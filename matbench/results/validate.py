@@ -52,8 +52,10 @@ def check_run(path: Path) -> Run:
     path = Path(path)
     size = path.stat().st_size
     if size > MAX_RESULTS_BYTES:
-        raise MatbenchError(f"{path}: {size} bytes is over the {MAX_RESULTS_BYTES} byte limit "
-                            "for a results file; results hold metrics, the items go in the log")
+        raise MatbenchError(
+            f"{path}: {size} bytes is over the {MAX_RESULTS_BYTES} byte limit "
+            "for a results file; results hold metrics, the items go in the log"
+        )
     payload, results = parse_results(path.read_bytes(), path)
     verified_log(path, results, max_bytes=MAX_LOG_BYTES)
     return Run(path, results, hashlib.sha256(results_bytes(payload)).hexdigest())
@@ -74,7 +76,12 @@ def first_mismatch(a: Any, b: Any, where: str = "metrics") -> str | None:
             return where
         return next((m for i, (x, y) in enumerate(zip(a, b)) if (m := first_mismatch(x, y, f"{where}[{i}]"))), None)
     if isinstance(a, float) or isinstance(b, float):
-        if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        if (
+            isinstance(a, bool)
+            or isinstance(b, bool)
+            or not isinstance(a, (int, float))
+            or not isinstance(b, (int, float))
+        ):
             return where
         return None if math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) else where
     return None if a == b and type(a) is type(b) else where
@@ -89,26 +96,35 @@ def verify_run(path: Path) -> Run:
     items = run.results.items
     records = read_records(run.log, items.n_records)  # check_run verified the log's sha256
     if len(records) != items.n_records or items.n_records != run.results.config.n_items:
-        raise MatbenchError(f"{path}: the log holds {len(records)} usable records, the file claims "
-                            f"{items.n_records} of {run.results.config.n_items} items")
+        raise MatbenchError(
+            f"{path}: the log holds {len(records)} usable records, the file claims "
+            f"{items.n_records} of {run.results.config.n_items} items"
+        )
     keys = {r.config_hash for r in records}
     if keys != {run.results.config_hash}:
-        raise MatbenchError(f"{path}: its per-item log {run.log.name} holds records keyed {sorted(map(str, keys))}, "
-                            f"not the file's config hash {run.results.config_hash}; submit the log matbench eval wrote")
+        raise MatbenchError(
+            f"{path}: its per-item log {run.log.name} holds records keyed {sorted(map(str, keys))}, "
+            f"not the file's config hash {run.results.config_hash}; submit the log matbench eval wrote"
+        )
     try:
         recomputed = recompute_metrics(run.results, records)
     except (KeyError, TypeError, IndexError, ValueError, AttributeError, ZeroDivisionError) as exc:
-        raise MatbenchError(f"{path}: its per-item log {run.log.name} lacks what the {run.results.config.suite} "
-                            f"evaluator reads ({type(exc).__name__}: {first_line(exc)}); submit the log matbench "
-                            "eval wrote") from None
+        raise MatbenchError(
+            f"{path}: its per-item log {run.log.name} lacks what the {run.results.config.suite} "
+            f"evaluator reads ({type(exc).__name__}: {first_line(exc)}); submit the log matbench "
+            "eval wrote"
+        ) from None
     wrong = first_mismatch(recomputed, run.results.metrics)
     if wrong:
-        raise MatbenchError(f"{path}: {wrong} does not match what its per-item log gives; submit the file "
-                            "matbench eval wrote (or run matbench rescore on it)")
+        raise MatbenchError(
+            f"{path}: {wrong} does not match what its per-item log gives; submit the file "
+            "matbench eval wrote (or run matbench rescore on it)"
+        )
     gates = first_mismatch(gate_summary(records), {k: v.model_dump() for k, v in run.results.gates.items()}, "gates")
     if gates:
-        raise MatbenchError(f"{path}: {gates} does not match the gate results in its per-item log; submit the "
-                            "file matbench eval wrote")
+        raise MatbenchError(
+            f"{path}: {gates} does not match the gate results in its per-item log; submit the file matbench eval wrote"
+        )
     return run
 
 

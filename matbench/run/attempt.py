@@ -31,10 +31,17 @@ class AttemptClock:
 
     def so_far(self, config_hash: str, n_scored: int) -> Attempt:
         peak, kind = peak_memory(self.device)
-        return Attempt(attempt=self.attempt, config_hash=config_hash, wall_seconds=round(time.time() - self.started, 2),
-                       peak_memory_gib=round(peak, 3), memory_kind=kind, batch_pairs=self.batch_pairs,
-                       batch_pairs_chosen_from_memory=self.batch_pairs_chosen_from_memory,
-                       processes=self.processes, n_scored=n_scored)
+        return Attempt(
+            attempt=self.attempt,
+            config_hash=config_hash,
+            wall_seconds=round(time.time() - self.started, 2),
+            peak_memory_gib=round(peak, 3),
+            memory_kind=kind,
+            batch_pairs=self.batch_pairs,
+            batch_pairs_chosen_from_memory=self.batch_pairs_chosen_from_memory,
+            processes=self.processes,
+            n_scored=n_scored,
+        )
 
     def record(self, runs: Iterable[Any]) -> None:
         """Append this attempt's totals so far to the attempts file of each run (a `PlannedRun`)

@@ -43,12 +43,15 @@ class Shard:
         """`--shard I/N`: shard I (0-based, as SLURM_ARRAY_TASK_ID under --array=0-N-1) of N."""
         index, _, count = text.partition("/")
         if not (index.isdigit() and count.isdigit()):
-            raise MatbenchError(f"--shard takes I/N, this shard's 0-based index and the number of shards (e.g. 0/4); "
-                                f"got {text!r}")
+            raise MatbenchError(
+                f"--shard takes I/N, this shard's 0-based index and the number of shards (e.g. 0/4); got {text!r}"
+            )
         i, n = int(index), int(count)
         if n < 1 or i >= n:
-            raise MatbenchError(f"--shard {text}: the index of one of {n} shards is 0 to {n - 1} (0-based, as "
-                                f"SLURM_ARRAY_TASK_ID under --array=0-{max(n - 1, 0)})")
+            raise MatbenchError(
+                f"--shard {text}: the index of one of {n} shards is 0 to {n - 1} (0-based, as "
+                f"SLURM_ARRAY_TASK_ID under --array=0-{max(n - 1, 0)})"
+            )
         return cls(i, n, 0, rendezvous=False)
 
     @classmethod
@@ -139,8 +142,10 @@ def merge_shard_logs(log: Any, order: Sequence[str]) -> int:
     (item ids; records of ids not in `order` follow in file order), then delete the shards.
     Returns the number of records merged. A partial last line (a rank killed mid-write) is dropped."""
     shards = shard_logs(log.path)
-    records = {item_id: record for item_id, (record, _) in
-               read_shard_records(shards, (log.config_key,), "remove it or pass --fresh").items()}
+    records = {
+        item_id: record
+        for item_id, (record, _) in read_shard_records(shards, (log.config_key,), "remove it or pass --fresh").items()
+    }
     rank = {item_id: k for k, item_id in enumerate(order)}
     merged = 0
     for item_id in sorted(records, key=lambda i: rank.get(i, len(rank))):

@@ -54,7 +54,9 @@ class EvalConfig:
     fresh: bool = False
     progress: bool = True
     policies: tuple[str, ...] = ("oracle",)  # serving policy specs (matbench.engine.policies): oracle, snapkv@0.5, ...
-    budgets: tuple[str, ...] = ()  # budgets of the scoring policies named without @BUDGET (0.5: half removed; 256 tokens)
+    budgets: tuple[
+        str, ...
+    ] = ()  # budgets of the scoring policies named without @BUDGET (0.5: half removed; 256 tokens)
     source_modes: tuple[str, ...] = ("natural",)  # natural and/or evicted (the source's rows never kept)
     kept_from: tuple[str, ...] = ("a",)  # whose picks both donor members are served: a and/or b
     template: str = "orig"  # surface template (data_gen/paraphrase.py): orig, or kv_frozen's untuned para
@@ -83,8 +85,11 @@ def run_contract(cfg: EvalConfig, shard: Shard | None = None) -> tuple[list[dict
     if not shard.is_main:
         return payloads, {}
     if cfg.policies != ("oracle",):  # the contract is the model's under the paper's protocol, not a policy's
-        print(f"note: no scorecard: runs under --policy {' --policy '.join(cfg.policies)} measure that policy, and "
-              "the scorecard counts oracle runs only", file=sys.stderr)
+        print(
+            f"note: no scorecard: runs under --policy {' --policy '.join(cfg.policies)} measure that policy, and "
+            "the scorecard counts oracle runs only",
+            file=sys.stderr,
+        )
         return payloads, {}
     readout = "probe" if "probe" in cfg.readouts else cfg.readouts[0]
     card = build_scorecard(Path(cfg.output), readout)
@@ -97,10 +102,19 @@ def _load(cfg: EvalConfig, shard: Shard):
 
     if cfg.memory_fraction is not None:  # before the weights arrive, so they count against the cap
         cap_memory(shard.device(cfg.device), cfg.memory_fraction)
-    return load_model(cfg.model, revision=cfg.revision, dtype=cfg.dtype, device=shard.device(cfg.device),
-                      attn_implementation=cfg.attn_implementation, fused_kernels=cfg.fused_kernels, trust_remote_code=cfg.trust_remote_code,
-                      device_map=cfg.device_map, rope_yarn=cfg.rope_yarn, decode_graphs=cfg.decode_graphs,
-                      progress=cfg.progress and shard.is_main)
+    return load_model(
+        cfg.model,
+        revision=cfg.revision,
+        dtype=cfg.dtype,
+        device=shard.device(cfg.device),
+        attn_implementation=cfg.attn_implementation,
+        fused_kernels=cfg.fused_kernels,
+        trust_remote_code=cfg.trust_remote_code,
+        device_map=cfg.device_map,
+        rope_yarn=cfg.rope_yarn,
+        decode_graphs=cfg.decode_graphs,
+        progress=cfg.progress and shard.is_main,
+    )
 
 
 def _load_judge(cfg: EvalConfig, shard: Shard):
@@ -108,8 +122,15 @@ def _load_judge(cfg: EvalConfig, shard: Shard):
     from matbench.models.loading import load_model
     from matbench.run.judge import Judge
 
-    return Judge(load_model(cfg.judge, dtype=cfg.dtype, device=shard.device(cfg.device),
-                            trust_remote_code=cfg.trust_remote_code, progress=cfg.progress and shard.is_main))
+    return Judge(
+        load_model(
+            cfg.judge,
+            dtype=cfg.dtype,
+            device=shard.device(cfg.device),
+            trust_remote_code=cfg.trust_remote_code,
+            progress=cfg.progress and shard.is_main,
+        )
+    )
 
 
 def _judge_is_model(cfg: EvalConfig) -> bool:
@@ -131,8 +152,12 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
     from matbench.data_gen import SUITES
     from matbench.protocol.readouts import READOUTS
 
-    for name, value in (("--limit", cfg.limit), ("--batch-pairs", cfg.batch_pairs), ("--chunk-size", cfg.chunk_size),
-                        ("--check-pairs", cfg.check_pairs)):
+    for name, value in (
+        ("--limit", cfg.limit),
+        ("--batch-pairs", cfg.batch_pairs),
+        ("--chunk-size", cfg.chunk_size),
+        ("--check-pairs", cfg.check_pairs),
+    ):
         if value is not None and value < 1:
             raise MatbenchError(f"{name} must be at least 1 (got {value})")
     if cfg.memory_fraction is not None:
@@ -142,8 +167,10 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
 
         check_yarn_factor(cfg.rope_yarn)
     if cfg.device_map and shard.active:
-        raise MatbenchError("--device-map spreads one model over all GPUs of one process; launch without torchrun, "
-                            "or shard pairs over GPUs (torchrun) without --device-map")
+        raise MatbenchError(
+            "--device-map spreads one model over all GPUs of one process; launch without torchrun, "
+            "or shard pairs over GPUs (torchrun) without --device-map"
+        )
     SUITES.get(cfg.suite)  # a misspelt suite is named as a suite, with a suggestion
     evaluator_for(cfg.suite)
     for readout in cfg.readouts:
@@ -172,8 +199,10 @@ def load_suite(cfg: EvalConfig) -> tuple[list[Any], dict[str, Any]]:
 
         pairs, info = load_pairs(cfg.dataset, cfg.suite, cfg.limit, cfg.dataset_revision, sources=sources)
     else:
-        pairs, info = suite.generate(cfg.seed, cfg.limit, sources), {"dataset": None, "suite_version": suite.version,
-                                                                     "seed": cfg.seed}
+        pairs, info = (
+            suite.generate(cfg.seed, cfg.limit, sources),
+            {"dataset": None, "suite_version": suite.version, "seed": cfg.seed},
+        )
     # Under --template para each pair is reworded (kv_frozen's untuned surface) and rechecked.
     return [with_template(p, cfg.template, cfg.suite, suite.paraphrase) for p in pairs], info
 
@@ -192,14 +221,34 @@ def plan(cfg: EvalConfig, engine: Any) -> list[RunSpec]:
     from matbench.data_gen import SUITES
 
     own = SUITES.get(cfg.suite).servings
-    servings = dict.fromkeys(m for s in cfg.servings
-                             for m in (own if s == "auto" and own else (engine.resolve_serving(s),)))
-    return [RunSpec(model=cfg.model, suite=cfg.suite, readout=r, serving=s, policy=setting.policy.spec,
-                    source=setting.source, kept_from=setting.kept_from,
-                    revision=cfg.revision, dataset=cfg.dataset, dataset_revision=cfg.dataset_revision, dtype=cfg.dtype,
-                    attention=cfg.attn_implementation, seed=cfg.seed, limit=cfg.limit, chunk_size=cfg.chunk_size,
-                    template=cfg.template, rope_yarn=cfg.rope_yarn, judge=cfg.judge)
-            for setting in settings_of(cfg) for s in servings for r in suite_readouts(cfg)]
+    servings = dict.fromkeys(
+        m for s in cfg.servings for m in (own if s == "auto" and own else (engine.resolve_serving(s),))
+    )
+    return [
+        RunSpec(
+            model=cfg.model,
+            suite=cfg.suite,
+            readout=r,
+            serving=s,
+            policy=setting.policy.spec,
+            source=setting.source,
+            kept_from=setting.kept_from,
+            revision=cfg.revision,
+            dataset=cfg.dataset,
+            dataset_revision=cfg.dataset_revision,
+            dtype=cfg.dtype,
+            attention=cfg.attn_implementation,
+            seed=cfg.seed,
+            limit=cfg.limit,
+            chunk_size=cfg.chunk_size,
+            template=cfg.template,
+            rope_yarn=cfg.rope_yarn,
+            judge=cfg.judge,
+        )
+        for setting in settings_of(cfg)
+        for s in servings
+        for r in suite_readouts(cfg)
+    ]
 
 
 def suite_readouts(cfg: EvalConfig) -> list[str]:
@@ -209,8 +258,10 @@ def suite_readouts(cfg: EvalConfig) -> list[str]:
     own = SUITES.get(cfg.suite).readouts
     readouts = [r for r in dict.fromkeys(cfg.readouts) if not own or r in own]
     if not readouts:
-        raise MatbenchError(f"suite {cfg.suite} is read by --readout {' or '.join(own)} only (got "
-                            f"{', '.join(cfg.readouts)}); its arms ask open questions and score the text")
+        raise MatbenchError(
+            f"suite {cfg.suite} is read by --readout {' or '.join(own)} only (got "
+            f"{', '.join(cfg.readouts)}); its arms ask open questions and score the text"
+        )
     return readouts
 
 
@@ -226,26 +277,42 @@ class PlannedRun:
     attempts: AttemptLog
 
 
-def run_config(spec: RunSpec, model_info: dict[str, Any], source_info: dict[str, Any], n_items: int,
-               check: bool, judge_info: dict[str, Any] | None = None, check_pairs: int | None = None) -> dict[str, Any]:
+def run_config(
+    spec: RunSpec,
+    model_info: dict[str, Any],
+    source_info: dict[str, Any],
+    n_items: int,
+    check: bool,
+    judge_info: dict[str, Any] | None = None,
+    check_pairs: int | None = None,
+) -> dict[str, Any]:
     """The results file's `config`; its hash (without n_items, check and check_pairs) keys the
     per-item log.
     The policy is written only when it is not the oracle, its source mode and kept-from member
     only when not natural and a, so earlier runs keep their hashes (and the judge only when one
     graded the answers)."""
-    return {"model": model_info, "suite": spec.suite, **source_info, "n_items": n_items, "readout": spec.readout,
-            "serving": spec.serving, "chunk_size": spec.chunk_size, "check": check,
-            **({"check_pairs": check_pairs} if check and check_pairs else {}),
-            **({"policy": spec.policy} if spec.policy != "oracle" else {}),
-            **({"source_mode": spec.source} if spec.source != "natural" else {}),
-            **({"kept_from": spec.kept_from} if spec.kept_from != "a" else {}),
-            **({"template": spec.template} if spec.template != "orig" else {}),
-            **({"rope_yarn": spec.rope_yarn} if spec.rope_yarn else {}),
-            **({"judge": judge_info} if judge_info else {})}
+    return {
+        "model": model_info,
+        "suite": spec.suite,
+        **source_info,
+        "n_items": n_items,
+        "readout": spec.readout,
+        "serving": spec.serving,
+        "chunk_size": spec.chunk_size,
+        "check": check,
+        **({"check_pairs": check_pairs} if check and check_pairs else {}),
+        **({"policy": spec.policy} if spec.policy != "oracle" else {}),
+        **({"source_mode": spec.source} if spec.source != "natural" else {}),
+        **({"kept_from": spec.kept_from} if spec.kept_from != "a" else {}),
+        **({"template": spec.template} if spec.template != "orig" else {}),
+        **({"rope_yarn": spec.rope_yarn} if spec.rope_yarn else {}),
+        **({"judge": judge_info} if judge_info else {}),
+    }
 
 
-def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConfig, shard: Shard,
-              suite_order: list[str]) -> list[PlannedRun]:
+def open_runs(
+    specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConfig, shard: Shard, suite_order: list[str]
+) -> list[PlannedRun]:
     """A per-item log per spec: rank 0 alone starts afresh or merges what an interrupted sharded
     run left, then every rank opens it (appending to its own shard log when sharded). Earlier
     attempts are forgotten with the records they made: under --fresh, or when the log holds none."""
@@ -265,9 +332,11 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
             # interrupted torchrun's rank logs (merged and deleted, their descriptions left stale)
             described = [p for p in manifests(out) if p.name.startswith(path.name.replace(".items.jsonl", ".shard."))]
             if described and not cfg.fresh:
-                raise MatbenchError(f"{out} holds {len(described)} --shard run(s) of {path.name.replace('.items.jsonl', '')}: "
-                                    f"join them with `matbench merge {out} --output DIR`, run the rest with --shard, "
-                                    "or pass --fresh to discard them")
+                raise MatbenchError(
+                    f"{out} holds {len(described)} --shard run(s) of {path.name.replace('.items.jsonl', '')}: "
+                    f"join them with `matbench merge {out} --output DIR`, run the rest with --shard, "
+                    "or pass --fresh to discard them"
+                )
             if cfg.fresh:
                 for leftover in (*shard_logs(path), *described, *(attempts_path(p) for p in shard_logs(path))):
                     leftover.unlink(missing_ok=True)
@@ -276,13 +345,21 @@ def open_runs(specs: list[RunSpec], configs: list[dict[str, Any]], cfg: EvalConf
             if not log.records:
                 AttemptLog(attempts_path(path), key).discard()
     shard.barrier()
-    return [PlannedRun(spec, c, key, ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None),
-                       AttemptLog(attempts_path(path), key))
-            for spec, c, key, path in zip(specs, configs, keys, paths)]
+    return [
+        PlannedRun(
+            spec,
+            c,
+            key,
+            ItemLog(path, key, write_to=shard.shard_log(path) if shard.active else None),
+            AttemptLog(attempts_path(path), key),
+        )
+        for spec, c, key, path in zip(specs, configs, keys, paths)
+    ]
 
 
-def _open_shard(spec: RunSpec, config: dict[str, Any], key: str, path: Path, cfg: EvalConfig, shard: Shard
-                ) -> PlannedRun:
+def _open_shard(
+    spec: RunSpec, config: dict[str, Any], key: str, path: Path, cfg: EvalConfig, shard: Shard
+) -> PlannedRun:
     """An independent shard's log and attempts file (`--shard I/N`): the run's, with its rank."""
     log_path, attempts = shard.shard_log(path), attempts_path(shard.shard_log(path))
     if cfg.fresh:
@@ -298,19 +375,36 @@ def _describe_shard(run: PlannedRun, cfg: EvalConfig, shard: Shard, slice_: list
     """What `matbench merge` needs of this shard besides its records, written before it scores:
     so a shard that never finishes is named, with the items it lacks."""
     path = Path(cfg.output) / f"{run.spec.stem}.items.jsonl"
-    ShardManifest(stem=run.spec.stem, shard=shard.rank, shards=shard.world_size, config=run.config, config_hash=run.key,
-                  invocation=_invocation(cfg), environment=environment(), items=tuple(p.item_id for p in slice_),
-                  suite_order=tuple(p.item_id for p in pairs), n_from_log=run.log.n_loaded
-                  ).write(manifest_path(path, shard.rank))
+    ShardManifest(
+        stem=run.spec.stem,
+        shard=shard.rank,
+        shards=shard.world_size,
+        config=run.config,
+        config_hash=run.key,
+        invocation=_invocation(cfg),
+        environment=environment(),
+        items=tuple(p.item_id for p in slice_),
+        suite_order=tuple(p.item_id for p in pairs),
+        n_from_log=run.log.n_loaded,
+    ).write(manifest_path(path, shard.rank))
 
 
 def _invocation(cfg: EvalConfig) -> dict[str, Any]:
     return {**asdict(cfg), "readouts": list(cfg.readouts), "servings": list(cfg.servings)}
 
 
-def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: dict[str, str], cfg: EvalConfig,
-                  group: int, progress: Any, judge: Any = None, gated: frozenset[str] | None = None,
-                  on_batch: Any = None) -> None:
+def score_missing(
+    engine: Any,
+    todo: list[Any],
+    runs: list[PlannedRun],
+    hashes: dict[str, str],
+    cfg: EvalConfig,
+    group: int,
+    progress: Any,
+    judge: Any = None,
+    gated: frozenset[str] | None = None,
+    on_batch: Any = None,
+) -> None:
     """Score every pair of `todo` for the specs whose logs lack it and append the records (with
     the gates when --check, on the pairs of `gated` when given; graded by `judge` when the run
     names one), a batch at a time; `on_batch()` is called after each batch is logged."""
@@ -338,8 +432,11 @@ def score_missing(engine: Any, todo: list[Any], runs: list[PlannedRun], hashes: 
                 if judge is not None:
                     record = judge.judge_record(pair, record, suite)
                 if pair.item_id not in by_combo[combo].log:
-                    by_combo[combo].log.append(replace(record, item_hash=hashes[pair.item_id],
-                                                       gates=tuple(gates) if gates is not None else None))
+                    by_combo[combo].log.append(
+                        replace(
+                            record, item_hash=hashes[pair.item_id], gates=tuple(gates) if gates is not None else None
+                        )
+                    )
             progress.update(1)
         if on_batch is not None:
             on_batch()
@@ -367,12 +464,15 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
 
         judge = Judge(loaded)  # the answering model grades itself
     first = settings_of(cfg)[0]
-    engine = PairEngine(loaded, chunk_size=cfg.chunk_size, policy=first.policy, source=first.source,
-                        kept_from=first.kept_from)
+    engine = PairEngine(
+        loaded, chunk_size=cfg.chunk_size, policy=first.policy, source=first.source, kept_from=first.kept_from
+    )
     specs = plan(cfg, engine)
     model_info = {**loaded.describe(), "device": shard.config_device(loaded.device)}
     judge_info = {**judge.loaded.describe(), "device": shard.config_device(judge.loaded.device)} if judge else None
-    configs = [run_config(s, model_info, source_info, len(pairs), cfg.check, judge_info, cfg.check_pairs) for s in specs]
+    configs = [
+        run_config(s, model_info, source_info, len(pairs), cfg.check, judge_info, cfg.check_pairs) for s in specs
+    ]
     runs = open_runs(specs, configs, cfg, shard, [p.item_id for p in pairs])
     hashes = {p.item_id: item_hash(p) for p in pairs}
     for run in runs:
@@ -396,18 +496,27 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
         todo = mine  # the progress bar counts the slice
     group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts, cfg.memory_fraction)
     reset_peak(loaded.device)
-    clock = AttemptClock.start(started, loaded.device, group, cfg.batch_pairs is None and loaded.device.startswith("cuda"),
-                               shard.world_size if shard.active else 1)  # an independent shard is one process
+    clock = AttemptClock.start(
+        started,
+        loaded.device,
+        group,
+        cfg.batch_pairs is None and loaded.device.startswith("cuda"),
+        shard.world_size if shard.active else 1,
+    )  # an independent shard is one process
     # The main process keeps the attempt's totals (its own peak; under torchrun every rank runs
     # as long), after each batch, so a killed attempt counts up to its last batch.
     on_batch = (lambda: clock.record(runs)) if shard.is_main or shard.independent else None
     where = f", rank {shard.rank}/{shard.world_size}" if shard.active else ""
     where = f", shard {shard.rank}/{shard.world_size}" if shard.independent else where
     total = len(slice_) if shard.independent else len(pairs)
-    with tqdm(total=total - len(todo) + len(mine), initial=total - len(todo),
-              desc=f"{cfg.suite} ({loaded.source.name}{where})", unit="pair",
-              disable=not cfg.progress or not (shard.is_main or shard.independent)) as progress:
-        gated = frozenset(p.item_id for p in pairs[:cfg.check_pairs]) if cfg.check_pairs else None
+    with tqdm(
+        total=total - len(todo) + len(mine),
+        initial=total - len(todo),
+        desc=f"{cfg.suite} ({loaded.source.name}{where})",
+        unit="pair",
+        disable=not cfg.progress or not (shard.is_main or shard.independent),
+    ) as progress:
+        gated = frozenset(p.item_id for p in pairs[: cfg.check_pairs]) if cfg.check_pairs else None
         try:
             score_missing(engine, mine, runs, hashes, cfg, group, progress, judge, gated, on_batch)
         except BaseException:  # out of memory, a failed gate, Ctrl-C: the time spent still counts
@@ -448,12 +557,21 @@ def _attempts(run: PlannedRun, clock: AttemptClock) -> Any:
     return totals(attempts)
 
 
-def write_results(run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator: Any, env: dict[str, Any],
-                  spent: Any) -> dict[str, Any]:
+def write_results(
+    run: PlannedRun, cfg: EvalConfig, pairs: list[Any], evaluator: Any, env: dict[str, Any], spent: Any
+) -> dict[str, Any]:
     """The spec's results file from its log's records, validated before it is written; `env`:
     where it ran, `spent`: the `Totals` of every attempt behind the records."""
     records = run.log.ordered(p.item_id for p in pairs)
-    made = RunRecords(config=run.config, config_hash=run.key, invocation=_invocation(cfg), environment=env,
-                      log=run.log.path, n_from_log=run.log.n_loaded, spent=spent)
-    return write_payload(made, records, evaluator, Path(cfg.output) / f"{run.spec.stem}.json",
-                         f"results of {run.spec.stem}")
+    made = RunRecords(
+        config=run.config,
+        config_hash=run.key,
+        invocation=_invocation(cfg),
+        environment=env,
+        log=run.log.path,
+        n_from_log=run.log.n_loaded,
+        spent=spent,
+    )
+    return write_payload(
+        made, records, evaluator, Path(cfg.output) / f"{run.spec.stem}.json", f"results of {run.spec.stem}"
+    )

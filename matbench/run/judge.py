@@ -21,10 +21,12 @@ JUDGE_TOKENS = 6  # cross_judge.judge: `_greedy(..., 6)`
 
 def judge_request(question: str, reference: str, answer: str) -> str:
     """cross_judge.judge's user message, verbatim."""
-    return (f"You are grading an answer to a question about an agent trajectory.\n"
-            f"Question: {question}\nReference answer: {reference}\nCandidate answer: {answer}\n\n"
-            "Is the candidate correct and consistent with the reference answer? "
-            "Reply with exactly one word: yes or no.")
+    return (
+        f"You are grading an answer to a question about an agent trajectory.\n"
+        f"Question: {question}\nReference answer: {reference}\nCandidate answer: {answer}\n\n"
+        "Is the candidate correct and consistent with the reference answer? "
+        "Reply with exactly one word: yes or no."
+    )
 
 
 def verdict(text: str) -> bool:
@@ -67,13 +69,19 @@ class Judge:
         (a readout that does not generate) are left as they are."""
         question, reference = suite.judge_prompt(pair)
         # the paper judges the decoded answer stripped (llm_hf `_greedy` returns `.strip()`)
-        arms = {name: replace(arm, judged=tuple(self.grade(question, reference, t.strip()) for t in arm.texts))
-                if arm.texts is not None else arm for name, arm in record.arms.items()}
+        arms = {
+            name: replace(arm, judged=tuple(self.grade(question, reference, t.strip()) for t in arm.texts))
+            if arm.texts is not None
+            else arm
+            for name, arm in record.arms.items()
+        }
         return replace(record, arms=arms)
 
 
 def check_judged(suite: Any, name: str) -> None:
     """Refuse --judge for a suite whose answers are not free text against a gold."""
     if not hasattr(suite, "judge_prompt"):
-        raise MatbenchError(f"--judge grades free answers against a gold; suite {name} is read from its menu "
-                            "(harvest_freeform is the judged suite)")
+        raise MatbenchError(
+            f"--judge grades free answers against a gold; suite {name} is read from its menu "
+            "(harvest_freeform is the judged suite)"
+        )

@@ -18,10 +18,12 @@ from tests.parity.recorder import record_run
 
 SWEEP, SWEEP_ITEMS, SWEEP_SEED = "kv_sweepmenu", 2, 1400  # per setting: bin2, dir4, name8
 DIGIT, DIGIT_ITEMS, DIGIT_SEED = "kv_digit", 2, 9200  # item 0 above 500, item 1 below
-NOTICE = ("Rendered by kvmemory/kv_sweepmenu.py and kvmemory/kv_digit.py of "
-          "https://github.com/oklen/Compute-Globally-Materialize-Locally (commit d80ef7b) under "
-          "tests/parity/recorder.py. MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai; "
-          "see tests/parity/fixtures/PAPER-LICENSE")
+NOTICE = (
+    "Rendered by kvmemory/kv_sweepmenu.py and kvmemory/kv_digit.py of "
+    "https://github.com/oklen/Compute-Globally-Materialize-Locally (commit d80ef7b) under "
+    "tests/parity/recorder.py. MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai; "
+    "see tests/parity/fixtures/PAPER-LICENSE"
+)
 
 
 def _argv(items: int, seed: int) -> list[str]:
@@ -34,11 +36,16 @@ def sweep(paper: Path) -> dict:
     # (after the header alone): the whole trajectory, then header + event 0 and header + event 23.
     items = []
     for k, setting in enumerate(s for s in ("bin2", "dir4", "name8") for _ in range(SWEEP_ITEMS)):
-        serves = run.serves[4 * k:4 * k + 4]
-        encodes = run.encodes[1 + 3 * k:1 + 3 * k + 3]
-        items.append({"setting": setting, "prefill": encodes[0], "isolated": encodes[1:],
-                      "serves": {arm: s.to_json() for arm, s in zip(("full_txt", "sel_txt", "harv_kv", "sel_ikv"),
-                                                                   serves)}})
+        serves = run.serves[4 * k : 4 * k + 4]
+        encodes = run.encodes[1 + 3 * k : 1 + 3 * k + 3]
+        items.append(
+            {
+                "setting": setting,
+                "prefill": encodes[0],
+                "isolated": encodes[1:],
+                "serves": {arm: s.to_json() for arm, s in zip(("full_txt", "sel_txt", "harv_kv", "sel_ikv"), serves)},
+            }
+        )
     assert len(run.serves) == 4 * len(items) and len(run.encodes) == 1 + 3 * len(items)
     return {"argv": _argv(SWEEP_ITEMS, SWEEP_SEED), "items": items}
 
@@ -47,9 +54,13 @@ def digit(paper: Path) -> dict:
     run = record_run(paper, DIGIT, _argv(DIGIT_ITEMS, DIGIT_SEED))
     # Per item, serves: kv (decoy + carrier) then txt (every row), each exact, above500, first digit.
     names = [f"{arm}/{q}" for arm in ("kv", "txt") for q in ("exact", "above500", "first_digit")]
-    items = [{"prefill": run.encodes[1 + k],
-              "serves": {name: s.to_json() for name, s in zip(names, run.serves[6 * k:6 * k + 6])}}
-             for k in range(DIGIT_ITEMS)]
+    items = [
+        {
+            "prefill": run.encodes[1 + k],
+            "serves": {name: s.to_json() for name, s in zip(names, run.serves[6 * k : 6 * k + 6])},
+        }
+        for k in range(DIGIT_ITEMS)
+    ]
     assert len(run.serves) == 6 * DIGIT_ITEMS and len(run.encodes) == 1 + DIGIT_ITEMS
     return {"argv": _argv(DIGIT_ITEMS, DIGIT_SEED), "items": items}
 

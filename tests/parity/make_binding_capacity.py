@@ -30,15 +30,19 @@ def main(paper_root: str) -> None:
     for _ in range(ITEMS):
         item = {}
         for layout, n_q in LAYOUTS:
-            serves = [x.to_json() for x in run.serves[s: s + 2 * n_q]]
-            item[layout] = {"prefill": run.encodes[e],
-                            **{f"q{j + 1}": {"sel": serves[2 * j], "harv": serves[2 * j + 1]} for j in range(n_q)}}
+            serves = [x.to_json() for x in run.serves[s : s + 2 * n_q]]
+            item[layout] = {
+                "prefill": run.encodes[e],
+                **{f"q{j + 1}": {"sel": serves[2 * j], "harv": serves[2 * j + 1]} for j in range(n_q)},
+            }
             e, s = e + 1, s + 2 * n_q
         items.append(item)
     assert e == len(run.encodes) and s == len(run.serves)
     out = Path(__file__).parent / "fixtures" / "binding_capacity.json"
-    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "seed": SEED,
-                               "items": items}, indent=1) + "\n")
+    out.write_text(
+        json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "seed": SEED, "items": items}, indent=1)
+        + "\n"
+    )
     print(f"wrote {out} ({ITEMS} items)")
 
 

@@ -28,10 +28,14 @@ def main(paper_root: str) -> None:
     # header alone): the whole trajectory, then header + each served event (sel_ikv).
     items = []
     for k, mode in enumerate(m for m in MODES for _ in range(ITEMS)):
-        serves = run.serves[4 * k:4 * k + 4]
-        items.append({"mode": mode, "prefill": run.encodes[1 + 3 * k],
-                      "serves": {arm: s.to_json() for arm, s in zip(("full_txt", "sel_txt", "harv_kv", "sel_ikv"),
-                                                                   serves)}})
+        serves = run.serves[4 * k : 4 * k + 4]
+        items.append(
+            {
+                "mode": mode,
+                "prefill": run.encodes[1 + 3 * k],
+                "serves": {arm: s.to_json() for arm, s in zip(("full_txt", "sel_txt", "harv_kv", "sel_ikv"), serves)},
+            }
+        )
     assert len(run.serves) == 4 * len(items) and len(run.encodes) == 1 + 3 * len(items)
     out = Path(__file__).parent / "fixtures" / "decoy_audit.json"
     out.write_text(json.dumps({"notice": NOTICE, "script": SCRIPT, "argv": argv, "items": items}, indent=1) + "\n")

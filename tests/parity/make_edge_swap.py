@@ -26,13 +26,18 @@ def main(paper_root: str) -> None:
     # alone first, then per item A-ONLINE, A-OFFLINE, B-LA, B-LB.
     items = []
     for k in range(ITEMS):
-        serves = run.serves[6 * k + 4:6 * k + 6]
-        encodes = run.encodes[1 + 4 * k + 2:1 + 4 * k + 4]
-        items.append({"prefill": {"LA": encodes[0], "LB": encodes[1]},
-                      "serves": {"LA": serves[0].to_json(), "LB": serves[1].to_json()}})
+        serves = run.serves[6 * k + 4 : 6 * k + 6]
+        encodes = run.encodes[1 + 4 * k + 2 : 1 + 4 * k + 4]
+        items.append(
+            {
+                "prefill": {"LA": encodes[0], "LB": encodes[1]},
+                "serves": {"LA": serves[0].to_json(), "LB": serves[1].to_json()},
+            }
+        )
     out = Path(__file__).parent / "fixtures" / "edge_swap.json"
-    out.write_text(json.dumps({"notice": NOTICE, "script": SCRIPT, "part": "B", "seed": SEED, "items": items},
-                              indent=1) + "\n")
+    out.write_text(
+        json.dumps({"notice": NOTICE, "script": SCRIPT, "part": "B", "seed": SEED, "items": items}, indent=1) + "\n"
+    )
     print(f"wrote {out} ({ITEMS} items)")
 
 

@@ -26,10 +26,12 @@ from pathlib import Path
 from tests.parity import make_harvest, recorder
 from tests.parity.make_harvest import LOCOMO, REALTALK, write_sources
 
-NOTICE = ("Rendered by kvmemory/kv_harvest3.py and kvmemory/cross_judge.py of "
-          "https://github.com/oklen/Compute-Globally-Materialize-Locally (commit d80ef7b) under "
-          "tests/parity/recorder.py, over synthetic dialogs written for this fixture (no LoCoMo or REALTALK text). "
-          "MIT License, Copyright (c) the authors; see tests/parity/fixtures/PAPER-LICENSE")
+NOTICE = (
+    "Rendered by kvmemory/kv_harvest3.py and kvmemory/cross_judge.py of "
+    "https://github.com/oklen/Compute-Globally-Materialize-Locally (commit d80ef7b) under "
+    "tests/parity/recorder.py, over synthetic dialogs written for this fixture (no LoCoMo or REALTALK text). "
+    "MIT License, Copyright (c) the authors; see tests/parity/fixtures/PAPER-LICENSE"
+)
 ANSWER = "a beagle, in July"  # the stand-in's answer to every readout (the judge's candidate)
 WINDOWS = (0, 1, 2)
 # kv_harvest3 reads one dataset per run: matbench's name for its one synthetic conversation.
@@ -61,19 +63,25 @@ def harvest3(events: list[tuple[str, object]]) -> tuple[dict[str, list], list[di
             prefills[conversation] = value
             k += 1
             continue
-        none, text, goldev, harv = (v for _, v in events[k:k + 4])
+        none, text, goldev, harv = (v for _, v in events[k : k + 4])
         k += 4
         encodes = []
         while events[k][0] == "encode":
             encodes.append(events[k][1])
             k += 1
         iso = events[k][1]
-        judges = [v for _, v in events[k + 1:k + 6]]
-        assert all(kind == "serve" for kind, _ in events[k:k + 6])
+        judges = [v for _, v in events[k + 1 : k + 6]]
+        assert all(kind == "serve" for kind, _ in events[k : k + 6])
         k += 6
-        items.append({"conversation": conversation, "question": _question(harv), "iso_encodes": encodes,
-                      "serves": {"none": none, "text": text, "goldev": goldev, "harv": harv, "iso": iso},
-                      "judge": dict(zip(JUDGED, judges))})
+        items.append(
+            {
+                "conversation": conversation,
+                "question": _question(harv),
+                "iso_encodes": encodes,
+                "serves": {"none": none, "text": text, "goldev": goldev, "harv": harv, "iso": iso},
+                "judge": dict(zip(JUDGED, judges)),
+            }
+        )
     return prefills, items
 
 
@@ -86,15 +94,36 @@ def main(paper_root: str) -> None:
         for window in WINDOWS:
             prefills[str(window)] = {}
             for ds in ("realtalk", "locomo"):
-                argv = ["--ds", ds, "--rt_path", str(realtalk), "--lc_path", str(locomo), "--shard", "0",
-                        "--nshards", "1", "--win", str(window), "--out", "/dev/null"]
+                argv = [
+                    "--ds",
+                    ds,
+                    "--rt_path",
+                    str(realtalk),
+                    "--lc_path",
+                    str(locomo),
+                    "--shard",
+                    "0",
+                    "--nshards",
+                    "1",
+                    "--win",
+                    str(window),
+                    "--out",
+                    "/dev/null",
+                ]
                 got, qas = harvest3(_record(root, argv))
                 assert list(got) == ["#0"]  # one synthetic conversation per dataset
                 prefills[str(window)][CONVERSATIONS[ds]] = got["#0"]
                 items += [{**qa, "conversation": CONVERSATIONS[ds], "window": window} for qa in qas]
-    fixture = {"notice": NOTICE, "scripts": ["kv_harvest3", "cross_judge"],
-               "args": "--ds realtalk|locomo --nshards 1 --win 0|1|2", "answer": ANSWER, "windows": list(WINDOWS),
-               "sources": {"locomo10.json": LOCOMO, "realtalk": REALTALK}, "prefills": prefills, "items": items}
+    fixture = {
+        "notice": NOTICE,
+        "scripts": ["kv_harvest3", "cross_judge"],
+        "args": "--ds realtalk|locomo --nshards 1 --win 0|1|2",
+        "answer": ANSWER,
+        "windows": list(WINDOWS),
+        "sources": {"locomo10.json": LOCOMO, "realtalk": REALTALK},
+        "prefills": prefills,
+        "items": items,
+    }
     out = Path(__file__).parent / "fixtures" / "harvest_freeform.json"
     out.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {out} ({len(items)} items over windows {list(WINDOWS)}, {out.stat().st_size} bytes)")

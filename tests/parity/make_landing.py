@@ -25,19 +25,28 @@ ON_OF = ("ON", "OF")
 # register of the mirror's name length, so U has another length: len_match = 0), items, whether it
 # has --menu, the serve keys of one item in call order, and the prefill keys of one item.
 SCRIPTS = {
-    "kv_causal3": (9500, 2, True,
-                   [k for i in ON_OF for k in (f"t_{i}_ON", f"t_{i}_OF", f"m_{i}")] + ["e_ON", "e_OF"],
-                   ["ONLINE", "OFFLINE"]),
+    "kv_causal3": (
+        9500,
+        2,
+        True,
+        [k for i in ON_OF for k in (f"t_{i}_ON", f"t_{i}_OF", f"m_{i}")] + ["e_ON", "e_OF"],
+        ["ONLINE", "OFFLINE"],
+    ),
     "kv_causal2": (8200, 2, True, [f"a_{i}_{j}" for i in ON_OF for j in (*ON_OF, "NO")], ["ONLINE", "OFFLINE"]),
-    "kv_hops": (2900, 3, False, ["A1_c1_M1", "A2_c2_M2", "A3_c3_T", "A4_c23_T", "A5_all_T", "floor_txt_T"],
-                ["v1"]),
-    "kv_poscontrol": (8201, 3, True,
-                      [k for v in ON_OF for k in [f"a_{v}_abs"] + [f"a_{v}_{j}_{c}" for c in ("men", "fil") for j in ON_OF]],
-                      [f"{v}/{c}" for v in ("ONLINE", "OFFLINE") for c in ("men", "fil")]),
+    "kv_hops": (2900, 3, False, ["A1_c1_M1", "A2_c2_M2", "A3_c3_T", "A4_c23_T", "A5_all_T", "floor_txt_T"], ["v1"]),
+    "kv_poscontrol": (
+        8201,
+        3,
+        True,
+        [k for v in ON_OF for k in [f"a_{v}_abs"] + [f"a_{v}_{j}_{c}" for c in ("men", "fil") for j in ON_OF]],
+        [f"{v}/{c}" for v in ("ONLINE", "OFFLINE") for c in ("men", "fil")],
+    ),
 }
-NOTICE = ("Rendered by kvmemory/{scripts} of https://github.com/oklen/Compute-Globally-Materialize-Locally "
-          "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) the authors; "
-          "see tests/parity/fixtures/PAPER-LICENSE")
+NOTICE = (
+    "Rendered by kvmemory/{scripts} of https://github.com/oklen/Compute-Globally-Materialize-Locally "
+    "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) the authors; "
+    "see tests/parity/fixtures/PAPER-LICENSE"
+)
 
 
 def record_script(paper: Path, script: str) -> dict:
@@ -49,11 +58,13 @@ def record_script(paper: Path, script: str) -> dict:
     assert len(run.serves) == items * per_serve and len(run.encodes) == 1 + items * per_prefill, script
     out = []
     for k in range(items):
-        serves = run.serves[k * per_serve:(k + 1) * per_serve]
-        item = {"prefill": dict(zip(prefill_keys, run.encodes[1 + k * per_prefill:1 + (k + 1) * per_prefill])),
-                "serves": {key: s.to_json() for key, s in zip(serve_keys, serves)}}
+        serves = run.serves[k * per_serve : (k + 1) * per_serve]
+        item = {
+            "prefill": dict(zip(prefill_keys, run.encodes[1 + k * per_prefill : 1 + (k + 1) * per_prefill])),
+            "serves": {key: s.to_json() for key, s in zip(serve_keys, serves)},
+        }
         if menu is not None:
-            menu_serves = menu.serves[k * per_serve:(k + 1) * per_serve]
+            menu_serves = menu.serves[k * per_serve : (k + 1) * per_serve]
             assert [s.rows for s in menu_serves] == [s.rows for s in serves], script  # same draws, same rows
             item["menu_queries"] = {key: s.query for key, s in zip(serve_keys, menu_serves)}
         out.append(item)

@@ -33,15 +33,18 @@ def main(paper_root: str) -> None:
         variants = {}
         for v, name in enumerate(VARIANTS):
             at = 2 * k + v
-            serves = run.serves[4 * at:4 * at + 4]
+            serves = run.serves[4 * at : 4 * at + 4]
             assert [s.call for s in serves] == ["greedy", "greedy_pos", "greedy", "greedy_pos"]
-            variants[name] = {"prefill": run.encodes[1 + at],
-                              "serves": {arm: s.to_json() for arm, s in zip(ARMS, serves)}}
+            variants[name] = {
+                "prefill": run.encodes[1 + at],
+                "serves": {arm: s.to_json() for arm, s in zip(ARMS, serves)},
+            }
         items.append({"setting": setting, "variants": variants})
     assert len(run.serves) == 8 * len(items) and len(run.encodes) == 1 + 2 * len(items)
     out = Path(__file__).parent / "fixtures" / "note_knob.json"
-    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "items": items}, indent=1)
-                   + "\n")
+    out.write_text(
+        json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "items": items}, indent=1) + "\n"
+    )
     print(f"wrote {out} ({len(items)} items)")
 
 

@@ -28,13 +28,21 @@ def main(paper_root: str) -> None:
     assert len(run.encodes) == 1 + ITEMS and len(run.serves) == 6 * ITEMS
     items = []
     for k in range(ITEMS):
-        serves = [s.to_json() for s in run.serves[6 * k: 6 * (k + 1)]]
-        items.append({"prefill": run.encodes[1 + k],
-                      **{q: {"harv": serves[2 * j], "sel_txt": serves[2 * j + 1]}
-                         for j, q in enumerate(("q4", "bit_a", "bit_b"))}})
+        serves = [s.to_json() for s in run.serves[6 * k : 6 * (k + 1)]]
+        items.append(
+            {
+                "prefill": run.encodes[1 + k],
+                **{
+                    q: {"harv": serves[2 * j], "sel_txt": serves[2 * j + 1]}
+                    for j, q in enumerate(("q4", "bit_a", "bit_b"))
+                },
+            }
+        )
     out = Path(__file__).parent / "fixtures" / "orthogonal_bits.json"
-    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "seed": SEED,
-                               "items": items}, indent=1) + "\n")
+    out.write_text(
+        json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "seed": SEED, "items": items}, indent=1)
+        + "\n"
+    )
     print(f"wrote {out} ({ITEMS} items)")
 
 

@@ -16,10 +16,17 @@ from pathlib import Path
 
 from tests.parity.recorder import notice, paper_on_path
 
-KINDS = {"state": {"r": "KAPPA", "v": "ONLINE"}, "num": {"r": "SIGMA", "v": 417},
-         "mirror": {"a": "THETA", "b": "GAMMA"}, "selftest": {"r": "DELTA"},
-         "operand": {"r": "OMEGA", "gv": 731, "thr": 650}, "verdict": {"r": "OMEGA", "v": "EXCEEDED"},
-         "neutral": {"r": "OMEGA"}, "outcome": {"r": "OMEGA"}, "flag": {"r": "OMEGA"}}
+KINDS = {
+    "state": {"r": "KAPPA", "v": "ONLINE"},
+    "num": {"r": "SIGMA", "v": 417},
+    "mirror": {"a": "THETA", "b": "GAMMA"},
+    "selftest": {"r": "DELTA"},
+    "operand": {"r": "OMEGA", "gv": 731, "thr": 650},
+    "verdict": {"r": "OMEGA", "v": "EXCEEDED"},
+    "neutral": {"r": "OMEGA"},
+    "outcome": {"r": "OMEGA"},
+    "flag": {"r": "OMEGA"},
+}
 
 
 def main(paper_root: str) -> None:
@@ -28,8 +35,12 @@ def main(paper_root: str) -> None:
         kinds = {k: {t: frozen.phr(t, k, **kw) for t in ("orig", "para")} for k, kw in KINDS.items()}
         wraps = {t: frozen.wrap(t, 4, "BODY") for t in ("orig", "para")}
     out = Path(__file__).parent / "fixtures" / "paraphrase.json"
-    out.write_text(json.dumps({"notice": notice("kv_frozen"), "script": "kv_frozen",
-                               "kinds": kinds, "wrap_index_4": wraps}, indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            {"notice": notice("kv_frozen"), "script": "kv_frozen", "kinds": kinds, "wrap_index_4": wraps}, indent=1
+        )
+        + "\n"
+    )
     print(f"wrote {out}")
 
 

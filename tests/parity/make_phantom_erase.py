@@ -31,11 +31,20 @@ def main(paper_root: str) -> None:
     for k in range(n):
         prefill = run.encodes[1 + k]
         values = [int(v) for v in OLD.findall("".join(t for t, _ in prefill))]
-        items.append({"old": values[0], "new": values[1] if len(values) > 1 else None, "conflict": len(values) > 1,
-                      "prefill": prefill, "erased": run.serves[2 * k].to_json(), "oracle": run.serves[2 * k + 1].to_json()})
+        items.append(
+            {
+                "old": values[0],
+                "new": values[1] if len(values) > 1 else None,
+                "conflict": len(values) > 1,
+                "prefill": prefill,
+                "erased": run.serves[2 * k].to_json(),
+                "oracle": run.serves[2 * k + 1].to_json(),
+            }
+        )
     out = Path(__file__).parent / "fixtures" / "phantom_erase.json"
-    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "items": items}, indent=1)
-                   + "\n")
+    out.write_text(
+        json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "items": items}, indent=1) + "\n"
+    )
     print(f"wrote {out} ({n} items)")
 
 

@@ -26,12 +26,22 @@ def main(paper_root: str) -> None:
     # Prefills: the header alone, then per row donor A's, donor B's and the isolated event; serves:
     # A, B, iso.
     n = len(run.serves) // 3
-    rows = [{"prefill": {"A": run.encodes[1 + 3 * k], "B": run.encodes[2 + 3 * k], "iso": run.encodes[3 + 3 * k]},
-             "serves": {"A": run.serves[3 * k].to_json(), "B": run.serves[3 * k + 1].to_json(),
-                        "iso": run.serves[3 * k + 2].to_json()}} for k in range(n)]
+    rows = [
+        {
+            "prefill": {"A": run.encodes[1 + 3 * k], "B": run.encodes[2 + 3 * k], "iso": run.encodes[3 + 3 * k]},
+            "serves": {
+                "A": run.serves[3 * k].to_json(),
+                "B": run.serves[3 * k + 1].to_json(),
+                "iso": run.serves[3 * k + 2].to_json(),
+            },
+        }
+        for k in range(n)
+    ]
     assert len(run.encodes) == 1 + 3 * n
     out = Path(__file__).parent / "fixtures" / "phantom_swap.json"
-    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "rows": rows}, indent=1) + "\n")
+    out.write_text(
+        json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "rows": rows}, indent=1) + "\n"
+    )
     print(f"wrote {out} ({n} rows)")
 
 

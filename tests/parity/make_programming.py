@@ -27,9 +27,11 @@ from pathlib import Path
 from tests.parity import recorder
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "programming.json"
-NOTICE = ("Recorded from the paper's public code, oklen/Compute-Globally-Materialize-Locally at commit d80ef7b, "
-          "scripts kvmemory/kv_mater2.py and kvmemory/kv_mater3.py (texts rendered by the paper's code). "
-          "MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai (the authors); see tests/parity/fixtures/PAPER-LICENSE")
+NOTICE = (
+    "Recorded from the paper's public code, oklen/Compute-Globally-Materialize-Locally at commit d80ef7b, "
+    "scripts kvmemory/kv_mater2.py and kvmemory/kv_mater3.py (texts rendered by the paper's code). "
+    "MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai (the authors); see tests/parity/fixtures/PAPER-LICENSE"
+)
 KINDS = ("pas", "bind", "dir", "nld", "exp")  # kv_mater2.ARMS order
 T_KINDS = ("bind", "dir", "exp")
 DONORS = ("hi", "lo")
@@ -60,8 +62,11 @@ def _calls(script: str, kind: str, donor: str) -> list[tuple[str, str, str]]:
     return calls
 
 
-QUESTION_OPENINGS = {"qmain": "\n\nQuestion: Was sensor ", "qtgt": "\n\nQuestion: What verdict is recorded",
-                     "qunrel": "\n\nQuestion: What state is register "}
+QUESTION_OPENINGS = {
+    "qmain": "\n\nQuestion: Was sensor ",
+    "qtgt": "\n\nQuestion: What verdict is recorded",
+    "qunrel": "\n\nQuestion: What state is register ",
+}
 
 
 def script_fixture(paper: Path, script: str, argv: list[str]) -> dict:
@@ -97,9 +102,12 @@ def main(argv: list[str]) -> None:
     if len(argv) != 1:
         sys.exit("usage: python -m tests.parity.make_programming /path/to/paper-checkout")
     paper = Path(argv[0])
-    fixture = {"notice": NOTICE, "paper": {"repo": "oklen/Compute-Globally-Materialize-Locally", "commit": "d80ef7b"},
-               "tokenizer": "tests.parity.recorder.CharTokenizer (one id per character; positions are characters)",
-               "scripts": {script: script_fixture(paper, script, args) for script, args in RUNS.items()}}
+    fixture = {
+        "notice": NOTICE,
+        "paper": {"repo": "oklen/Compute-Globally-Materialize-Locally", "commit": "d80ef7b"},
+        "tokenizer": "tests.parity.recorder.CharTokenizer (one id per character; positions are characters)",
+        "scripts": {script: script_fixture(paper, script, args) for script, args in RUNS.items()},
+    }
     FIXTURE.parent.mkdir(exist_ok=True)
     FIXTURE.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {FIXTURE} ({FIXTURE.stat().st_size} bytes)")

@@ -36,12 +36,16 @@ def main(paper_root: str) -> None:
     items = []
     for k, rec in enumerate(records):
         assert rec["row"] == ROWS[k // ITEMS] and rec["it"] == k % ITEMS
-        serves = [s.to_json() for s in run.serves[len(ARMS) * k:len(ARMS) * (k + 1)]]
+        serves = [s.to_json() for s in run.serves[len(ARMS) * k : len(ARMS) * (k + 1)]]
         assert all(s["call"] == "greedy_pos" and s["rows"] == serves[0]["rows"] for s in serves)
-        items.append({"record": {key: v for key, v in rec.items() if key not in ARMS},
-                      "prefill": run.encodes[1 + k], "rows": serves[0]["rows"],
-                      "serves": {arm: {"query": s["query"], "max_tokens": s["max_tokens"]}
-                                 for arm, s in zip(ARMS, serves)}})
+        items.append(
+            {
+                "record": {key: v for key, v in rec.items() if key not in ARMS},
+                "prefill": run.encodes[1 + k],
+                "rows": serves[0]["rows"],
+                "serves": {arm: {"query": s["query"], "max_tokens": s["max_tokens"]} for arm, s in zip(ARMS, serves)},
+            }
+        )
     out = Path(__file__).parent / "fixtures" / "recompute_matrix.json"
     body = {"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv[:4], "header": run.encodes[0], "items": items}
     out.write_text(json.dumps(body, indent=1) + "\n")

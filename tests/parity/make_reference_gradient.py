@@ -30,8 +30,11 @@ def main(paper_root: str) -> None:
         item = {}
         for j, kind in enumerate(CARRIERS):
             c = 4 * k + j
-            item[kind] = {"prefill": run.encodes[1 + c], "sel": run.serves[2 * c].to_json(),
-                          "harv": run.serves[2 * c + 1].to_json()}
+            item[kind] = {
+                "prefill": run.encodes[1 + c],
+                "sel": run.serves[2 * c].to_json(),
+                "harv": run.serves[2 * c + 1].to_json(),
+            }
         items.append(item)
     assert len(run.serves) == 8 * ITEMS and len(run.encodes) == 1 + 4 * ITEMS
     out = Path(__file__).parent / "fixtures" / "reference_gradient.json"

@@ -30,14 +30,22 @@ def main(paper_root: str) -> None:
     assert len(run.encodes) == 1 + 2 * EVENTS * N_ITEMS and len(run.serves) == 6 * N_ITEMS
     items = []
     for k in range(N_ITEMS):
-        enc = run.encodes[1 + 2 * EVENTS * k: 1 + 2 * EVENTS * (k + 1)]
-        serves = [s.to_json() for s in run.serves[6 * k: 6 * (k + 1)]]
-        items.append({"head": enc[:EVENTS], "nohead": enc[EVENTS:],
-                      "serves": dict(zip(("head_retr", "head_hop", "nohead_retr", "nohead_hop", "full_retr",
-                                          "full_hop"), serves))})
+        enc = run.encodes[1 + 2 * EVENTS * k : 1 + 2 * EVENTS * (k + 1)]
+        serves = [s.to_json() for s in run.serves[6 * k : 6 * (k + 1)]]
+        items.append(
+            {
+                "head": enc[:EVENTS],
+                "nohead": enc[EVENTS:],
+                "serves": dict(
+                    zip(("head_retr", "head_hop", "nohead_retr", "nohead_hop", "full_retr", "full_hop"), serves)
+                ),
+            }
+        )
     out = Path(__file__).parent / "fixtures" / "sink_dependency.json"
-    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "seed": 2, "items": items},
-                              indent=1) + "\n")
+    out.write_text(
+        json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "seed": 2, "items": items}, indent=1)
+        + "\n"
+    )
     print(f"wrote {out} ({N_ITEMS} items)")
 
 

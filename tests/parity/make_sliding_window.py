@@ -25,12 +25,25 @@ def main(paper_root: str) -> None:
     run = record_run(Path(paper_root), SCRIPT, argv, answer="ONLINE")
     # Per item and donor value (ONLINE, then OFFLINE): one prefill, a native serve, a compact serve.
     assert len(run.encodes) == 2 * ITEMS and len(run.serves) == 4 * ITEMS
-    items = [{v: {"prefill": run.encodes[2 * k + j], "native": run.serves[4 * k + 2 * j].to_json(),
-                  "compact": run.serves[4 * k + 2 * j + 1].to_json()} for j, v in enumerate(("ONLINE", "OFFLINE"))}
-             for k in range(ITEMS)]
+    items = [
+        {
+            v: {
+                "prefill": run.encodes[2 * k + j],
+                "native": run.serves[4 * k + 2 * j].to_json(),
+                "compact": run.serves[4 * k + 2 * j + 1].to_json(),
+            }
+            for j, v in enumerate(("ONLINE", "OFFLINE"))
+        }
+        for k in range(ITEMS)
+    ]
     out = Path(__file__).parent / "fixtures" / "sliding_window.json"
-    out.write_text(json.dumps({"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "gap": GAP, "seed": SEED,
-                               "items": items}, indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            {"notice": notice(SCRIPT), "script": SCRIPT, "argv": argv, "gap": GAP, "seed": SEED, "items": items},
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"wrote {out} ({ITEMS} items)")
 
 

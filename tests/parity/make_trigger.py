@@ -24,11 +24,15 @@ from tests.parity.recorder import record
 
 BANK, BANK_ITEMS, BANK_SEED = "kv_parabank2", 2, 8000
 PROBE, PROBE_SEED = "kv_bankprobe", 8800
-FAMILIES = {"mirror": ("mirrors", "tracks", "copies", "matches", "follows", "shadows", "kept_eq", "synced"),
-            "flag": ("accord", "inline", "reflect", "record", "assign", "write", "consist", "update")}
-NOTICE = (f"Rendered by kvmemory/{BANK}.py and kvmemory/{PROBE}.py of "
-          "https://github.com/oklen/Compute-Globally-Materialize-Locally (commit d80ef7b) under "
-          "tests/parity/recorder.py. MIT License, Copyright (c) the authors; see tests/parity/fixtures/PAPER-LICENSE")
+FAMILIES = {
+    "mirror": ("mirrors", "tracks", "copies", "matches", "follows", "shadows", "kept_eq", "synced"),
+    "flag": ("accord", "inline", "reflect", "record", "assign", "write", "consist", "update"),
+}
+NOTICE = (
+    f"Rendered by kvmemory/{BANK}.py and kvmemory/{PROBE}.py of "
+    "https://github.com/oklen/Compute-Globally-Materialize-Locally (commit d80ef7b) under "
+    "tests/parity/recorder.py. MIT License, Copyright (c) the authors; see tests/parity/fixtures/PAPER-LICENSE"
+)
 
 
 def bank(paper_root: Path) -> list[dict]:
@@ -48,23 +52,34 @@ def bank(paper_root: Path) -> list[dict]:
 
 
 def bankprobe(paper_root: Path) -> dict:
-    serves = record(paper_root, PROBE, ["--bank", "full16", "--items", "1", "--seed", str(PROBE_SEED),
-                                        "--out", "/dev/null"])
+    serves = record(
+        paper_root, PROBE, ["--bank", "full16", "--items", "1", "--seed", str(PROBE_SEED), "--out", "/dev/null"]
+    )
     # Per construction: kv trace (160), kv direct (10), kv probe, txt probe.
     assert len(serves) == 4 * 16
     out = {}
     for family, first in (("mirror", 0), ("flag", 8)):
-        calls = serves[4 * first:4 * first + 4]
+        calls = serves[4 * first : 4 * first + 4]
         out[f"{family}/{FAMILIES[family][0]}"] = {
-            name: {"query": s.query, "max_tokens": s.max_tokens, **({"candidates": s.candidates} if s.candidates else {})}
-            for name, s in zip(("kv_trace", "kv_direct", "kv_probe", "txt_probe"), calls)}
+            name: {
+                "query": s.query,
+                "max_tokens": s.max_tokens,
+                **({"candidates": s.candidates} if s.candidates else {}),
+            }
+            for name, s in zip(("kv_trace", "kv_direct", "kv_probe", "txt_probe"), calls)
+        }
     return out
 
 
 def main(paper_root: str) -> None:
     root = Path(paper_root)
-    fixture = {"notice": NOTICE, "script": BANK, "seed": BANK_SEED, "items": bank(root),
-               "bankprobe": {"script": PROBE, "seed": PROBE_SEED, "queries": bankprobe(root)}}
+    fixture = {
+        "notice": NOTICE,
+        "script": BANK,
+        "seed": BANK_SEED,
+        "items": bank(root),
+        "bankprobe": {"script": PROBE, "seed": PROBE_SEED, "queries": bankprobe(root)},
+    }
     out = Path(__file__).parent / "fixtures" / "trigger.json"
     out.write_text(json.dumps(fixture, indent=1) + "\n")
     print(f"wrote {out} ({BANK_ITEMS} items x 16 constructions; {out.stat().st_size} bytes)")

@@ -21,9 +21,11 @@ from pathlib import Path
 from tests.parity.recorder import record_run
 
 SCRIPT, BASES, SEED = "kv_coherence2", 2, 1300
-NOTICE = (f"Rendered by kvmemory/{SCRIPT}.py of https://github.com/oklen/Compute-Globally-Materialize-Locally "
-          "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) the authors; "
-          "see tests/parity/fixtures/PAPER-LICENSE")
+NOTICE = (
+    f"Rendered by kvmemory/{SCRIPT}.py of https://github.com/oklen/Compute-Globally-Materialize-Locally "
+    "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) the authors; "
+    "see tests/parity/fixtures/PAPER-LICENSE"
+)
 # kv_coherence2's loop order per member: for each question, the KV arms, then the text arms.
 KV_ARMS = ["stale", "upd_bare", "upd_ver", "patch_struct", "patch_der", "noopx", "ctl_wrong", "ctl_dummy"]
 TXT_ARMS = ["txt_stale", "txt_oracle"]
@@ -34,8 +36,11 @@ STATUS2 = ["ONLINE", "OFFLINE"]
 def main(paper_root: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out_json = Path(tmp) / "o2.json"
-        run = record_run(Path(paper_root), SCRIPT, ["--bases", str(BASES), "--seed", str(SEED), "--tpl", "orig",
-                                                    "--out", str(out_json)])
+        run = record_run(
+            Path(paper_root),
+            SCRIPT,
+            ["--bases", str(BASES), "--seed", str(SEED), "--tpl", "orig", "--out", str(out_json)],
+        )
         records = json.loads(out_json.read_text())["rows"]
     per_member = len(QUERIES) * (len(KV_ARMS) + len(TXT_ARMS))
     assert len(run.serves) == BASES * len(STATUS2) * per_member and len(run.encodes) == 1 + BASES * len(STATUS2)
@@ -48,7 +53,7 @@ def main(paper_root: str) -> None:
             assert rec["v1"] == v1
             base["members"][v1] = {key: rec[key] for key in ("v1", "v2", "dm", "changed")}
             base["prefill"][v1] = [[t, p] for t, p in run.encodes[1 + k]]  # encodes[0]: the header alone
-            serves = iter(run.serves[k * per_member:(k + 1) * per_member])
+            serves = iter(run.serves[k * per_member : (k + 1) * per_member])
             for q in QUERIES:
                 for arm in KV_ARMS + TXT_ARMS:
                     s = next(serves).to_json()

@@ -30,11 +30,17 @@ def vartrack(paper_root: Path) -> dict:
     assert len(run.encodes) == 1 + n * (1 + 2 * EVENTS)
     items = []
     for k in range(n):
-        enc = run.encodes[1 + k * (1 + 2 * EVENTS): 1 + (k + 1) * (1 + 2 * EVENTS)]
-        prefill, iso, anch = enc[0], enc[1:1 + EVENTS], enc[1 + EVENTS:]
-        serves = [s.to_json() for s in run.serves[4 * k: 4 * (k + 1)]]
-        items.append({"prefill": prefill, "iso": iso, "anch": {str(i): anch[i] for i in ANCH_KEPT},
-                      "serves": dict(zip(("full", "harvest", "iso", "anch"), serves))})
+        enc = run.encodes[1 + k * (1 + 2 * EVENTS) : 1 + (k + 1) * (1 + 2 * EVENTS)]
+        prefill, iso, anch = enc[0], enc[1 : 1 + EVENTS], enc[1 + EVENTS :]
+        serves = [s.to_json() for s in run.serves[4 * k : 4 * (k + 1)]]
+        items.append(
+            {
+                "prefill": prefill,
+                "iso": iso,
+                "anch": {str(i): anch[i] for i in ANCH_KEPT},
+                "serves": dict(zip(("full", "harvest", "iso", "anch"), serves)),
+            }
+        )
     return {"script": "kv_vartrack", "argv": argv, "seed": 7, "items": items}
 
 
@@ -43,9 +49,14 @@ def vardecomp(paper_root: Path) -> dict:
     run = record_run(paper_root, "kv_vardecomp", argv)
     items, e = [], 1  # encodes: the header alone, then per item the global prefill and one per chain step
     for k, hops in enumerate(h for h in (1, 2, 4) for _ in (0, 1)):
-        serves = [s.to_json() for s in run.serves[4 * k: 4 * (k + 1)]]  # full_txt, sel_txt, harv_kv, sel_ikv
-        items.append({"prefill": run.encodes[e], "sel_ikv": run.encodes[e + 1: e + 2 + hops],
-                      "serves": dict(zip(("full_txt", "sel_txt", "harv_kv", "sel_ikv"), serves))})
+        serves = [s.to_json() for s in run.serves[4 * k : 4 * (k + 1)]]  # full_txt, sel_txt, harv_kv, sel_ikv
+        items.append(
+            {
+                "prefill": run.encodes[e],
+                "sel_ikv": run.encodes[e + 1 : e + 2 + hops],
+                "serves": dict(zip(("full_txt", "sel_txt", "harv_kv", "sel_ikv"), serves)),
+            }
+        )
         e += 2 + hops
     assert e == len(run.encodes) and len(run.serves) == 4 * len(items)
     return {"script": "kv_vardecomp", "argv": argv, "seed": 300, "items": items}
@@ -54,8 +65,11 @@ def vardecomp(paper_root: Path) -> dict:
 def main(paper_root: str) -> None:
     root = Path(paper_root)
     out = Path(__file__).parent / "fixtures" / "var_tracking.json"
-    data = {"notice": notice("kv_vartrack") + " (and kvmemory/kv_vardecomp.py)",
-            "vartrack": vartrack(root), "vardecomp": vardecomp(root)}
+    data = {
+        "notice": notice("kv_vartrack") + " (and kvmemory/kv_vardecomp.py)",
+        "vartrack": vartrack(root),
+        "vardecomp": vardecomp(root),
+    }
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {out}")
 

@@ -32,8 +32,10 @@ import torch
 
 CHAT_HEAD = "<|user|>\n"
 CHAT_TAIL = "<|end|>\n<|assistant|>\n"
-CHAT_TEMPLATE = ("{% for m in messages %}<|user|>\n{{ m['content'] }}<|end|>\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|user|>\n{{ m['content'] }}<|end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
 
 
 class CharTokenizer:
@@ -73,9 +75,14 @@ class Serve:
     query_position: int | None = None  # the query's first position, where the script sets it (kv_harvnative)
 
     def to_json(self) -> dict[str, Any]:
-        return {"call": self.call, "rows": [[t, p] for t, p in self.rows], "query": self.query,
-                "max_tokens": self.max_tokens, **({"candidates": self.candidates} if self.candidates else {}),
-                **({"query_position": self.query_position} if self.query_position is not None else {})}
+        return {
+            "call": self.call,
+            "rows": [[t, p] for t, p in self.rows],
+            "query": self.query,
+            "max_tokens": self.max_tokens,
+            **({"candidates": self.candidates} if self.candidates else {}),
+            **({"query_position": self.query_position} if self.query_position is not None else {}),
+        }
 
 
 def _runs(ids: list[int], positions: list[int]) -> list[tuple[str, list[int]]]:
@@ -113,8 +120,11 @@ class RecordingLLM:
         return self.tok(text, return_tensors="pt").input_ids
 
     def _greedy_pos(self, cache, kept_positions, new_ids, max_tokens):
-        self.serves.append(Serve("greedy_pos", _runs(cache.ids, [int(p) for p in kept_positions]),
-                                 text_of(new_ids[0]), int(max_tokens)))
+        self.serves.append(
+            Serve(
+                "greedy_pos", _runs(cache.ids, [int(p) for p in kept_positions]), text_of(new_ids[0]), int(max_tokens)
+            )
+        )
         return self.answer, 0.0, 0.0
 
     def _greedy(self, cache, prefix_len, new_ids, max_tokens):
@@ -142,8 +152,9 @@ def fake_assemble(llm, blocks):
 
 
 def fake_answer_with_probs(llm, cache, pos, qids, cand_words, ntok=16):
-    llm.serves.append(Serve("probe", _runs(cache.ids, [int(p) for p in pos]), text_of(qids[0]), int(ntok),
-                            list(cand_words)))
+    llm.serves.append(
+        Serve("probe", _runs(cache.ids, [int(p) for p in pos]), text_of(qids[0]), int(ntok), list(cand_words))
+    )
     return llm.answer, {w: 1.0 / len(cand_words) for w in cand_words}
 
 
@@ -154,8 +165,9 @@ def fake_serve_native(llm, full_gpu, L, keep_pos, qids):
     positions = [int(x) for x in full_gpu[0][1].flatten().tolist()]
     at = {p: k for k, p in enumerate(positions)}
     keep = sorted(int(p) for p in keep_pos)
-    llm.serves.append(Serve("native", _runs([ids[at[p]] for p in keep], keep), text_of(qids[0]), 0,
-                            query_position=int(L)))
+    llm.serves.append(
+        Serve("native", _runs([ids[at[p]] for p in keep], keep), text_of(qids[0]), 0, query_position=int(L))
+    )
     return torch.zeros(256)
 
 
@@ -164,8 +176,9 @@ def fake_serve_compact(llm, blocks, qids, gen=0):
     ("compact"); `gen` greedy tokens after the first-token logits."""
     cache, pos = fake_assemble(llm, blocks)
     positions = [int(p) for p in pos]
-    llm.serves.append(Serve("compact", _runs(cache.ids, positions), text_of(qids[0]), int(gen),
-                            query_position=max(positions) + 1))
+    llm.serves.append(
+        Serve("compact", _runs(cache.ids, positions), text_of(qids[0]), int(gen), query_position=max(positions) + 1)
+    )
     return torch.zeros(256), (llm.answer if gen else None)
 
 
@@ -174,8 +187,9 @@ def fake_swgate_native(llm, full_kv, L, retained_pos, qids, gen):
     the header too) at their original positions, the query at L; `gen` greedy tokens."""
     ids = [int(x) for x in full_kv[0][0].flatten().tolist()]
     keep = sorted(int(p) for p in retained_pos)  # full_kv is every row from position 0: index = position
-    llm.serves.append(Serve("native", _runs([ids[p] for p in keep], keep), text_of(qids[0]), int(gen),
-                            query_position=int(L)))
+    llm.serves.append(
+        Serve("native", _runs([ids[p] for p in keep], keep), text_of(qids[0]), int(gen), query_position=int(L))
+    )
     return torch.zeros(256), llm.answer
 
 
@@ -184,21 +198,26 @@ def fake_swgate_compact(llm, full_kv, spans, qids, gen):
     max(position) + 1; `gen` greedy tokens."""
     ids = [int(x) for x in full_kv[0][0].flatten().tolist()]
     keep = [p for a, b in spans for p in range(a, b)]
-    llm.serves.append(Serve("compact", _runs([ids[p] for p in keep], keep), text_of(qids[0]), int(gen),
-                            query_position=max(keep) + 1))
+    llm.serves.append(
+        Serve("compact", _runs([ids[p] for p in keep], keep), text_of(qids[0]), int(gen), query_position=max(keep) + 1)
+    )
     return torch.zeros(256), llm.answer
 
 
 # Fakes for one script's own serving functions (other scripts may use the same names differently).
-SCRIPT_FAKES = {"kv_harvnative": {"serve_native": fake_serve_native, "serve_compact": fake_serve_compact},
-                "kv_swgate": {"serve_native": fake_swgate_native, "serve_compact": fake_swgate_compact}}
+SCRIPT_FAKES = {
+    "kv_harvnative": {"serve_native": fake_serve_native, "serve_compact": fake_serve_compact},
+    "kv_swgate": {"serve_native": fake_swgate_native, "serve_compact": fake_swgate_compact},
+}
 
 
 def notice(script: str) -> str:
     """The MIT notice a fixture rendered by one of the paper's scripts carries."""
-    return (f"Rendered by kvmemory/{script}.py of https://github.com/oklen/Compute-Globally-Materialize-Locally "
-            "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai; "
-            "see tests/parity/fixtures/PAPER-LICENSE")
+    return (
+        f"Rendered by kvmemory/{script}.py of https://github.com/oklen/Compute-Globally-Materialize-Locally "
+        "(commit d80ef7b) under tests/parity/recorder.py. MIT License, Copyright (c) 2026 Zefeng Cai, Zerui Cai; "
+        "see tests/parity/fixtures/PAPER-LICENSE"
+    )
 
 
 @contextlib.contextmanager
@@ -229,8 +248,11 @@ def record_run(paper_root: Path, script: str, argv: list[str], answer: str = "")
     with paper_on_path(paper_root):
         module = importlib.import_module(f"kvmemory.{script}")
         for loaded in [m for n, m in sys.modules.items() if n.startswith("kvmemory.")]:
-            for name, fake in (("encode_block", fake_encode_block), ("assemble", fake_assemble),
-                               ("answer_with_probs", fake_answer_with_probs)):
+            for name, fake in (
+                ("encode_block", fake_encode_block),
+                ("assemble", fake_assemble),
+                ("answer_with_probs", fake_answer_with_probs),
+            ):
                 if hasattr(loaded, name):
                     setattr(loaded, name, fake)
             if hasattr(loaded, "HFBackend"):

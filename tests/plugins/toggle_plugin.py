@@ -36,9 +36,11 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     source = rng.randrange(4, 8)
     events[source] = f"register {source_reg} set to state <donor>"
     events[20] = f"register {copy} copies register {source_reg}"
-    arms = (Arm("carrier", (0, 20), ask_state(copy)),
-            Arm("txt", tuple(range(N_EVENTS)), ask_state(copy), uses_source=True),
-            Arm("control", tuple(range(source)), ask_state(copy)))
+    arms = (
+        Arm("carrier", (0, 20), ask_state(copy)),
+        Arm("txt", tuple(range(N_EVENTS)), ask_state(copy), uses_source=True),
+        Arm("control", tuple(range(source)), ask_state(copy)),
+    )
     return register_source_pair(item_id, events, source, source_reg, arms, (source_reg, copy, decoy))
 
 
@@ -49,10 +51,23 @@ SUITES.register("toggle")(Suite("toggle", "1", default_n=8, make_item=make_item)
 @EVALUATORS.register("toggle")
 class ToggleEvaluator(Evaluator):
     contract = (
-        Metric("carrier_classes", "arms.carrier.classes", "carrier f:a", "carrier arm: follow:anti of the donor",
-               Scale.FOLLOW, Format.CLASSES, overview=True),
-        Metric("carrier_shift", "arms.carrier.donor_shift", "carrier donor shift", "carrier arm donor margin shift",
-               Scale.SHIFT, Format.SIGNED_CI),
+        Metric(
+            "carrier_classes",
+            "arms.carrier.classes",
+            "carrier f:a",
+            "carrier arm: follow:anti of the donor",
+            Scale.FOLLOW,
+            Format.CLASSES,
+            overview=True,
+        ),
+        Metric(
+            "carrier_shift",
+            "arms.carrier.donor_shift",
+            "carrier donor shift",
+            "carrier arm donor margin shift",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+        ),
         CONTROL_CLEAN,
     )
 

@@ -21,8 +21,9 @@ class WrapsScorer(ScoredPolicy):
     def _inner(self) -> ScoredPolicy:
         policy = POLICIES.get(self.inner)
         if not issubclass(policy, ScoredPolicy) or issubclass(policy, WrapsScorer):
-            raise MatbenchError(f"{self.name}'s inner policy must be a scoring policy other than adakv or merging "
-                                f"(got {self.inner!r})")
+            raise MatbenchError(
+                f"{self.name}'s inner policy must be a scoring policy other than adakv or merging (got {self.inner!r})"
+            )
         return policy(budget=self.budget)
 
     def observed_tokens(self) -> int:

@@ -112,8 +112,9 @@ class ServingPolicy:
         default): rows are only dropped."""
         return None
 
-    def keep(self, arm: Arm, member: MemberLayout, cache: EventCache,
-             context: SelectionContext) -> tuple[int, ...] | KeptRows:
+    def keep(
+        self, arm: Arm, member: MemberLayout, cache: EventCache, context: SelectionContext
+    ) -> tuple[int, ...] | KeptRows:
         raise NotImplementedError
 
 
@@ -155,8 +156,9 @@ def parse_policy(spec: str, budget: Budget | None = None) -> ServingPolicy:
         budget = Budget.parse(budget_text)
     if budget is None:
         if policy.budgeted and getattr(policy, "budget", None) is None:
-            raise MatbenchError(f"policy {name!r} needs a budget: --budget 0.5 (fraction removed) or 256 (tokens "
-                                f"kept), or {name}@0.5")
+            raise MatbenchError(
+                f"policy {name!r} needs a budget: --budget 0.5 (fraction removed) or 256 (tokens kept), or {name}@0.5"
+            )
         return policy
     if not policy.budgeted:
         raise MatbenchError(f"policy {name!r} keeps what it declares and takes no budget (got {budget.spec})")

@@ -31,8 +31,9 @@ class Budget:
         try:
             return cls(ratio=float(text)) if "." in text else cls(tokens=int(text))
         except ValueError:
-            raise MatbenchError(f"budget {text!r} is neither a removed fraction such as 0.5 nor a token "
-                                "count such as 256") from None
+            raise MatbenchError(
+                f"budget {text!r} is neither a removed fraction such as 0.5 nor a token count such as 256"
+            ) from None
 
     def n_kept(self, total: int) -> int:
         """Rows kept of `total`: kvpress's `compute_n_kept` (at least one) for a ratio."""

@@ -29,7 +29,7 @@ class ExpectedAttention(ScoredPolicy):
     name = "expected_attention"
 
     def score(self, view):
-        q = view.prerope_queries()[:, self.n_sink:]  # [H_q, T - sinks, D]
+        q = view.prerope_queries()[:, self.n_sink :]  # [H_q, T - sinks, D]
         mu = q.mean(dim=1)
         cov = None
         if self.use_covariance:
@@ -39,11 +39,14 @@ class ExpectedAttention(ScoredPolicy):
         cos, sin = view.rotary_at(torch.arange(start, start + self.n_future))
         dim = q.shape[-1]
         swap = torch.zeros(dim, dim, device=cos.device, dtype=cos.dtype)
-        swap[dim // 2:, :dim // 2], swap[:dim // 2, dim // 2:] = torch.eye(dim // 2), -torch.eye(dim // 2)
-        rotation = (cos[:, :, None] * torch.eye(dim, device=cos.device, dtype=cos.dtype)
-                    + sin[:, :, None] * swap).mean(dim=0).to(mu.dtype)
+        swap[dim // 2 :, : dim // 2], swap[: dim // 2, dim // 2 :] = torch.eye(dim // 2), -torch.eye(dim // 2)
+        rotation = (
+            (cos[:, :, None] * torch.eye(dim, device=cos.device, dtype=cos.dtype) + sin[:, :, None] * swap)
+            .mean(dim=0)
+            .to(mu.dtype)
+        )
         mu = mu @ rotation.T
-        keys = view.keys[:, self.n_sink:].repeat_interleave(view.group, dim=0)  # [H_q, T', D]
+        keys = view.keys[:, self.n_sink :].repeat_interleave(view.group, dim=0)  # [H_q, T', D]
         scores = keys @ mu[:, :, None] / math.sqrt(dim)
         scores = scores[..., 0]
         if cov is not None:
@@ -51,5 +54,5 @@ class ExpectedAttention(ScoredPolicy):
             scores = scores + torch.einsum("hni,hij,hnj->hn", keys, cov, keys) / dim / 2
         scores = F.softmax(scores, dim=-1).view(view.keys.shape[0], view.group, -1).mean(dim=1)
         if self.use_vnorm:
-            scores = (scores + self.epsilon) * view.values[:, self.n_sink:].norm(dim=-1)
+            scores = (scores + self.epsilon) * view.values[:, self.n_sink :].norm(dim=-1)
         return F.pad(scores, (self.n_sink, 0), value=scores.max().item() + 1)

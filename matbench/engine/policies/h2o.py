@@ -35,8 +35,8 @@ class HeavyHitters(ScoredPolicy):
         where = view.positions.to(q.device)
         received = torch.zeros(q.shape[0], total, dtype=dtype, device=q.device)
         for start in range(0, total, QUERY_BLOCK):
-            block = q[:, start:start + QUERY_BLOCK]
-            rows = where[start:start + block.shape[1]]
+            block = q[:, start : start + QUERY_BLOCK]
+            rows = where[start : start + block.shape[1]]
             future = where[None, :] > rows[:, None]
             if window:
                 future |= rows[:, None] - where[None, :] >= window

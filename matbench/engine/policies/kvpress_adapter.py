@@ -60,8 +60,10 @@ def press_class(name: str) -> type:
     cls = find_press(name)
     scorer = importlib.import_module("kvpress.presses.scorer_press").ScorerPress
     if not issubclass(cls, scorer):
-        raise MatbenchError(f"{name} is not a kvpress ScorerPress (it chooses rows in its own compress); "
-                            "matbench drives scorer presses only")
+        raise MatbenchError(
+            f"{name} is not a kvpress ScorerPress (it chooses rows in its own compress); "
+            "matbench drives scorer presses only"
+        )
     return cls
 
 
@@ -82,23 +84,30 @@ class KVPress(ScoredPolicy):
     def from_args(cls, args: str | None) -> KVPress:
         match = CALL.match(args or "")
         if not match:
-            raise MatbenchError(f"policy kvpress takes a press call, as kvpress:SnapKVPress(window_size=32) (got {args!r})")
+            raise MatbenchError(
+                f"policy kvpress takes a press call, as kvpress:SnapKVPress(window_size=32) (got {args!r})"
+            )
         try:
             call = ast.parse(f"f({match.group(2) or ''})", mode="eval").body
             kwargs = tuple((k.arg, ast.literal_eval(k.value)) for k in call.keywords)  # type: ignore[attr-defined]
             if call.args or any(k is None for k, _ in kwargs):  # type: ignore[attr-defined]
                 raise ValueError
         except (SyntaxError, ValueError):
-            raise MatbenchError(f"kvpress press arguments must be keyword literals, as SnapKVPress(window_size=32) "
-                                f"(got {args!r})") from None
+            raise MatbenchError(
+                f"kvpress press arguments must be keyword literals, as SnapKVPress(window_size=32) (got {args!r})"
+            ) from None
         press_class(match.group(1))  # a missing kvpress or an unknown press fails here, in one line
         given = dict(kwargs)
         ratio = given.pop("compression_ratio", None)
         question = given.pop("question", False)
         if not isinstance(question, bool):
             raise MatbenchError(f"kvpress question= takes True or False (got {question!r})")
-        return cls(budget=Budget(ratio=float(ratio)) if ratio is not None else None, question=question,
-                   press=match.group(1), kwargs=tuple(sorted(given.items())))
+        return cls(
+            budget=Budget(ratio=float(ratio)) if ratio is not None else None,
+            question=question,
+            press=match.group(1),
+            kwargs=tuple(sorted(given.items())),
+        )
 
     def arguments(self) -> dict[str, Any]:
         return {"press": self.press, **dict(self.kwargs), **({"question": True} if self.question else {})}
@@ -125,8 +134,10 @@ class KVPress(ScoredPolicy):
             kwargs = {"position_embeddings": (view.rotary[0][None], view.rotary[1][None])}
             return press.score(module, view.hidden[None], view.keys[None], view.values[None], None, kwargs)[0]
         except AssertionError as err:
-            raise MatbenchError(f"kvpress {self.press} refused this layer ({err}); presses that need eager "
-                                "attention weights (ObservedAttentionPress) have a matbench policy (h2o)") from None
+            raise MatbenchError(
+                f"kvpress {self.press} refused this layer ({err}); presses that need eager "
+                "attention weights (ObservedAttentionPress) have a matbench policy (h2o)"
+            ) from None
         finally:
             object.__delattr__(module, "rotary_emb")
 

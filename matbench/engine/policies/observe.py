@@ -95,11 +95,22 @@ def with_question(runner: ModelRunner, cache: Any, question: tuple[int, ...]) ->
     past = cache_from_rows(keys, values, length=total)
     where = torch.arange(cache.length, cache.length + extra)
     coords = torch.cat([cache.positions.cpu(), where])
-    runner.forward(torch.tensor([question]), where[None], past, query_coords=where[None], key_coords=coords[None],
-                   key_valid=torch.ones(1, total + extra, dtype=torch.bool), logits_to_keep=1)
-    return replace(cache, keys=tuple(layer.keys for layer in past.layers),
-                   values=tuple(layer.values for layer in past.layers), positions=coords.to(cache.positions.device),
-                   length=cache.length + extra)
+    runner.forward(
+        torch.tensor([question]),
+        where[None],
+        past,
+        query_coords=where[None],
+        key_coords=coords[None],
+        key_valid=torch.ones(1, total + extra, dtype=torch.bool),
+        logits_to_keep=1,
+    )
+    return replace(
+        cache,
+        keys=tuple(layer.keys for layer in past.layers),
+        values=tuple(layer.values for layer in past.layers),
+        positions=coords.to(cache.positions.device),
+        length=cache.length + extra,
+    )
 
 
 def views(cache: Any) -> list[LayerView]:
@@ -107,8 +118,9 @@ def views(cache: Any) -> list[LayerView]:
     return [LayerView(layer, k[0], v[0], cache.positions) for layer, (k, v) in enumerate(zip(cache.keys, cache.values))]
 
 
-def observe(runner: ModelRunner, cache: Any, input_ids: tuple[int, ...], n: int,
-            score: Callable[[LayerView], torch.Tensor]) -> list[torch.Tensor]:
+def observe(
+    runner: ModelRunner, cache: Any, input_ids: tuple[int, ...], n: int, score: Callable[[LayerView], torch.Tensor]
+) -> list[torch.Tensor]:
     """`score(view)` for every layer, each view holding the attention input of the prefill's last
     `n` tokens (all of them when `n` >= T): a forward of those tokens at their positions over the
     member's rows before them, with a pre-hook on each attention module."""
@@ -143,17 +155,29 @@ def observe(runner: ModelRunner, cache: Any, input_ids: tuple[int, ...], n: int,
         def at(where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             ids = where.to(like.device)[None]
             # Gemma 3's rotary embedding takes the layer type (local and global bases differ).
-            cos, sin = rotary(like, ids, layer_types[layer]) if layer_types and "layer_type" in _params(rotary) \
+            cos, sin = (
+                rotary(like, ids, layer_types[layer])
+                if layer_types and "layer_type" in _params(rotary)
                 else rotary(like, ids)
+            )
             return cos[0], sin[0]
+
         return at
 
-    handles = [m.register_forward_pre_hook(hook, with_kwargs=True) for m in runner.attention_modules("observing queries")]
+    handles = [
+        m.register_forward_pre_hook(hook, with_kwargs=True) for m in runner.attention_modules("observing queries")
+    ]
     try:
         window = positions[kept:][None]
-        runner.forward(torch.tensor([input_ids[kept:]]), window, past, query_coords=window,
-                       key_coords=positions[None], key_valid=torch.ones(1, total, dtype=torch.bool),
-                       logits_to_keep=1)
+        runner.forward(
+            torch.tensor([input_ids[kept:]]),
+            window,
+            past,
+            query_coords=window,
+            key_coords=positions[None],
+            key_valid=torch.ones(1, total, dtype=torch.bool),
+            logits_to_keep=1,
+        )
     finally:
         for handle in handles:
             handle.remove()

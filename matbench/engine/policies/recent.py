@@ -33,6 +33,9 @@ class RecentTokens(ServingPolicy):
         end = max(member.positions) + 1
         header = range(*member.header_span)
         banned = context.banned if context is not None else frozenset()
-        recent = (s for s in range(member.header_span[1], len(member.positions))
-                  if member.positions[s] >= end - self.n and s not in banned)
+        recent = (
+            s
+            for s in range(member.header_span[1], len(member.positions))
+            if member.positions[s] >= end - self.n and s not in banned
+        )
         return (*header, *recent)

@@ -43,8 +43,10 @@ class ScoredPolicy(ServingPolicy):
 
     def __post_init__(self) -> None:
         if self.question and not self.observed_tokens():
-            raise MatbenchError(f"policy {self.name!r} scores keys and values only: a question cannot change its "
-                                "picks; drop question=true (it applies to snapkv, tova, h2o, ...)")
+            raise MatbenchError(
+                f"policy {self.name!r} scores keys and values only: a question cannot change its "
+                "picks; drop question=true (it applies to snapkv, tova, h2o, ...)"
+            )
 
     @property
     def budgeted(self) -> bool:
@@ -75,8 +77,10 @@ class ScoredPolicy(ServingPolicy):
     def layer_budgets(self, total: int, layers: int) -> list[int]:
         """Rows each layer keeps per KV head (PyramidKV gives lower layers more)."""
         if self.budget is None:
-            raise MatbenchError(f"policy {self.name!r} needs a budget: --budget 0.5 (fraction removed) or 256 "
-                                f"(tokens kept), or {self.name}@0.5")
+            raise MatbenchError(
+                f"policy {self.name!r} needs a budget: --budget 0.5 (fraction removed) or 256 "
+                f"(tokens kept), or {self.name}@0.5"
+            )
         return [self.budget.n_kept(total)] * layers
 
     def allocate(self, scores: torch.Tensor, budgets: list[int]) -> torch.Tensor:
@@ -91,7 +95,9 @@ class ScoredPolicy(ServingPolicy):
         n = self.observed_tokens()
         total, ids = int(cache.positions.shape[0]), tuple(member.input_ids)
         if n and context.runner is None:
-            raise MatbenchError(f"policy {self.name!r} observes queries and needs the model (a SelectionContext runner)")
+            raise MatbenchError(
+                f"policy {self.name!r} observes queries and needs the model (a SelectionContext runner)"
+            )
         if self.question:
             if not context.question:
                 raise MatbenchError(f"policy {self.spec!r} is question-aware but was given no question to score with")
@@ -103,7 +109,9 @@ class ScoredPolicy(ServingPolicy):
             per_layer = observe(context.runner, cache, ids, n, self.score)
         else:
             per_layer = [self.score(view) for view in views(cache)]
-        stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])[..., :total]  # the question's rows score nothing
+        stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])[
+            ..., :total
+        ]  # the question's rows score nothing
         return stacked.to(torch.promote_types(stacked.dtype, torch.float32))
 
     def keep(self, arm, member, cache, context: SelectionContext | None = None) -> tuple[int, ...] | KeptRows:

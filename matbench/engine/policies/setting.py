@@ -30,8 +30,10 @@ class PolicySetting:
         if self.kept_from not in KEPT_FROM:
             raise MatbenchError(f"unknown kept-from member {self.kept_from!r}; use {' or '.join(KEPT_FROM)}")
         if self.policy.is_oracle and (self.source, self.kept_from) != ("natural", "a"):
-            raise MatbenchError("the oracle serves the suite's declared events: --source-mode and --kept-from "
-                                "apply to other policies only")
+            raise MatbenchError(
+                "the oracle serves the suite's declared events: --source-mode and --kept-from "
+                "apply to other policies only"
+            )
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -45,8 +47,12 @@ def setting_for(policy: str, source: str = "natural", kept_from: str = "a") -> P
     return PolicySetting(parse_policy(policy), source, kept_from)
 
 
-def expand_settings(policies: tuple[str, ...], budgets: tuple[str, ...] = (), sources: tuple[str, ...] = ("natural",),
-                    kept_from: tuple[str, ...] = ("a",)) -> list[PolicySetting]:
+def expand_settings(
+    policies: tuple[str, ...],
+    budgets: tuple[str, ...] = (),
+    sources: tuple[str, ...] = ("natural",),
+    kept_from: tuple[str, ...] = ("a",),
+) -> list[PolicySetting]:
     """Every setting a run asks for: each policy (a scoring policy without `@BUDGET` at each of
     `budgets`) under each source mode and kept-from member; the oracle once, as the paper serves."""
     from matbench.engine.policies.budget import parse_budgets
@@ -67,9 +73,11 @@ def expand_settings(policies: tuple[str, ...], budgets: tuple[str, ...] = (), so
             modes = [("natural", "a")] if policy.is_oracle else [(s, k) for s in sources for k in kept_from]
             out += [PolicySetting(policy, s, k) for s, k in modes]
     if all(o.policy.is_oracle for o in out) and (tuple(sources), tuple(kept_from)) != (("natural",), ("a",)):
-        raise MatbenchError("--source-mode and --kept-from apply to serving policies other than the oracle; "
-                            "name one with --policy")
+        raise MatbenchError(
+            "--source-mode and --kept-from apply to serving policies other than the oracle; name one with --policy"
+        )
     if parsed_budgets and not used_budgets:
-        raise MatbenchError("--budget applies to scoring policies named without @BUDGET (snapkv, knorm, ...); "
-                            "none of --policy is one")
+        raise MatbenchError(
+            "--budget applies to scoring policies named without @BUDGET (snapkv, knorm, ...); none of --policy is one"
+        )
     return list(dict.fromkeys(out))

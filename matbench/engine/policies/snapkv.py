@@ -17,7 +17,7 @@ def snapkv_scores(view, window: int, kernel: int) -> torch.Tensor:
     window's own rows score above every other (kept first)."""
     total = view.keys.shape[1]
     window = min(window, total - 1)
-    attention = view.window_attention()[:, -window:, :total - window]  # [H_q, w, T - w]
+    attention = view.window_attention()[:, -window:, : total - window]  # [H_q, w, T - w]
     scores = F.avg_pool1d(attention.mean(dim=1)[None], kernel_size=kernel, padding=kernel // 2, stride=1)[0]
     scores = scores.view(view.keys.shape[0], view.group, -1).mean(dim=1)
     return F.pad(scores, (0, window), value=scores.max().item() + 1)

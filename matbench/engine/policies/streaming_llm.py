@@ -22,5 +22,5 @@ class StreamingLLM(ScoredPolicy):
 
     def score(self, view):
         scores = view.positions.to(view.keys.device, torch.float32).expand(view.keys.shape[0], -1).clone()
-        scores[:, :self.n_sink] = float("inf")
+        scores[:, : self.n_sink] = float("inf")
         return scores
