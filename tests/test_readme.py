@@ -10,9 +10,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_ci_runs_the_readme_test_command():
     blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.DOTALL)
-    test_commands = [b for b in blocks if "pytest" in b]
-    assert len(test_commands) == 1
-    assert test_commands[0].strip() in (ROOT / ".ci" / "run").read_text()
+    test_commands = [b.strip() for b in blocks if b.strip() == "make test"]
+    assert test_commands == ["make test"]
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == "make test"  # the last command CI runs is the README's
+    make = (ROOT / "Makefile").read_text()
+    test_target = next(line for line in make.splitlines() if line.startswith("test:"))
+    assert test_target.split(":")[1].split() == ["lint", "validate", "pytest"]
+    assert "-m pytest" in make and "matbench validate results" in make
 
 
 def test_readme_main_command_runs_the_embedded_default():
