@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from matbench.cli import main
 from matbench.results.arms import arm_rows, arm_table, run_summary
 from matbench.results.schema import read_results
+from tests.store_fixtures import stored
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
-DISCOVERY = RESULTS / "contract" / "smollm2-135m" / "discovery_probe_compact.json"
-ACCESS = RESULTS / "audit" / "gemma3-270m" / "access_probe_native_adakv-0.25.json"
-FREEFORM = RESULTS / "experiments" / "gemma3-270m" / "harvest_freeform_short_native_judge-gemma3-270m.json"
+DISCOVERY = stored("contract", "smollm2-135m", "discovery_probe_compact")
+ACCESS = stored("audit", "gemma3-270m", "access_probe_native_adakv-0.25")
+FREEFORM = stored("experiments", "gemma3-270m", "harvest_freeform_short_native_judge-gemma3-270m")
 
 
 def test_each_arm_of_a_discovery_file_is_a_row_with_its_own_numbers():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from datetime import date
-from pathlib import Path
 
 import pytest
 import yaml
@@ -15,10 +14,11 @@ from matbench.cli import main
 from matbench.errors import MatbenchError
 from matbench.protocol.hub_tasks import HUB_TASKS
 from matbench.results.eval_results import eval_results_entries
+from tests.store_fixtures import STORE, stored
 from tests.test_cli import one_line_error
 
-CONTRACT = Path(__file__).resolve().parent.parent / "results" / "contract" / "smollm2-135m"
-DISCOVERY = CONTRACT / "discovery_probe_compact.json"
+CONTRACT = STORE / "contract" / "smollm2-135m"
+DISCOVERY = stored("contract", "smollm2-135m", "discovery_probe_compact")
 
 
 def test_generate_writes_an_eval_yaml_naming_each_task_config_and_split(tmp_path):
@@ -48,7 +48,7 @@ def test_export_writes_one_entry_per_task_with_the_files_numbers(tmp_path, capsy
                 "export",
                 "--eval-results",
                 str(DISCOVERY),
-                str(CONTRACT / "trigger_probe_compact.json"),
+                str(stored("contract", "smollm2-135m", "trigger_probe_compact")),
                 "--dataset-id",
                 "org/suites",
                 "--source-url",
@@ -73,12 +73,12 @@ def test_export_writes_one_entry_per_task_with_the_files_numbers(tmp_path, capsy
 
 
 def test_export_refuses_what_is_not_one_models_benchmark_score(tmp_path, capsys):
-    other = next(p for p in (CONTRACT.parent / "gemma3-270m").glob("discovery_probe_*.json"))
+    other = next(p for p in (CONTRACT.parent / "gemma3-270m").glob("discovery_probe_*/*.json"))
     with pytest.raises(MatbenchError, match="results of 2 models"):
         eval_results_entries([DISCOVERY, other], "org/suites")
-    native = next(p for p in CONTRACT.glob("discovery_*.json") if p != DISCOVERY)
+    native = next(p for p in CONTRACT.glob("discovery_*/*.json") if p != DISCOVERY)
     with pytest.raises(MatbenchError, match="2 protocol runs of discovery"):
         eval_results_entries([DISCOVERY, native], "org/suites")
-    variant = next((CONTRACT.parent.parent / "audit" / "smollm2-135m").glob("discovery_probe_*.json"))
+    variant = next((CONTRACT.parent.parent / "audit" / "smollm2-135m").glob("discovery_probe_*/*.json"))
     assert main(["export", "--eval-results", str(variant), "--out", str(tmp_path)]) == 2
     assert "nothing to export" in one_line_error(capsys.readouterr().err)

@@ -14,19 +14,27 @@ from matbench.evaluators import EVALUATORS
 from matbench.protocol.records import PairRecord
 from matbench.results.rescore import rescore_file
 from matbench.results.schema import SCHEMA_VERSION, read_results
+from tests.store_fixtures import STORE, as_eval_output
 
-SOURCE = Path(__file__).resolve().parent.parent / "results" / "contract" / "smollm2-135m"
+STORED = STORE / "contract" / "smollm2-135m"
 STEM = "trigger_probe_compact"
 
 
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    """The SmolLM2 contract runs as an eval output folder (indented results, plain logs)."""
+    return as_eval_output(STORED, tmp_path_factory.mktemp("contract"), [STEM, "discovery_probe_compact"])
+
+
 @pytest.fixture
-def run_dir(tmp_path):
-    for name in (f"{STEM}.json", f"{STEM}.items.jsonl", "scorecard.json"):
-        shutil.copy(SOURCE / name, tmp_path / name)
+def run_dir(tmp_path, source):
+    for name in (f"{STEM}.json", f"{STEM}.items.jsonl"):
+        shutil.copy(source / name, tmp_path / name)
+    assert main(["scorecard", str(tmp_path)]) == 0
     return tmp_path
 
 
-def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, capsys):
+def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, source, capsys):
     path = run_dir / f"{STEM}.json"
     old = json.loads(path.read_text())
     stripped = {
@@ -46,8 +54,8 @@ def test_rescore_restores_metrics_an_older_evaluator_lacked(run_dir, capsys):
     assert new.metrics == json.loads(json.dumps(EVALUATORS.get("trigger")(suite="trigger").summarize(records)))
     assert "by_construction" in new.metrics and new.metrics["by_construction"] == old["metrics"]["by_construction"]
     assert new.schema_version == SCHEMA_VERSION and new.rescored.from_schema_version == "1.0"
-    source = read_results(SOURCE / f"{STEM}.json")
-    assert (new.config, new.items, new.environment) == (source.config, source.items, source.environment)
+    original = read_results(source / f"{STEM}.json")
+    assert (new.config, new.items, new.environment) == (original.config, original.items, original.environment)
     assert (run_dir / f"{STEM}.items.jsonl").read_bytes() == log_before  # the evidence is untouched
     card = json.loads((run_dir / "scorecard.json").read_text())
     assert card["contract"]["trigger"]["classes"] == new.metrics["headline"]["classes"]
@@ -70,16 +78,16 @@ def test_rescore_of_a_missing_path_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "not found" in err
 
 
-def _copy_run(stem: str, directory: Path) -> None:
+def _copy_run(source: Path, stem: str, directory: Path) -> None:
     directory.mkdir(exist_ok=True)
     for name in (f"{stem}.json", f"{stem}.items.jsonl"):
-        shutil.copy(SOURCE / name, directory / name)
+        shutil.copy(source / name, directory / name)
 
 
-def test_rescore_rebuilds_a_scorecard_from_every_directory_it_cites(tmp_path, capsys):
+def test_rescore_rebuilds_a_scorecard_from_every_directory_it_cites(tmp_path, source, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
-    _copy_run(STEM, first)
-    _copy_run("discovery_probe_compact", second)
+    _copy_run(source, STEM, first)
+    _copy_run(source, "discovery_probe_compact", second)
     assert main(["scorecard", str(first), str(second)]) == 0
     card = json.loads((first / "scorecard.json").read_text())
     assert card["contract"]["discovery"]["evidence"]["results"] == "../second/discovery_probe_compact.json"

@@ -191,12 +191,8 @@ def test_the_recorded_revision_says_when_the_tree_differs_from_it(tmp_path):
     assert git_revision(tmp_path) is None  # not a checkout
     git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    code, result, submitted = (
-        tmp_path / "matbench" / "f.py",
-        tmp_path / "results" / "r.json",
-        tmp_path / "leaderboard" / "submissions" / "s.json",
-    )
-    for path in (code, result, submitted):
+    code, result = tmp_path / "matbench" / "f.py", tmp_path / "results" / "r.json"
+    for path in (code, result):
         path.parent.mkdir(parents=True)
         path.write_text("1\n")
     subprocess.run([*git, "add", "."], check=True)
@@ -204,7 +200,6 @@ def test_the_recorded_revision_says_when_the_tree_differs_from_it(tmp_path):
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     assert git_revision(tmp_path) == head
     result.write_text("2\n")  # data, not code: a rescore rewriting results files one by one
-    submitted.write_text("2\n")
     assert git_revision(tmp_path) == head and git_revision(code.parent) == head
     code.write_text("2\n")  # a copied tree whose .git lags behind
     assert git_revision(tmp_path) == head + "+dirty" and git_revision(code.parent) == head + "+dirty"

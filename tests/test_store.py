@@ -316,3 +316,12 @@ def test_the_leaderboard_reads_a_store_published_on_the_hub_from_its_snapshot(st
     assert "is not a Hub repository id" in capsys.readouterr().err and len(asked) == 1
     assert main(["leaderboard", "build", "--out", str(tmp_path / "y")]) == 2
     assert "needs --results DIR" in capsys.readouterr().err
+
+
+def test_a_folder_lists_its_run_folders_but_not_an_eval_output_folder_below_it(store, eval_output, tmp_path):
+    from matbench.results.store import results_files
+
+    assert results_files(store / "tiny") == [_run_folder(store) / f"{STEM}.json"]  # <stem>/<stem>.json
+    shutil.copytree(eval_output, tmp_path / "parent" / "run")
+    assert results_files(tmp_path / "parent") == []  # run/<stem>.json is another folder's run
+    assert results_files(tmp_path / "parent", recursive=True) == [tmp_path / "parent" / "run" / f"{STEM}.json"]

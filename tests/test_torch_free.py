@@ -5,7 +5,6 @@ importing torch or transformers raises."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 from matbench.results.rescore import log_records, recompute_metrics
 from matbench.results.schema import read_results
 from matbench.results.scorecard import build_scorecard
+from tests.store_fixtures import as_eval_output
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = ROOT / "results" / "contract" / "smollm2-135m"
@@ -57,7 +57,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformer
 
 def test_rescore_scorecard_submit_and_leaderboard_build_run_without_torch(tmp_path):
     runs = tmp_path / "runs"
-    shutil.copytree(CONTRACT, runs)
+    as_eval_output(CONTRACT, runs)
     expected = {}  # the metrics this checkout's evaluators give, computed here with torch importable
     for path in runs.glob("*_probe_*.json"):
         parsed = read_results(path)
@@ -66,7 +66,7 @@ def test_rescore_scorecard_submit_and_leaderboard_build_run_without_torch(tmp_pa
 from matbench.cli import main
 codes = [main(["rescore", {str(runs)!r}]),
          main(["scorecard", {str(runs)!r}, "--output", {str(tmp_path / "card.json")!r}]),
-         main(["submit", {str(runs / "discovery_probe_compact.json")!r}, "--submissions", {str(tmp_path / "store")!r}]),
+         main(["submit", {str(runs / "discovery_probe_compact.json")!r}, "--store", {str(tmp_path / "store")!r}]),
          main(["leaderboard", "build", "--results", {str(runs)!r}, "--out", {str(tmp_path / "site")!r}])]
 print(codes)
 """
@@ -74,7 +74,7 @@ print(codes)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0]", done.stdout + done.stderr
     after = {p.name: json.loads(p.read_text())["metrics"] for p in runs.glob("*_probe_*.json")}
-    assert after == expected and len(after) == len(list(CONTRACT.glob("*_probe_*.json"))) >= 2
+    assert after == expected and len(after) == len(list(CONTRACT.glob("*_probe_*/*.json"))) >= 2
     assert json.loads((tmp_path / "card.json").read_text()) == build_scorecard(runs, home=tmp_path)
     assert len(list((tmp_path / "store").rglob("discovery_probe_compact.json"))) == 1
     assert (tmp_path / "site" / "index.html").is_file()

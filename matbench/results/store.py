@@ -90,15 +90,22 @@ def compress_log(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
+def is_run_folder(results: Path) -> bool:
+    """Whether the folder of the results file `results` is its run folder: named after the run
+    (`<stem>/`) or after its address (`submissions/<address>/`), not an eval output folder."""
+    folder = results.parent.name
+    return folder == results.stem or (len(folder) == 16 and all(c in "0123456789abcdef" for c in folder))
+
+
 def results_files(target: Path, recursive: bool = False) -> list[Path]:
     """`target` itself, or every results file of a folder: those in it and in its run folders
-    (one level down); in all its subfolders when `recursive`."""
+    (`is_run_folder`, one level down); in all its subfolders when `recursive`."""
     target = Path(target)
     if target.is_dir():
         if recursive:
             found = list(target.rglob(RESULTS_GLOB))
         else:
-            found = [*target.glob(RESULTS_GLOB), *target.glob(f"*/{RESULTS_GLOB}")]
+            found = [*target.glob(RESULTS_GLOB), *(p for p in target.glob(f"*/{RESULTS_GLOB}") if is_run_folder(p))]
         return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
     if not target.exists():
         raise MatbenchError(f"{target} not found: pass a results file or an eval output directory")
