@@ -209,3 +209,16 @@ def test_the_eviction_audit_covers_its_grid_and_evicted_runs_never_show_the_dono
                 assert block["source_kept"]["a"]["rate"] == block["source_kept"]["b"]["rate"] == 0.0
             if "members_differ_matched" in block:
                 assert block["members_differ_matched"]["rate"] <= block["members_differ"]["rate"]
+
+
+def test_the_store_readme_counts_the_runs_of_each_collection():
+    """The README's table of collections states each folder's run count as the store holds it."""
+    readme = (RESULTS / "README.md").read_text()
+    table = readme[readme.index("| folder | what | runs |") : readme.index("\n\n", readme.index("| folder |"))]
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[3].strip()
+        for line in table.splitlines()
+        if line.startswith("| `") and line.count("|") == 4
+    }
+    counted = {"contract": CONTRACT, "experiments": EXPERIMENTS, "replication": REPLICATION_RUNS, "audit": AUDIT}
+    assert {k.split("/")[0].strip("`"): v for k, v in rows.items() if v} == {k: str(len(v)) for k, v in counted.items()}
