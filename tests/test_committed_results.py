@@ -84,6 +84,7 @@ def test_experiments_readme_tables_are_generated_from_the_files():
     assert below.strip().splitlines() == [r for r in "\n".join(rows).strip().splitlines()]
     runs = [line for line in below.splitlines() if line.startswith("| ") and not line.startswith(("| model", "|---"))]
     assert len(runs) == len(EXPERIMENTS) == 252
+    assert f"contract suites: {len(EXPERIMENTS)} runs, one folder each" in " ".join(readme.split())
 
 
 def test_report_rows_name_each_files_model_readout_serving_and_dtype():
