@@ -1,6 +1,6 @@
 """Screenshot of the leaderboard's overview with its filters (docs/leaderboard-overview-filters.png).
 
-    matbench leaderboard build --results leaderboard/submissions --out site
+    matbench leaderboard build --results results --out site
     python docs/leaderboard_screenshot.py site docs/leaderboard-overview-filters.png
 
 Drives the system Chromium through Playwright (the test extras), chooses one suite in the

@@ -1,4 +1,5 @@
-"""Runs of the committed results store, laid out as `matbench eval` writes them (torch-free)."""
+"""The fixture store (`tests/fixtures/store`, made by `tests/fixtures/build_store.py`) and its runs
+laid out as `matbench eval` writes them (torch-free)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from pathlib import Path
 from matbench.results.files import write_json
 from matbench.results.store import find_log, read_log_bytes
 
-STORE = Path(__file__).resolve().parent.parent / "results"
+STORE = Path(__file__).resolve().parent / "fixtures" / "store"
 
 
 def stored(collection: str, model: str, stem: str) -> Path:
     """The results file of one run of the store: <collection>/<model>/<stem>/<stem>.json."""
-    return STORE / collection / model / stem / f"{stem}.json"
+    path = STORE / collection / model / stem / f"{stem}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is not in the fixture store: add it to tests/fixtures/build_store.py")
+    return path
 
 
 def as_eval_output(folder: Path, dest: Path, stems: list[str] | None = None) -> Path:

@@ -22,7 +22,7 @@ def test_each_arm_of_a_discovery_file_is_a_row_with_its_own_numbers():
     assert [r.arm for r in rows] == sorted(metrics["arms"]) and len(rows) == 4
     for row in rows:
         m = metrics["arms"][row.arm]
-        assert row.group == "" and row.n == m["n_pairs"] == 32
+        assert row.group == "" and row.n == m["n_pairs"] == read_results(DISCOVERY).config.n_items == 16
         assert row.classes == tuple(m["classes"][c] for c in ("follow", "anti", "const", "other"))
         assert (row.p, row.accuracy, row.accuracy_ci) == (
             m["follow_anti_p"],
@@ -100,3 +100,31 @@ def test_the_report_prints_every_files_arms_after_the_summaries():
     n_access = len(arm_rows(read_results(ACCESS).metrics))
     section = text[text.index(f"#### {ACCESS}") :].split("#### ")[1]
     assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + n_access
+
+
+def test_report_rows_name_each_files_model_readout_serving_and_dtype():
+    """The first five cells of a row come from the file's config, in the order of the header."""
+    from matbench.results.report import report_rows
+
+    for path in (DISCOVERY, FREEFORM):  # protocol runs: an audit run's serving cell also names its policy
+        config = read_results(path).config
+        row = next(r for r in report_rows([path]) if r.startswith(f"| {config.model.model} |"))
+        assert row.split(" | ")[:5] == [
+            f"| {config.model.model}",
+            config.readout,
+            config.serving,
+            config.model.dtype,
+            str(config.n_items),
+        ]
+
+
+def test_the_report_names_a_missing_file_in_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "matbench.results.report", str(tmp_path / "nope.json")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert f"results file {tmp_path / 'nope.json'} not found" in done.stderr

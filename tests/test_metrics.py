@@ -15,8 +15,7 @@ from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.reported import load_reported
 from matbench.protocol.metrics import Format, Metric, Scale
 from matbench.results.scorecard import build_scorecard
-
-RESULTS = Path(__file__).resolve().parent.parent / "results"
+from tests.store_fixtures import STORE
 
 
 def test_every_suite_declares_unique_metrics_with_a_description():
@@ -68,7 +67,7 @@ def test_a_value_of_another_shape_is_refused():
 
 def test_the_scorecard_holds_exactly_the_declared_metrics_valid_for_its_readout(tmp_path):
     runs = tmp_path / "runs"
-    shutil.copytree(RESULTS / "contract" / "smollm2-135m", runs)
+    shutil.copytree(STORE / "contract" / "smollm2-135m", runs)
     card = build_scorecard(runs)
     for suite, entry in card["contract"].items():
         declared = {m.key for m in EVALUATORS.get(suite).contract if m.in_scorecard and m.valid_for("probe")}

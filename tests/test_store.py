@@ -13,6 +13,7 @@ import pytest
 
 from matbench.cli import main
 from matbench.results.store import find_log, read_log_bytes, results_bytes, run_address
+from tests.store_fixtures import STORE
 
 STEM = "discovery_short_compact"
 
@@ -325,3 +326,34 @@ def test_a_folder_lists_its_run_folders_but_not_an_eval_output_folder_below_it(s
     shutil.copytree(eval_output, tmp_path / "parent" / "run")
     assert results_files(tmp_path / "parent") == []  # run/<stem>.json is another folder's run
     assert results_files(tmp_path / "parent", recursive=True) == [tmp_path / "parent" / "run" / f"{STEM}.json"]
+
+
+@pytest.mark.parametrize("leak", ["donor_visible", "source_kept"])
+def test_a_source_evicted_run_whose_serving_kept_the_source_is_refused(tmp_path, capsys, leak):
+    # A forged run made consistent throughout (log rehashed, metrics and gates recomputed from it):
+    # only the serving invariant of source eviction can refuse it.
+    from matbench.results.payload import gate_summary
+    from matbench.results.rescore import read_records, recompute_metrics
+    from matbench.results.schema import parse_results
+    from tests.store_fixtures import as_eval_output
+
+    stem = "discovery_probe_compact_snapkv-0.5_evicted"
+    out = as_eval_output(STORE / "audit" / "smollm2-135m", tmp_path / "run", [stem])
+    assert main(["validate", str(out)]) == 0
+    log = out / f"{stem}.items.jsonl"
+    lines = log.read_text().splitlines()
+    record = json.loads(lines[2])
+    record["arms"]["root"]["selection"][leak] = True if leak == "donor_visible" else [True, False]
+    log.write_text("\n".join([*lines[:2], json.dumps(record), *lines[3:]]) + "\n")
+    payload, parsed = parse_results((out / f"{stem}.json").read_bytes(), out / f"{stem}.json")
+    payload["items"]["sha256"] = hashlib.sha256(log.read_bytes()).hexdigest()
+    records = read_records(log, parsed.items.n_records)
+    payload["metrics"], payload["gates"] = recompute_metrics(parsed, records), gate_summary(records)
+    (out / f"{stem}.json").write_text(json.dumps(payload))
+    capsys.readouterr()
+    assert main(["validate", str(out)]) == 1
+    printed = capsys.readouterr()
+    assert "0 of 1 runs valid, 1 failed" in printed.out and printed.err.count("\n") == 1
+    line = printed.err.strip()
+    kept = "served arm root a donor-dependent row" if leak == "donor_visible" else "kept a source row for arm root"
+    assert f"the run evicted the source event, yet item {record['item_id']} {kept}" in line

@@ -12,10 +12,10 @@ from pathlib import Path
 from matbench.results.rescore import log_records, recompute_metrics
 from matbench.results.schema import read_results
 from matbench.results.scorecard import build_scorecard
-from tests.store_fixtures import as_eval_output
+from tests.store_fixtures import STORE, as_eval_output
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTRACT = ROOT / "results" / "contract" / "smollm2-135m"
+CONTRACT = STORE / "contract" / "smollm2-135m"
 
 # A meta-path finder that refuses torch and transformers (and their submodules) by name: an import
 # of either raises, as in an environment where they are not installed.

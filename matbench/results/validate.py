@@ -5,7 +5,8 @@ schema, the size limits, and the log the run wrote (sha256 of its decompressed b
 `verify_run` adds what makes a hand-edited summary impossible to pass: the log holds exactly
 the records the file claims, every record is keyed by the file's config hash, the gate summary
 and the metrics recomputed from the log with the installed evaluator equal the file's (counts
-exactly, floats to 1e-9 relative).
+exactly, floats to 1e-9 relative), and a run that says it evicted the source event served no arm a
+donor-dependent or source row (else its numbers are no evidence of what it claims).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError, first_line
+from matbench.protocol.records import PairRecord
 from matbench.results.payload import gate_summary
 from matbench.results.rescore import read_records, recompute_metrics, verified_log
 from matbench.results.schema import ResultsFile, parse_results
@@ -120,12 +122,32 @@ def verify_run(path: Path) -> Run:
             f"{path}: {wrong} does not match what its per-item log gives; submit the file "
             "matbench eval wrote (or run matbench rescore on it)"
         )
+    leaked = source_served(records) if run.results.config.source_mode == "evicted" else None
+    if leaked:
+        raise MatbenchError(
+            f"{path}: the run evicted the source event, yet {leaked}: its serving kept rows it "
+            "claims to have evicted; rerun it with this matbench"
+        )
     gates = first_mismatch(gate_summary(records), {k: v.model_dump() for k, v in run.results.gates.items()}, "gates")
     if gates:
         raise MatbenchError(
             f"{path}: {gates} does not match the gate results in its per-item log; submit the file matbench eval wrote"
         )
     return run
+
+
+def source_served(records: list[PairRecord]) -> str | None:
+    """Where a source-evicted run's serving still showed an arm its donor or source, else None."""
+    for record in records:
+        for name, arm in record.arms.items():
+            selection = arm.selection
+            if selection is None:
+                continue
+            if selection.donor_visible:
+                return f"item {record.item_id} served arm {name} a donor-dependent row"
+            if selection.source_kept and any(selection.source_kept):
+                return f"item {record.item_id} kept a source row for arm {name}"
+    return None
 
 
 @dataclass(frozen=True)
