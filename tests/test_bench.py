@@ -37,6 +37,11 @@ def test_discovery_bench_record_on_a_random_tiny_shape(tmp_path, capsys):
     )
     record = json.loads(out.read_text())
     assert (record["n_pairs"], record["naive_pairs"], record["dtype"]) == (3, 2, "float32")
+    from matbench.bench.records import read_bench_records, recorded_now
+
+    assert record["recorded"] == recorded_now("cpu") and record["recorded"]["hardware"].endswith(" CPU")
+    (row,) = read_bench_records(tmp_path)  # the new record reads as a row of the README's table
+    assert (row.file, row.command) == ("bench.json", record["command"])
     # 4 discovery arms x (probe, short) per naive pair; float32 on CPU: the paths agree exactly.
     assert record["class_agreement"]["compared"] == 2 * 4 * 2
     assert record["class_agreement"]["rate"] == 1.0 and record["class_agreement"]["flips"] == []
@@ -259,3 +264,24 @@ def test_policies_bench_times_every_scoring_policy_against_prefill_and_oracle(tm
         assert entry["serve_over_oracle"] == pytest.approx(
             entry["serve_ms_per_pair"] / record["oracle_serve_ms_per_pair"], rel=0.02, abs=2e-3
         )
+
+
+def test_the_benchmarks_readme_lists_every_record_as_its_files_say():
+    from pathlib import Path
+
+    from matbench.bench.records import history_table
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    readme = (folder / "README.md").read_text()
+    table = history_table(folder)
+    assert readme.rstrip().endswith(table)  # the README closes with the generated table
+    assert table.count("\n") - 1 == len(list(folder.glob("*.json")))  # a row per record
+
+
+def test_a_record_that_does_not_say_how_it_was_made_is_named_in_one_line(tmp_path):
+    from matbench.bench.records import read_bench_records
+    from matbench.errors import MatbenchError
+
+    (tmp_path / "x.json").write_text(json.dumps({"command": "matbench bench discovery", "recorded": {"date": "d"}}))
+    with pytest.raises(MatbenchError, match=r"x.json: a benchmark record needs recorded.date, .commit, .hardware"):
+        read_bench_records(tmp_path)

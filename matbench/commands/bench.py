@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from matbench.bench import BENCHMARKS
+    from matbench.bench.records import RECORDED, recorded_now
     from matbench.results.files import write_json
 
     for name in ("n", "naive_n", "context", "chunk_size", "requests", "batch_pairs", "events"):
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if command and record.get("processes"):
         command = f"torchrun --nproc-per-node {record['processes']} -m {command}"
     record["command"] = command
+    record[RECORDED] = recorded_now(getattr(args, "device", None))
     if args.output:
         write_json(Path(args.output), record)
     print(json.dumps(record, indent=1))
