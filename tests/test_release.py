@@ -32,7 +32,7 @@ def test_the_release_holds_every_suite_as_generated_now(tmp_path):
         rows = suite.dataset_rows(0, None, dialog_sources())
         assert (summary, contract) == (suite.summary, suite.contract) and summary
         assert (version, n, digest) == (suite.version, len(rows), config_hash(rows)), (
-            f"suites/ is stale for {name}: regenerate it with the command in README.md"
+            f"suites/ is stale for {name}: regenerate it with the command in docs/datasets.md"
         )
         ds = load_dataset(str(RELEASE), name, split="test", cache_dir=str(tmp_path))
         assert ds.num_rows == n and ds.features == suite.features()
@@ -43,8 +43,8 @@ def test_the_release_holds_every_suite_as_generated_now(tmp_path):
 
 
 def test_the_readme_suite_table_gives_the_rows_each_default_release_has():
-    """README's suite table states each config's default row count: it is the release's."""
-    readme = (RELEASE.parent / "README.md").read_text()
+    """The docs' suite table states each config's default row count: it is the release's."""
+    readme = (RELEASE.parent / "docs" / "datasets.md").read_text()
     stated = {
         m.group(1): int(m.group(2).replace(",", ""))
         for m in re.finditer(r"^\| (\w+) \| ([\d,]+)\b", readme, re.MULTILINE)

@@ -1,0 +1,168 @@
+"""Write the docs pages that come from the code, so they cannot drift from it: the CLI reference
+(every parser's `--help`) and a page per suite (its description, sizes, readouts, contract metrics
+and the first arm of its first item as `matbench show` renders it for SmolLM2-135M).
+
+    python docs/generate.py           # rewrite docs/cli.md and docs/suites/
+    python docs/generate.py --check   # exit 1 naming each page that differs from the code's
+`tests/test_docs.py` holds the committed pages equal to these.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+SHOW_MODEL = "smollm2-135m"
+WIDTH = "100"  # argparse wraps help to $COLUMNS: fixed, so the page is the same on every terminal
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = []
+    for action in parser._actions:  # argparse keeps its subparsers here; there is no public accessor
+        if isinstance(action, argparse._SubParsersAction):
+            found += list(action.choices.items())
+    return found
+
+
+def cli_page() -> str:
+    from matbench.cli import build_parser
+
+    os.environ["COLUMNS"] = WIDTH
+    parser = build_parser()
+    lines = [
+        "# Command-line reference",
+        "",
+        "Every `matbench` command's `--help`, generated from its parser by `python docs/generate.py`.",
+        "",
+    ]
+
+    def walk(prefix: str, p: argparse.ArgumentParser, depth: int) -> None:
+        lines.extend([f"{'#' * depth} `{prefix}`", "", "```text", p.format_help().rstrip(), "```", ""])
+        for name, child in _subparsers(p):
+            walk(f"{prefix} {name}", child, min(depth + 1, 4))
+
+    for name, child in _subparsers(parser):
+        walk(f"matbench {name}", child, 2)
+    return "\n".join(lines)
+
+
+def _first_arm(text: str) -> str:
+    """`matbench show` output cut before its second arm: the item's header and one arm."""
+    parts = text.split("\n=== arm ")
+    return parts[0] + ("\n=== arm " + parts[1] if len(parts) > 1 else "")
+
+
+def suite_page(name: str) -> str:
+    import importlib
+
+    from matbench.cli import main
+    from matbench.data_gen import SUITES
+    from matbench.evaluators import EVALUATORS
+    from matbench.protocol.pairs import SERVING_MODES
+    from matbench.protocol.readouts import READOUTS
+
+    suite = SUITES.get(name)
+    module = importlib.import_module(type(suite).__module__)
+    doc = (module.__doc__ or "").strip()
+    if name.startswith("harvest"):  # rows over the user's copies of LoCoMo and REALTALK
+        example = [
+            "No example is rendered here: the items are text of LoCoMo (CC BY-NC 4.0) and REALTALK (no",
+            "license), which matbench never republishes. With your copies,",
+            f"`matbench show --model {SHOW_MODEL} --suite {name} --locomo locomo10.json --realtalk DIR`",
+            "prints one.",
+        ]
+    else:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["show", "--model", SHOW_MODEL, "--suite", name])
+        if code != 0:
+            raise SystemExit(f"matbench show --suite {name} failed ({code})")
+        example = [
+            f"The first item's first arm as `matbench show --model {SHOW_MODEL} --suite {name}` prints it:",
+            "",
+            "```text",
+            _first_arm(out.getvalue()).rstrip(),
+            "```",
+        ]
+    metrics = [m for m in EVALUATORS.get(name).contract if m.in_scorecard]
+    lines = [
+        f"# {name}",
+        "",
+        doc,
+        "",
+        (
+            f"- version {suite.version}, {suite.default_n or 'every qualifying'} items by default "
+            f"(`matbench eval --suite {name}`)"
+        ),
+        (
+            f"- readouts: {', '.join(suite.readouts or READOUTS.names())}; "
+            f"serving: {', '.join(suite.servings or SERVING_MODES)}"
+        ),
+        "",
+        "## Contract metrics",
+        "",
+        "| metric | what it is |",
+        "|---|---|",
+        *(f"| `{m.key}` | {m.description} |" for m in metrics),
+        "",
+        "## An example pair",
+        "",
+        *example,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def suites_index(names: list[str]) -> str:
+    from matbench.data_gen import SUITES
+
+    rows = [f"| [{n}]({n}.md) | {SUITES.get(n).summary} |" for n in names]
+    return "\n".join(
+        [
+            "# Suites",
+            "",
+            "Every suite, generated from its generator. `matbench eval --suite NAME` runs one;",
+            "[Suites as datasets](../datasets.md) says how they are published.",
+            "",
+            "| suite | what it asks |",
+            "|---|---|",
+            *rows,
+            "",
+        ]
+    )
+
+
+def pages() -> dict[Path, str]:
+    from matbench.evaluators.base import suites_in_order
+
+    names = list(suites_in_order())
+    found = {DOCS / "cli.md": cli_page(), DOCS / "suites" / "index.md": suites_index(names)}
+    for name in names:
+        found[DOCS / "suites" / f"{name}.md"] = suite_page(name)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in pages().items():
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(path)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for path in stale:
+        print(f"{path} differs from what the code gives: run python docs/generate.py", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
