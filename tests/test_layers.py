@@ -16,7 +16,7 @@ FOLDERS = {
     "matbench.evaluators": ROOT / "evaluators",
     "matbench.leaderboard": ROOT / "leaderboard",
 }
-# Bottom to top, as README "Layout" and CONTRIBUTING describe them.
+# Bottom to top, as docs/layout.md and CONTRIBUTING describe them.
 LAYERS = [
     ("matbench.errors", "matbench.registry", "matbench.stats", "matbench.plugins", "matbench"),
     ("matbench.protocol",),
@@ -50,7 +50,7 @@ def _layer(module: str) -> int:
             if (module == name or module.startswith(name + ".")) and (best is None or len(name) > len(best[1])):
                 best = (k, name)
     if best is None:
-        raise AssertionError(f"{module} is in no layer; add it to LAYERS (and to README's Layout)")
+        raise AssertionError(f"{module} is in no layer; add it to LAYERS (and to docs/layout.md)")
     return best[0]
 
 

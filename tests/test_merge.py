@@ -15,7 +15,7 @@ from matbench.results.schema import read_results
 from tests.test_cli import one_line_error
 
 STEM = "discovery_probe_compact"
-# What describes the attempts, not the records (README "Several machines").
+# What describes the attempts, not the records (docs/running.md, "Several machines").
 ATTEMPT_FIELDS = ("wall_seconds", "resources", "invocation", "merged", "environment")
 
 
