@@ -18,6 +18,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from matbench.errors import MatbenchError
 from matbench.evaluators.base import suites_in_order
 from matbench.leaderboard.collect import ModelEntry, Run, find_runs, group_models
 from matbench.leaderboard.downloads import (
@@ -57,18 +58,37 @@ class SiteSummary:
     notes: tuple[str, ...] = ()  # one line each, printed by the build command: what the site lacks and why
 
 
+def docs_base(url: str | None) -> str | None:
+    """The docs site's address as the pages link it (ending in /); one line when it is no web URL."""
+    if url is None:
+        return None
+    if not url.startswith(("https://", "http://")) or any(c in url for c in "\"'<> "):
+        raise MatbenchError(f"--docs-url {url!r} is not a web address: pass the docs site's https:// URL")
+    return url.rstrip("/") + "/"
+
+
 def build_site(
-    roots: list[Path], out: Path, reported: Reported | None = None, evidence: EvidencePlan = COPY
+    roots: list[Path],
+    out: Path,
+    reported: Reported | None = None,
+    evidence: EvidencePlan = COPY,
+    docs_url: str | None = None,
 ) -> SiteSummary:
     """Validate every results file under `roots`, then render the site into `out`."""
-    return render_site(find_runs(roots), out, reported, evidence)
+    docs = docs_base(docs_url)  # checked before any file is read
+    return render_site(find_runs(roots), out, reported, evidence, docs)
 
 
 def render_site(
-    runs: list[Run], out: Path, reported: Reported | None = None, evidence: EvidencePlan = COPY
+    runs: list[Run],
+    out: Path,
+    reported: Reported | None = None,
+    evidence: EvidencePlan = COPY,
+    docs: str | None = None,
 ) -> SiteSummary:
     """The site of already validated runs (`find_runs`). Every value is read through the metric its
-    suite declares, so a file lacking one is named in one line."""
+    suite declares, so a file lacking one is named in one line. With `docs` (the docs site's
+    address, `docs_base`), every page links it and each suite page links the suite's own page."""
     reported = reported if reported is not None else load_reported()
     out.mkdir(parents=True, exist_ok=True)
     entries = group_models(runs, home=out)
@@ -94,6 +114,7 @@ def render_site(
         "source": reported.source,
         "overview_header": overview_header(),
         "runs_header": RUNS_HEADER,
+        "docs": docs,
     }
     notes = list(placed.notes)
     parquet = write_runs_parquet(out, entries, links)

@@ -894,3 +894,20 @@ def test_the_reported_badge_sits_in_the_model_cell(tmp_path):
     for row in rows:
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
         assert [i for i, c in enumerate(cells) if "badge reported" in c] == [overview_header().index("model")]
+
+
+def test_with_a_docs_url_every_page_links_the_docs_and_a_suite_page_its_suite(tmp_path, capsys):
+    discovery = copy_run(RUN, tmp_path / "runs" / "d")
+    args = ["leaderboard", "build", "--results", str(discovery.parent)]
+    assert main([*args, "--out", str(tmp_path / "plain")]) == 0
+    assert not any("docs" in _parse(p).hrefs for p in (tmp_path / "plain").glob("*.html"))
+    assert main([*args, "--out", str(tmp_path / "site"), "--docs-url", "https://example.org/matbench"]) == 0
+    pages = sorted((tmp_path / "site").glob("*.html"))
+    assert pages and all("https://example.org/matbench/" in _parse(p).hrefs for p in pages)
+    suite = _parse(tmp_path / "site" / "suite-discovery.html").hrefs
+    assert "https://example.org/matbench/suites/discovery/" in suite
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "bad"), "--docs-url", "docs/"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--docs-url 'docs/' is not a web address" in err
+    assert not (tmp_path / "bad").exists()

@@ -54,6 +54,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--hub-revision", default="main", help="with --evidence link: its branch, tag or commit (default main)"
     )
+    b.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="the matbench docs site (e.g. where `mkdocs build` of docs/ is served): every page links "
+        "it, each suite page its suite's page",
+    )
     b.set_defaults(func=run)
 
 
@@ -63,18 +69,20 @@ def run(args: argparse.Namespace) -> int:
     from matbench.errors import MatbenchError
     from matbench.leaderboard.evidence import EvidencePlan, HubDataset
     from matbench.leaderboard.reported import load_reported
-    from matbench.leaderboard.site import build_site
+    from matbench.leaderboard.site import build_site, docs_base
     from matbench.results.publish import download_store
 
     if not args.results and not args.hub_store:
         raise MatbenchError(
             "leaderboard build needs --results DIR (e.g. results, the store of this checkout) or --hub-store ORG/NAME"
         )
+    docs_base(args.docs_url)  # checked before any file is read or downloaded
     hub = HubDataset(args.hub_dataset, args.hub_revision) if args.hub_dataset else None
     plan = EvidencePlan(args.evidence, hub)  # checked before any file is read or written
     stores = [HubDataset(*spec.split("@", 1)) for spec in args.hub_store]  # ids checked before any download
     roots = [Path(d) for d in args.results] + [download_store(s.repo_id, s.revision) for s in stores]
-    summary = build_site(roots, Path(args.out), load_reported(Path(args.reported)) if args.reported else None, plan)
+    reported = load_reported(Path(args.reported)) if args.reported else None
+    summary = build_site(roots, Path(args.out), reported, plan, docs_url=args.docs_url)
     print(
         f"{summary.out / 'index.html'}: {summary.n_models} models, {summary.n_runs} results files, {summary.pages} pages"
     )
