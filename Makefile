@@ -56,4 +56,4 @@ docs: install
 pytest: install browser
 	MATBENCH_REQUIRE_BROWSER=1 MATBENCH_SHARED_DATA=$(SHARED_DATA) $(BIN)/python -m pytest --durations=20
 
-test: lint validate docs pytest
+test: lint typecheck validate docs pytest

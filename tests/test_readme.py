@@ -16,7 +16,7 @@ def test_ci_runs_the_readme_test_command():
     assert ci[-1] == "make test"  # the last command CI runs is the README's
     make = (ROOT / "Makefile").read_text()
     test_target = next(line for line in make.splitlines() if line.startswith("test:"))
-    assert test_target.split(":")[1].split() == ["lint", "validate", "docs", "pytest"]
+    assert test_target.split(":")[1].split() == ["lint", "typecheck", "validate", "docs", "pytest"]
     assert "-m pytest" in make and "matbench validate results" in make
 
 

@@ -51,9 +51,7 @@ def load_for_bench(
     from matbench.models.loading import load_model
     from matbench.models.shapes import random_model
 
-    if (model is None) == (shape is None):
-        raise MatbenchError("pass exactly one of --model NAME or --random-weights SHAPE")
-    if shape:
+    if model is None and shape is not None:
         return random_model(
             shape,
             device,
@@ -63,6 +61,8 @@ def load_for_bench(
             device_map=device_map,
             fused_kernels=fused_kernels or "auto",
         )
+    if model is None or shape is not None:
+        raise MatbenchError("pass exactly one of --model NAME or --random-weights SHAPE")
     return load_model(
         model,
         device=device,

@@ -65,6 +65,13 @@ def discovery(
     naive_s = time.perf_counter() - started
     agreement = class_agreement(naive_items, timed["records"], naive_records, combos)
     peak = peak_tflops(device)
+    decodes: dict[str, Any] = {}
+    if len(by_decode) > 1:  # `--decode-graphs compare`: the eager run, then the graphs'
+        eager, graphs = by_decode.values()
+        decodes = {
+            "engine_by_decode": {k: _engine_record(v, n, n_params, peak) for k, v in by_decode.items()},
+            "decode_classes_agree": _same_classes(eager["records"], graphs["records"], combos),
+        }
     return {
         "benchmark": "discovery",
         "model": loaded.source.name,
@@ -82,14 +89,7 @@ def discovery(
         "naive_pairs": len(naive_items),
         "decode": decode_label(engine.runner),
         "engine": _engine_record(timed, n, n_params, peak),
-        **(
-            {
-                "engine_by_decode": {k: _engine_record(v, n, n_params, peak) for k, v in by_decode.items()},
-                "decode_classes_agree": _same_classes(*(v["records"] for v in by_decode.values()), combos),
-            }
-            if len(by_decode) > 1
-            else {}
-        ),
+        **decodes,
         "naive": {"seconds": round(naive_s, 3), "pairs_per_s": round(len(naive_items) / naive_s, 3)},
         "speedup": round((n / timed["seconds"]) / (len(naive_items) / naive_s), 2),
         "class_agreement": agreement,

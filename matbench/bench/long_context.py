@@ -77,6 +77,7 @@ def long_context(
             "tokens_per_s": round(requests * NEW_TOKENS / decode_s, 1),
             "tokens": tokens,
         }
+    assert serving_times is not None  # decode_settings gives at least one setting
     serve_s, _, serve_peak, layouts, _ = serving_times
     peak = peak_tflops(device)
     kept = HEADER + SERVED * EVENT

@@ -272,7 +272,8 @@ def describe(engine: Any, pair: Any, arms: tuple[Any, ...], readout: Any) -> dic
             request, member = requests[2 * k + m], layout.members[m]
             cache = request.cache
             kept = request.kept_slots().tolist()
-            pieces, slots = [], []
+            pieces: list[dict[str, Any]] = []
+            slots: list[int] = []
             for i in (None, *sorted(arm.served)):
                 lo, hi = member.header_span if i is None else member.event_spans[i]
                 clo, chi = cache.header_span if i is None else cache.event_spans[i]

@@ -13,7 +13,8 @@ from matbench.errors import is_out_of_memory
 from matbench.protocol.pairs import DonorPair
 from matbench.protocol.records import PairRecord
 
-Combos = Sequence[tuple[str, str]] | Callable[[list[DonorPair]], Sequence[tuple[str, str]]]
+# (readout, serving), or (readout, serving, policy, source, kept_from): `PairEngine.setting_of`
+Combos = Sequence[tuple[str, ...]] | Callable[[list[DonorPair]], Sequence[tuple[str, ...]]]
 
 
 @dataclass
@@ -33,7 +34,7 @@ def score_in_batches(
     sync: Callable[[], None] = lambda: None,
     times: BatchTimes | None = None,
     on_backoff: Callable[[int, int], None] | None = None,
-) -> Iterator[list[tuple[Any, dict[tuple[str, str], PairRecord]]]]:
+) -> Iterator[list[tuple[Any, dict[tuple[str, ...], PairRecord]]]]:
     """Yield, batch by batch, [((pair, layout, caches), {(readout, serving): record})].
 
     `combos` may depend on the batch (a resumed run recomputes only what its logs lack). Out of

@@ -70,6 +70,9 @@ class SlotLayer(DynamicLayer):
     """A cache layer of fixed room `[B, H, R, D]` that writes each new token at slot `write_at`
     (a one-element device tensor the decoding step advances) and hands attention the whole room."""
 
+    keys: torch.Tensor  # the room, set on construction
+    values: torch.Tensor
+
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, write_at: torch.Tensor, length: int):
         super().__init__()
         self.lazy_initialization(keys, values)

@@ -13,7 +13,7 @@ import torch
 
 from matbench.engine.layout import PairLayout
 from matbench.engine.pair_engine import PairEngine, probe_logits, probe_logits_arms
-from matbench.engine.serving import SERVING, ServeRequest
+from matbench.engine.serving import SERVING, ServeRequest, serve_native
 from matbench.errors import GateFailure
 from matbench.protocol.pairs import Arm, DonorPair
 from matbench.protocol.records import GateResult, PairRecord
@@ -57,6 +57,14 @@ def compare_logits(name: str, got: torch.Tensor, ref: torch.Tensor, exact_dtype:
     return GateResult(name, not hard, diff, detail)
 
 
+def _compared(result: GateResult) -> float:
+    """The worst |dlogit| of a `compare_logits` result (always set: only a gate that does not
+    apply has none)."""
+    if result.max_abs_diff is None:
+        raise ValueError(f"gate {result.name!r} compared no logits")
+    return result.max_abs_diff
+
+
 def _contiguous(positions: tuple[int, ...]) -> bool:
     return positions[-1] - positions[0] + 1 == len(positions)
 
@@ -73,7 +81,7 @@ def _exact(engine: PairEngine) -> bool:
 def gate_a(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult:
     """Compact serving of every row equals a plain forward over the same ids and positions."""
     everything = Arm("all", tuple(range(len(pair.events))), pair.arms[0].question, uses_source=True)
-    members = (0, 1)
+    members: tuple[int, ...] = (0, 1)
     if engine.loaded.has_sliding_layers:
         # transformers measures windows in slots, the global prefill in positions: they agree
         # only on a member without a position gap (the one whose source fills the budget).
@@ -107,7 +115,7 @@ def gate_b(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> G
     compact = probe_logits_arms(engine, pair, caches, arms, serving="compact", query_position=layout.length)
     native = probe_logits_arms(engine, pair, caches, arms, serving="native")
     diffs = [compare_logits("B", c.cpu(), n.cpu(), _exact(engine), _length(layout)) for c, n in zip(compact, native)]
-    worst = max(diffs, key=lambda r: r.max_abs_diff)
+    worst = max(diffs, key=_compared)
     return GateResult("B", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
 
 
@@ -141,7 +149,7 @@ def layout_gate(
         compare_logits("layout", g.cpu(), literal[arm.name].cpu(), _exact(engine), _length(layout))
         for arm, g in zip(arms, gathered)
     ]
-    worst = max(diffs, key=lambda r: r.max_abs_diff)
+    worst = max(diffs, key=_compared)
     return GateResult("layout", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
 
 
@@ -209,8 +217,8 @@ def per_head_gates(engine: PairEngine, pair: DonorPair, layout: PairLayout, cach
         requests = [
             ServeRequest(caches[m], arm.served, ids, None, slots[m], torch.from_numpy(heads[m])) for m in (0, 1)
         ]
-        gathered = SERVING["native"](engine.runner, requests)[1]
-        literal = SERVING["native"](engine.runner, requests, full_layout=True)[1]
+        gathered = serve_native(engine.runner, requests)[1]
+        literal = serve_native(engine.runner, requests, full_layout=True)[1]
         layouts.append(compare_logits("head_layout", gathered.cpu(), literal.cpu(), _exact(engine), _length(layout)))
     if not seen:
         return []
@@ -286,8 +294,8 @@ def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cache
             differ.append(policy.spec)
         got, want = serve(engine.runner, [request, full])[1]
         logits.append(compare_logits("keep_all", got[None].cpu(), want[None].cpu(), _exact(engine), _length(layout)))
-        if logits[-1].max_abs_diff > worst:
-            worst, worst_policy = logits[-1].max_abs_diff, policy.spec
+        if _compared(logits[-1]) > worst:
+            worst, worst_policy = _compared(logits[-1]), policy.spec
     twins = serve(engine.runner, [full, full])[1]
     floor = float((twins[0] - twins[1]).abs().max())
     rows = f"rows differ under {', '.join(differ)}" if differ else "the same rows"

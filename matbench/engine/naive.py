@@ -67,9 +67,9 @@ def naive_pair(engine: PairEngine, pair: DonorPair, serving: str, readout: str =
             answers.append(decode.parse(engine.renderer.decode(tokens), menu, pair.registers))
         arms[arm.name] = {
             "probe_answers": probe_answers,
-            "probe_class": outcome(tuple(probe_answers), values),
+            "probe_class": outcome((probe_answers[0], probe_answers[1]), values),
             "answers": answers,
-            "class": outcome(tuple(answers), values),
+            "class": outcome((answers[0], answers[1]), values),
             "probe_logp": [c.tolist() for c in cands],
             "shift": donor_shift(cands[0].cpu().numpy(), cands[1].cpu().numpy(), menu, values),
         }

@@ -7,6 +7,7 @@ shift for every readout) and once more per generating readout (short, trace).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -121,6 +122,13 @@ class PairEngine:
                 self._layouts[p] = layout_pair(p, self.renderer)
         return [self._layouts[p] for p in pairs]
 
+    @property
+    def batch_tokens(self) -> int:
+        """`prefill_batch_tokens`, which construction resolved (None there means the device's default)."""
+        if self.prefill_batch_tokens is None:
+            raise MatbenchError("PairEngine.prefill_batch_tokens is None after construction: set a token count")
+        return self.prefill_batch_tokens
+
     def release_memory(self) -> None:
         """Drop the remembered prefill and return cached accelerator memory (after an OOM)."""
         self._last_prefill = None
@@ -133,7 +141,7 @@ class PairEngine:
         width = 0
         for item in items:
             longest = max(len(m.input_ids) for m in item[1].members)
-            if groups and (len(groups[-1]) + 1) * max(width, longest) <= self.prefill_batch_tokens:
+            if groups and (len(groups[-1]) + 1) * max(width, longest) <= self.batch_tokens:
                 groups[-1].append(item)
                 width = max(width, longest)
             else:
@@ -193,7 +201,10 @@ class PairEngine:
                 if key not in made:
                     kept = np.zeros((layers, kv_heads, caches[m].positions.shape[0]), dtype=bool)
                     kept[:, :, list(slots[m])] = True if heads[m] is None else heads[m]
-                    made[key] = policy.merge(caches[m], kept)
+                    folded = policy.merge(caches[m], kept)
+                    if folded is None:
+                        raise MatbenchError(f"policy {policy.spec!r} sets `merges` but its merge() returned no cache")
+                    made[key] = folded
                 pair_of.append(made[key])
             out[name] = (pair_of[0], pair_of[1])
         return out
@@ -227,7 +238,7 @@ class PairEngine:
         re-encodings, or rows swapped across members); arms with the same encoding and served set
         share them. An arm that does not
         serve donor-dependent events gets one cache for both members (bit-identical rows)."""
-        build = {
+        build: dict[str, Callable[..., EventCache]] = {
             "isolated": isolated_cache,
             "headless": partial(isolated_cache, alone=True),
             "headless_runs": partial(isolated_cache, alone=True, runs=True),
@@ -238,10 +249,10 @@ class PairEngine:
         made: dict[tuple, tuple[EventCache, EventCache]] = {}
         for arm in pair.arms:
             if arm.swapped:
-                out[arm.name] = tuple(
-                    spliced_cache(caches[m], layout.members[m], caches[1 - m], layout.members[1 - m], arm.swapped)
-                    for m in (0, 1)
-                )  # type: ignore[assignment]
+                out[arm.name] = (
+                    spliced_cache(caches[0], layout.members[0], caches[1], layout.members[1], arm.swapped),
+                    spliced_cache(caches[1], layout.members[1], caches[0], layout.members[0], arm.swapped),
+                )
                 continue
             if arm.encoding == "joint":
                 continue
@@ -341,14 +352,16 @@ class PairEngine:
                 texts = [decoded[lo:hi] for lo, hi in spans]
             for k, (pair, layout, _) in enumerate(items):
                 cand, probe_answers = probes[serving, setting][k]
-                answers, paper = probe_answers, None
-                if firsts[k] is not None:  # the paper's own readout: its reading is the answer itself
-                    answers = paper = firsts[k]
-                if texts[k] is not None:
-                    menus = [pair.arm_menu(pair.arms[j // 2]) for j in range(len(texts[k]))]
-                    answers = [readout.parse(t, menu, pair.registers) for t, menu in zip(texts[k], menus)]
-                    paper = [readout.paper_parse(t, menu) for t, menu in zip(texts[k], menus)]
-                out[k][combo] = self._record(pair, layout, answers, probe_answers, cand, texts[k], chosen[k], paper)
+                first_k, texts_k = firsts[k], texts[k]
+                answers: Sequence[str | None] = probe_answers
+                paper: Sequence[str | None] | None = None
+                if first_k is not None:  # the paper's own readout: its reading is the answer itself
+                    answers = paper = first_k
+                if texts_k is not None:
+                    menus = [pair.arm_menu(pair.arms[j // 2]) for j in range(len(texts_k))]
+                    answers = [readout.parse(t, menu, pair.registers) for t, menu in zip(texts_k, menus)]
+                    paper = [readout.paper_parse(t, menu) for t, menu in zip(texts_k, menus)]
+                out[k][combo] = self._record(pair, layout, answers, probe_answers, cand, texts_k, chosen[k], paper)
         return out
 
     def _batch_requests(self, items, readout: Readout, derived, chosen) -> list[ServeRequest]:
@@ -405,7 +418,7 @@ class PairEngine:
                 probe_logp=(tuple(cand[a].tolist()), tuple(cand[b].tolist())),
                 shift=donor_shift(cand[a].numpy(), cand[b].numpy(), menu, values),
                 menu=tuple(menu) if arm.menu else None,
-                values=tuple(values) if arm.menu or arm.values else None,  # type: ignore[arg-type]
+                values=tuple(values) if arm.menu or arm.values else None,
                 expected=arm.expected,
                 texts=(texts[a], texts[b]) if texts is not None else None,
                 paper_answers=(paper[a], paper[b]) if paper is not None else None,
@@ -444,7 +457,7 @@ def probe_logits_arms(
     keep the batch's rows within the engine's prefill token budget (members x L rows per arm at
     most), so a long dialog still serves one arm at a time. `caches_for(arm)`, when given, makes
     the caches an arm is served from (e.g. with noise in its dropped rows), one batch at a time."""
-    per_batch = max(1, engine.prefill_batch_tokens // max(1, len(members) * max(c.length for c in caches)))
+    per_batch = max(1, engine.batch_tokens // max(1, len(members) * max(c.length for c in caches)))
     out: list[torch.Tensor] = []
     for start in range(0, len(arms), per_batch):
         chunk = arms[start : start + per_batch]

@@ -25,10 +25,10 @@ class ProbeScorer:
         "s"). A candidate left with no token of its own cannot be probed."""
         firsts = [{encode(" " + word)[0], encode(word)[0]} for word in menu]
         owners: dict[int, list[str]] = {}
-        for word, ids in zip(menu, firsts):
-            for t in ids:
+        for word, starts in zip(menu, firsts):
+            for t in starts:
                 owners.setdefault(t, []).append(word)
-        ids = []
+        ids: list[tuple[int, ...]] = []
         for word, mine in zip(menu, firsts):
             own = tuple(sorted(t for t in mine if len(owners[t]) == 1))
             if not own:

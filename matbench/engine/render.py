@@ -52,7 +52,7 @@ class Renderer:
         bos = getattr(self.tokenizer, "bos_token_id", None)
         adds_bos = bos is not None and self.tokenizer("a").input_ids[:1] == [bos]
         head_ids = self.ids(self.head)
-        self.bos_ids = [bos] if adds_bos and head_ids[:1] != [bos] else []
+        self.bos_ids = [bos] if bos is not None and adds_bos and head_ids[:1] != [bos] else []
 
     def ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False).input_ids)

@@ -89,6 +89,11 @@ class ReservedLayer(DynamicLayer):
     `keys`/`values` stay views of the first `length` slots, so everything transformers reads
     (sequence length, mask sizes) is as for a `DynamicLayer`. Out of room, it concatenates."""
 
+    # `holding` sets them all: the rows (views of the buffers) and the preallocated buffers
+    keys: torch.Tensor
+    values: torch.Tensor
+    room: tuple[torch.Tensor, torch.Tensor]
+
     @classmethod
     def holding(cls, key_buffer: torch.Tensor, value_buffer: torch.Tensor, length: int) -> ReservedLayer:
         layer = cls()
@@ -134,9 +139,9 @@ class ModelRunner:
         self._pass_cache_position = "cache_position" in params
         self._pass_logits_to_keep = "logits_to_keep" in params
         self.windows = layer_windows(self.text_config)
-        layer_types = getattr(self.text_config, "layer_types", None)
+        layer_types = getattr(self.text_config, "layer_types", None) or ()
         # Models with mixed layer types take a dict {layer_type: mask}; the others one tensor.
-        self._mask_by_type = bool(layer_types) and "sliding_attention" in set(layer_types)
+        self._mask_by_type = "sliding_attention" in set(layer_types)
         impl = getattr(self.model.config, "_attn_implementation", None) or "eager"
         self._bool_masks = impl in ("sdpa", GROUPED_SDPA)
         if impl.startswith("flash"):

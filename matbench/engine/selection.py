@@ -118,12 +118,14 @@ def select(
     )
     r = KEPT_FROM.index(kept_from)
     chosen = {members[r].positions[s] for s in picks[r][0]}
-    served = tuple(tuple(s for s, p in enumerate(members[m].positions) if p in chosen) for m in (0, 1))
+    served_a, served_b = (tuple(s for s, p in enumerate(members[m].positions) if p in chosen) for m in (0, 1))
+    served = (served_a, served_b)
     heads: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
     share = None
     if picks[r][1] is not None:
-        heads = tuple(marks[r][:, :, [members[m].positions[s] for s in served[m]]] for m in (0, 1))  # type: ignore[assignment]
-        share = float(np.mean([h.mean() for h in heads]))
+        head_a, head_b = (marks[r][:, :, [members[m].positions[s] for s in served[m]]] for m in (0, 1))
+        heads = (head_a, head_b)
+        share = float(np.mean([head_a.mean(), head_b.mean()]))
     donor_visible = any(s in donor[m] for m in (0, 1) for s in served[m])
     if not donor_visible:
         ids = [tuple(members[m].input_ids[s] for s in served[m]) for m in (0, 1)]
@@ -140,7 +142,7 @@ def select(
         donor_visible,
         share,
         overlap=overlap,
-        source_kept=tuple(any(s in donor[m] for s in picks[m][0]) for m in (0, 1)),  # type: ignore[arg-type]
+        source_kept=(any(s in donor[0] for s in picks[0][0]), any(s in donor[1] for s in picks[1][0])),
         kept=ranges([members[0].positions[s] for s in served[0]]),
         held_rows=int(sum(per_layer)),
         heads=_pack(heads[0]) if heads[0] is not None else None,
@@ -197,15 +199,13 @@ def _jaccard(a: np.ndarray, b: np.ndarray) -> tuple[float, ...]:
 
 def ranges(positions: list[int]) -> str:
     """Sorted positions as `0-14,20,22-30`."""
-    out, start, prev = [], None, None
-    for p in [*positions, None]:
-        if start is not None and (p is None or p != prev + 1):
-            out.append(f"{start}-{prev}" if prev != start else f"{start}")
-            start = None
-        if p is not None and start is None:
-            start = p
-        prev = p
-    return ",".join(out)
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive positions
+    for p in positions:
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return ",".join(f"{first}-{last}" if last != first else f"{first}" for first, last in runs)
 
 
 def _pack(heads: np.ndarray) -> str:

@@ -20,6 +20,7 @@ queries left-padded with masked tokens, so every row's last query token is the l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -122,9 +123,15 @@ def _serve(
     keys, values = gather_rows([r.cache for r in requests], slot_index, spare=width + reserve)
     key_valid = slot_index >= 0 if valid is None else _pad([v.long() for v in valid], 0).bool()
     # Padding slots are invalid keys; their coordinates (0) never matter.
+    key_coords, key_valid, next_position, next_coord = (
+        to_device(t, device) for t in (_pad(coords, 0), key_valid, next_position, next_coord)
+    )
     batch = ServedBatch(
         cache_from_rows(keys, values, length=slot_index.shape[1]),
-        *(to_device(t, device) for t in (_pad(coords, 0), key_valid, next_position, next_coord)),
+        key_coords,
+        key_valid,
+        next_position,
+        next_coord,
         head_valid=_head_valid(runner, [r.head_valid for r in requests] if heads is None else heads, slots, slot_index),
     )
     lengths = torch.tensor([len(r.query_ids) for r in requests])
@@ -219,4 +226,7 @@ def serve_native(
     )
 
 
-SERVING = dict(zip(SERVING_MODES, (serve_compact, serve_native)))  # protocol.pairs.SERVING_MODES names them
+# protocol.pairs.SERVING_MODES names them; the two take different optional arguments after `requests`
+SERVING: dict[str, Callable[..., tuple[ServedBatch, torch.Tensor]]] = dict(
+    zip(SERVING_MODES, (serve_compact, serve_native))
+)

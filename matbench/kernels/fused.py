@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -72,7 +73,9 @@ def fuse(model: torch.nn.Module, backend: str = "inductor") -> int:
             # emulate_precision_casts: round to bf16 wherever the eager module does (inductor would
             # otherwise keep float32 through the whole fused kernel: more precise, but not the
             # model's arithmetic; measured max |dlogit| .30 at Qwen3-8B shape without it).
-            options = {"emulate_precision_casts": True} if backend == "inductor" else None
+            options: dict[str, str | int | bool | Callable[..., Any]] | None = (
+                {"emulate_precision_casts": True} if backend == "inductor" else None
+            )
             compiled[cls] = torch.compile(cls.forward, dynamic=True, backend=backend, options=options)
         module.forward = functools.partial(_forward, compiled[cls], cls.forward, module)
         count += 1
@@ -85,7 +88,7 @@ def fuse(model: torch.nn.Module, backend: str = "inductor") -> int:
 MIN_ELEMENTS = 1 << 20
 
 
-def _row_wise(cls: type) -> bool:
+def _row_wise(cls: type[torch.nn.Module]) -> bool:
     """A forward of one tensor (an RMSNorm, a gated MLP): each row of the last dimension on its own."""
     params = list(inspect.signature(cls.forward).parameters.values())[1:]
     return len(params) == 1 and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD

@@ -132,6 +132,8 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if source.gguf_file is None:
+        raise ValueError(f"convert_gguf needs a GGUF source, not {source.location!r}")
     target = gguf_cache_dir(source)
     file = Path(source.location) / source.gguf_file
     if (target / "config.json").is_file():
@@ -154,7 +156,8 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
         raise MatbenchError(
             f"could not load GGUF file {source.gguf_file!r} (truncated or corrupt?): {first_line(exc)}"
         ) from None
-    model.hf_quantizer = None
+    # torch types nn.Module.__setattr__ for Tensor | Module values only; transformers reads a plain attribute
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")

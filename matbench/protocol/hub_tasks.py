@@ -20,7 +20,8 @@ FRAMEWORK = "matbench"
 
 def _follow_percent(metrics: Mapping[str, Any]) -> float:
     arm = metrics["arms"]["root"]
-    return 100.0 * arm["classes"]["follow"] / arm["n_pairs"]
+    percent: float = 100.0 * arm["classes"]["follow"] / arm["n_pairs"]
+    return percent
 
 
 def _root_shift(metrics: Mapping[str, Any]) -> float:

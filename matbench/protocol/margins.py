@@ -14,7 +14,8 @@ def _logsumexp(x: np.ndarray) -> np.ndarray:
     """logsumexp over the last axis, computed as torch.logsumexp does (max-shifted, in x's dtype)."""
     top = x.max(axis=-1, keepdims=True)
     top = np.where(np.isinf(top), np.zeros_like(top), top)
-    return (np.log(np.exp(x - top).sum(axis=-1, keepdims=True)) + top)[..., 0]
+    out: np.ndarray = (np.log(np.exp(x - top).sum(axis=-1, keepdims=True)) + top)[..., 0]
+    return out
 
 
 def donor_margin(cand_logp: np.typing.ArrayLike, menu: tuple[str, ...], value: str) -> np.ndarray:
@@ -22,7 +23,8 @@ def donor_margin(cand_logp: np.typing.ArrayLike, menu: tuple[str, ...], value: s
     logp = np.asarray(cand_logp)
     i = menu.index(value)
     others = np.concatenate([logp[..., :i], logp[..., i + 1 :]], axis=-1)
-    return logp[..., i] - _logsumexp(others)
+    margin: np.ndarray = logp[..., i] - _logsumexp(others)
+    return margin
 
 
 def donor_shift(

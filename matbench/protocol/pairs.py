@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from matbench.errors import MatbenchError
 from matbench.protocol.frames import FRAMES
@@ -16,7 +17,8 @@ from matbench.protocol.readouts import RELEVANT_TRACE
 
 ENCODINGS = ("joint", "isolated", "headless", "headless_runs", "anchored", "text")
 # How kept rows are laid out for the query (SPEC 2.3; matbench.engine.serving implements them).
-SERVING_MODES = ("compact", "native")
+ServingMode = Literal["compact", "native"]
+SERVING_MODES: tuple[ServingMode, ...] = get_args(ServingMode)
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,16 @@ class DonorPair:
     def arm_trace(self, arm: Arm) -> str:
         return arm.trace or self.trace
 
-    def prefill_key(self) -> tuple:
+    def prefill_key(
+        self,
+    ) -> tuple[
+        str,
+        tuple[str, ...],
+        tuple[str, str],
+        tuple[tuple[int, str, str], ...],
+        tuple[tuple[int, tuple[str, ...]], ...],
+        tuple[tuple[int, tuple[str, ...]], ...],
+    ]:
         """Equal for pairs whose two members render to the same texts, and so share one global
         prefill (items asking different questions of one long dialog)."""
         return (self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives, self.padded)

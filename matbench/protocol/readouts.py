@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from matbench.protocol.menus import find_menu_words
 from matbench.registry import Registry
@@ -97,7 +98,7 @@ READOUTS.register("menu")(
 )
 
 
-class _GeneratingReadouts(Sequence):
+class _GeneratingReadouts(Sequence[str]):
     """The names of the readouts that generate text (and so carry the paper's parse beside
     matbench's), read from the registry when asked: a plugin's generating readout, registered
     after this module loaded, counts as well."""
@@ -105,7 +106,13 @@ class _GeneratingReadouts(Sequence):
     def _names(self) -> tuple[str, ...]:
         return tuple(name for name in READOUTS.names() if READOUTS.get(name).max_new_tokens)
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
         return self._names()[index]
 
     def __len__(self) -> int:

@@ -26,14 +26,14 @@ def _require(data: Any, key: str, kinds: type | tuple[type, ...], where: str) ->
     return value
 
 
-def _optional(data: dict, key: str, kinds: type | tuple[type, ...], where: str) -> Any:
+def _optional(data: dict[str, Any], key: str, kinds: type | tuple[type, ...], where: str) -> Any:
     return _require(data, key, kinds, where) if data.get(key) is not None else None
 
 
-def _pair_of(value: list, where: str, key: str) -> tuple:
+def _pair_of(value: list[Any], where: str, key: str) -> tuple[Any, Any]:
     if len(value) != 2:
         raise MatbenchError(f"{where}: field {key!r} must hold one entry per donor member (2), not {len(value)}")
-    return tuple(value)
+    return value[0], value[1]
 
 
 @dataclass(frozen=True)
@@ -200,13 +200,12 @@ class ArmRecord:
         judged = _optional(data, "judged", list, where)
         if judged is not None and not all(isinstance(v, bool) for v in judged):
             raise MatbenchError(f"{where}: judged must hold two booleans (got {judged!r})")
+        logp_a, logp_b = _pair_of(_require(data, "probe_logp", list, where), where, "probe_logp")
         return cls(
             answers=_pair_of(_require(data, "answers", list, where), where, "answers"),
             outcome=outcome,
             probe_answers=_pair_of(_require(data, "probe_answers", list, where), where, "probe_answers"),
-            probe_logp=tuple(
-                tuple(row) for row in _pair_of(_require(data, "probe_logp", list, where), where, "probe_logp")
-            ),
+            probe_logp=(tuple(logp_a), tuple(logp_b)),
             shift=_require(data, "shift", (int, float), where),
             menu=tuple(menu) if menu is not None else None,
             values=_pair_of(values, where, "values") if values is not None else None,

@@ -62,7 +62,9 @@ def arm_rows(metrics: Mapping[str, Any], reading: str | None = None) -> list[Arm
     return [ArmRow.from_metrics(group, arm, m) for group, arm, m in _walk(metrics, (), reading)]
 
 
-def _walk(block: Mapping[str, Any], path: tuple[str, ...], reading: str | None) -> Iterator[tuple[str, str, Mapping]]:
+def _walk(
+    block: Mapping[str, Any], path: tuple[str, ...], reading: str | None
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
     for key, value in block.items():
         if not isinstance(value, Mapping) or key in ("headline", "selection"):
             continue  # the headline repeats the arms; selection is the eviction audit's own table

@@ -128,7 +128,7 @@ def audit_grid(table: pd.DataFrame, model: str, suite: str, arm: str, column: st
 def markdown(table: pd.DataFrame) -> str:
     """A markdown table (no tabulate dependency): numbers to three decimals."""
 
-    def text(v) -> str:
+    def text(v: object) -> str:
         if isinstance(v, float):
             return "—" if math.isnan(v) else f"{v:.3f}"
         return "—" if v is None else str(v)

@@ -136,7 +136,7 @@ def check_complete(stem: str, shards: list[FoundShard]) -> list[FoundShard]:
     return [by_index[i] for i in range(count)]
 
 
-def merged_records(stem: str, shards: list[FoundShard]) -> dict[str, dict]:
+def merged_records(stem: str, shards: list[FoundShard]) -> dict[str, dict[str, Any]]:
     """Every record of the shards, by item id; one line naming a shard that lacks items of its slice."""
     keys = {shards[0].key, *(s.manifest.config_hash for s in shards)}  # each checked to be the config's
     logs = [s.log for s in shards if s.log.exists()]

@@ -56,10 +56,10 @@ def write_payload(
     return payload
 
 
-def gate_summary(records: list[PairRecord]) -> dict[str, dict]:
+def gate_summary(records: list[PairRecord]) -> dict[str, dict[str, Any]]:
     """Per gate: items checked, passed, skipped (not applicable, e.g. gate B with sliding
     windows) and the worst |dlogit| among those compared."""
-    summary: dict[str, dict] = {}
+    summary: dict[str, dict[str, Any]] = {}
     for record in records:
         for g in record.gates or ():
             s = summary.setdefault(g.name, {"checked": 0, "passed": 0, "skipped": 0, "max_abs_diff": None})

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 
-def _git(here: Path, *args: str) -> subprocess.CompletedProcess | None:
+def _git(here: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     try:
         return subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -28,4 +28,5 @@ def git_revision(here: Path | None = None) -> str | None:
         return None
     status = _git(here, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     dirty = status is None or status.returncode != 0 or bool(status.stdout.strip())
-    return head.stdout.strip() + ("+dirty" if dirty else "")
+    revision: str = head.stdout.strip()
+    return revision + ("+dirty" if dirty else "")

@@ -6,15 +6,16 @@ tables of results/*/README.md); then, per file, every arm's classes, accuracy an
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.results.arms import run_summary
-from matbench.results.schema import read_results
+from matbench.results.schema import GateSummary, read_results
 
 
-def _gates(gates) -> str:
+def _gates(gates: Mapping[str, GateSummary]) -> str:
     return (
         ", ".join(
             f"{g} {v.passed}/{v.checked}" + (f" ({v.skipped} n/a)" if v.skipped else "")

@@ -81,7 +81,8 @@ def recompute_metrics(parsed: ResultsFile, records: list[PairRecord]) -> dict[st
     suite = parsed.config.suite
     from matbench.results.selection import run_metrics
 
-    return json.loads(json.dumps(run_metrics(EVALUATORS.get(suite)(suite=suite), records)))
+    metrics: dict[str, Any] = json.loads(json.dumps(run_metrics(EVALUATORS.get(suite)(suite=suite), records)))
+    return metrics
 
 
 def rescore_file(path: Path) -> dict[str, Any]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matbench.errors import MatbenchError
-from matbench.protocol.pairs import SERVING_MODES
+from matbench.protocol.pairs import ServingMode
 
 SCHEMA_VERSION = "1.15"
 # 1.1 added the optional `rescored`, 1.2 the optional `resources`, 1.3 the model's optional
@@ -32,7 +32,7 @@ SCHEMA_VERSION = "1.15"
 # attempt's), 1.14 the optional `merged` (`matbench merge` of `--shard` runs), 1.15 the config
 # hash without the model's and judge's device and location (a merge of shards run on several
 # devices names each, `cpu+cuda`, and each shard's device and location).
-READABLE_VERSIONS = (
+ReadableVersion = Literal[
     "1.0",
     "1.1",
     "1.2",
@@ -49,7 +49,8 @@ READABLE_VERSIONS = (
     "1.13",
     "1.14",
     "1.15",
-)
+]
+READABLE_VERSIONS: tuple[str, ...] = get_args(ReadableVersion)
 
 
 class _Strict(BaseModel):
@@ -118,7 +119,7 @@ class RunConfig(_Strict):
         pattern=r"^[a-z][a-z0-9_-]{0,39}$",
         description="how answers were read (SPEC 2.5): a registered readout (probe, short, trace, or a plugin's)",
     )
-    serving: Literal[SERVING_MODES] = Field(description="serving mode (SPEC 2.3)")
+    serving: ServingMode = Field(description="serving mode (SPEC 2.3)")
     chunk_size: int | None = Field(description="prefill chunk size in tokens, null = one chunk")
     check: bool = Field(
         description="whether the faithfulness gates ran on every item (on the first `check_pairs` with that key)"
@@ -290,7 +291,7 @@ class Merged(_Strict):
 class ResultsFile(_Strict):
     """The top level of `<suite>_<readout>_<serving>.json`."""
 
-    schema_version: Literal[READABLE_VERSIONS] = Field(description="version of this schema")
+    schema_version: ReadableVersion = Field(description="version of this schema")
     config: RunConfig
     config_hash: str = Field(
         description="sha256 prefix of the config, without n_items, check and check_pairs, "

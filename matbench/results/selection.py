@@ -86,8 +86,9 @@ def summarize_selection(records: list[PairRecord]) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for name in names:
-        ruled = [r for r in records if name in r.arms and r.arms[name].selection is not None]
-        chosen = [r.arms[name].selection for r in ruled]
+        ruled_chosen = [(r, s) for r in records if name in r.arms and (s := r.arms[name].selection) is not None]
+        ruled = [r for r, _ in ruled_chosen]
+        chosen = [s for _, s in ruled_chosen]
         n = len(chosen)
         entry: dict[str, Any] = {
             "n_pairs": n,

@@ -33,12 +33,14 @@ def shard_logs(log_path: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[len(prefix) : -len(".jsonl")]))
 
 
-def read_shard_records(paths: Iterable[Path], config_keys: Collection[str], hint: str) -> dict[str, tuple[dict, Path]]:
+def read_shard_records(
+    paths: Iterable[Path], config_keys: Collection[str], hint: str
+) -> dict[str, tuple[dict[str, Any], Path]]:
     """Every record of the shard logs `paths`, by item id, with the log it came from. A partial
     last line (a process killed mid-write) is dropped; a record of none of `config_keys` (one
     configuration's keys: its own, and those it had before schema 1.15 on each device), or one
     item logged twice with different content, is refused in one line (`hint`: what to do then)."""
-    records: dict[str, tuple[dict, Path]] = {}
+    records: dict[str, tuple[dict[str, Any], Path]] = {}
     for path in paths:
         for _, record in complete_json_lines(path):
             if record.get("config_hash") not in config_keys:

@@ -122,6 +122,9 @@ def _load_judge(cfg: EvalConfig, shard: Shard):
     from matbench.models.loading import load_model
     from matbench.run.judge import Judge
 
+    if cfg.judge is None:
+        raise ValueError("the run names no judge model (EvalConfig.judge)")
+
     return Judge(
         load_model(
             cfg.judge,
@@ -340,9 +343,9 @@ def open_runs(
             if cfg.fresh:
                 for leftover in (*shard_logs(path), *described, *(attempts_path(p) for p in shard_logs(path))):
                     leftover.unlink(missing_ok=True)
-            log = ItemLog(path, key, fresh=cfg.fresh)
-            merge_shard_logs(log, suite_order)
-            if not log.records:
+            item_log = ItemLog(path, key, fresh=cfg.fresh)
+            merge_shard_logs(item_log, suite_order)
+            if not item_log.records:
                 AttemptLog(attempts_path(path), key).discard()
     shard.barrier()
     return [
@@ -412,10 +415,10 @@ def score_missing(
     from matbench.engine.batches import score_in_batches
     from matbench.engine.gates import require, run_gates
 
-    by_combo = {run.spec.combo: run for run in runs}
+    by_combo: dict[tuple[str, ...], PlannedRun] = {run.spec.combo: run for run in runs}
     suite = SUITES.get(cfg.suite)  # what the judge reads a record's question and gold from
 
-    def missing(chunk: list[Any]) -> list[tuple[str, str]]:
+    def missing(chunk: list[Any]) -> list[tuple[str, ...]]:
         return [c for c, run in by_combo.items() if any(p.item_id not in run.log for p in chunk)]
 
     def backoff(old: int, new: int) -> None:  # score_in_batches has released the engine's memory
@@ -481,8 +484,8 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
     # Items that share a global prefill (harvest: the questions of one dialog) run together, each
     # group where its first item stands, so consecutive items reuse the prefill; logs are
     # written back in suite order.
-    first: dict[tuple, int] = {}
-    todo.sort(key=lambda p: first.setdefault(p.prefill_key(), len(first)))
+    first_seen: dict[tuple, int] = {}
+    todo.sort(key=lambda p: first_seen.setdefault(p.prefill_key(), len(first_seen)))
     mine = shard.block(todo)
     if shard.independent:
         # Its slice of every item in that order, not of what is left to do: a shard resumed

@@ -70,7 +70,13 @@ class Judge:
         question, reference = suite.judge_prompt(pair)
         # the paper judges the decoded answer stripped (llm_hf `_greedy` returns `.strip()`)
         arms = {
-            name: replace(arm, judged=tuple(self.grade(question, reference, t.strip()) for t in arm.texts))
+            name: replace(
+                arm,
+                judged=(
+                    self.grade(question, reference, arm.texts[0].strip()),
+                    self.grade(question, reference, arm.texts[1].strip()),
+                ),
+            )
             if arm.texts is not None
             else arm
             for name, arm in record.arms.items()

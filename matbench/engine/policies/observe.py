@@ -62,6 +62,10 @@ class LayerView:
 
     def queries(self) -> torch.Tensor:
         """`[H_q, n, D]`: the observed tokens' queries as the attention kernel saw them."""
+        if self.rotary is None:
+            raise RuntimeError(
+                f"layer {self.layer}: this view observed no queries (the policy does not watch attention)"
+            )
         cos, sin = self.rotary
         q = self.prerope_queries()
         return q * cos[None] + rotate_half(q) * sin[None]
@@ -69,6 +73,8 @@ class LayerView:
     def rotary_at(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(cos, sin) `[len(positions), D]` of this layer's rotary embedding at any positions
         (Expected Attention averages the rotation over future positions)."""
+        if self.rope is None:
+            raise RuntimeError(f"layer {self.layer}: the model has no rotary embedding to evaluate at other positions")
         return self.rope(positions)
 
     def window_attention(self, scale: float | None = None) -> torch.Tensor:
@@ -143,7 +149,7 @@ def observe(
         cos, sin = bound["position_embeddings"]
         view = layers[module.layer_idx]
         view.module, view.hidden, view.rotary = module, hidden[0], (cos[0], sin[0])
-        view.rope = rope_for(module.layer_idx, hidden) if rotary is not None else None
+        view.rope = rope_for(rotary, module.layer_idx, hidden) if rotary is not None else None
         scores[module.layer_idx] = score(view)
         view.hidden = view.rotary = view.rope = None  # the layer's queries do not outlive its score
 
@@ -151,14 +157,14 @@ def observe(
     rotary = getattr(decoder, "rotary_emb", None)
     layer_types = getattr(runner.text_config, "layer_types", None)
 
-    def rope_for(layer: int, like: torch.Tensor):
+    def rope_for(embed: Any, layer: int, like: torch.Tensor):
         def at(where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             ids = where.to(like.device)[None]
             # Gemma 3's rotary embedding takes the layer type (local and global bases differ).
             cos, sin = (
-                rotary(like, ids, layer_types[layer])
-                if layer_types and "layer_type" in _params(rotary)
-                else rotary(like, ids)
+                embed(like, ids, layer_types[layer])
+                if layer_types and "layer_type" in _params(embed)
+                else embed(like, ids)
             )
             return cos[0], sin[0]
 

@@ -19,8 +19,9 @@ class PyramidKV(SnapKV):
     name = "pyramidkv"
 
     def layer_budgets(self, total: int, layers: int) -> list[int]:
-        flat = super().layer_budgets(total, layers)
-        ratio = self.budget.ratio if self.budget.ratio is not None else 1 - flat[0] / total
+        flat = super().layer_budgets(total, layers)  # refuses a policy without a budget
+        given = self.budget.ratio if self.budget is not None else None
+        ratio = given if given is not None else 1 - flat[0] / total
         capacity = self.window + total * (1 - ratio)
         low = (capacity - self.window) / self.beta
         high = (capacity - self.window) * 2 - low

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
@@ -18,6 +18,9 @@ from matbench.engine.policies.base import KeptRows, SelectionContext, ServingPol
 from matbench.engine.policies.budget import Budget
 from matbench.engine.policies.observe import LayerView, observe, views, with_question
 from matbench.errors import MatbenchError
+
+if TYPE_CHECKING:
+    from matbench.engine.runtime import ModelRunner
 
 
 @dataclass(frozen=True)
@@ -90,23 +93,27 @@ class ScoredPolicy(ServingPolicy):
             chosen[layer].scatter_(-1, scores[layer].topk(n, dim=-1).indices, True)
         return chosen
 
+    def _runner(self, context: SelectionContext) -> ModelRunner:
+        if context.runner is None:
+            raise MatbenchError(
+                f"policy {self.name!r} observes queries and needs the model (a SelectionContext runner)"
+            )
+        return context.runner
+
     def layer_scores(self, member, cache, context: SelectionContext) -> torch.Tensor:
         """`[L, H_kv, T]` scores of every layer, in at least float32."""
         n = self.observed_tokens()
         total, ids = int(cache.positions.shape[0]), tuple(member.input_ids)
-        if n and context.runner is None:
-            raise MatbenchError(
-                f"policy {self.name!r} observes queries and needs the model (a SelectionContext runner)"
-            )
+        runner = self._runner(context) if n else None
         if self.question:
             if not context.question:
                 raise MatbenchError(f"policy {self.spec!r} is question-aware but was given no question to score with")
             key = ("with_question", id(cache), context.question)  # shared by the question-aware policies of a pair
             if key not in context.memo:
-                context.memo[key] = with_question(context.runner, cache, context.question)
+                context.memo[key] = with_question(self._runner(context), cache, context.question)
             cache, ids = context.memo[key], (*ids, *context.question)
-        if n:
-            per_layer = observe(context.runner, cache, ids, n, self.score)
+        if runner is not None:  # n > 0
+            per_layer = observe(runner, cache, ids, n, self.score)
         else:
             per_layer = [self.score(view) for view in views(cache)]
         stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])[
