@@ -40,3 +40,14 @@ def test_readme_main_command_installs_and_runs_the_embedded_default():
 def test_the_readme_is_a_quickstart():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 150 and max(map(len, lines)) <= 120
+
+
+def test_the_quickstart_time_and_output_are_the_records():
+    import json
+
+    record = json.loads((ROOT / "benchmarks" / "cpu-quickstart.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert record["command"].removeprefix("time ").startswith(_make_target("quickstart")[-1].removeprefix("$(BIN)/"))
+    assert f"the run takes\n{record['wall_seconds']} s (`benchmarks/cpu-quickstart.json`)" in readme
+    printed = re.findall(r"```text\n(.*?)\n```", readme, flags=re.DOTALL)[0]
+    assert printed.splitlines() == record["printed"]
