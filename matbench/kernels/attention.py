@@ -12,7 +12,8 @@ so SDPA's memory-efficient kernel reads each KV head once and still takes an arb
 The arithmetic is the same attention, so the faithfulness gates apply unchanged.
 cuDNN attention is left out on purpose: it builds an execution plan for every new shape, and
 matbench's shapes change with every batch (on an H200 at Qwen3-8B shape, 8 pairs per batch,
-prefill ran at 15.1k tokens/s with cuDNN and 20.8k without; benchmarks/README.md).
+prefill ran at 15.1k tokens/s with cuDNN and 20.8k without: benchmarks/discovery-qwen3-8b-sdpa-grouped-cudnn.json
+and discovery-qwen3-8b-sdpa-grouped.json).
 Registered with transformers under `NAME` (attention and mask interfaces) by `register()`.
 """
 

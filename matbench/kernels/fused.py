@@ -8,7 +8,8 @@ product are two more passes over a 3x wider tensor. `fuse(model)` compiles the m
 `forward` of those modules with `torch.compile` (dynamic shapes: one compilation per module class
 serves every layer and batch shape), so the arithmetic is the module's own, in the same dtypes
 and roundings, done in one pass; only the order of float32 additions inside the mean may differ.
-Measured on an H200 at Qwen3-8B shape: prefill 28.1k -> 33.7k tokens/s (benchmarks/README.md);
+Measured on an H200 at Qwen3-8B shape: prefill 26.8k -> 31.8k tokens/s (benchmarks/
+discovery-qwen3-8b-member-prefill.json against discovery-qwen3-8b-fused.json);
 the first call compiles (about 10 s).
 
 Patched per instance (the classes are left alone, so other models in the process are untouched),
