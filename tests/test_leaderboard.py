@@ -107,14 +107,13 @@ def test_the_runs_table_names_each_runs_departure_from_the_protocol(tmp_path):
     assert yarn == 2 and para == 1  # the fixture's YaRN harvests and reworded discovery
     # An audit run's variant names its policy and budget, and whether the source was evicted; the
     # file name says the same (`<stem>_<policy>-<budget>[_evicted]`).
-    audits = [r for r in runs if json.loads(r.path.read_text())["config"].get("policy")]
+    audits = [r for r in runs if r.results.config.policy]
+    assert len(audits) == 13
+    assert all((r.results.config.source_mode == "evicted") == r.path.stem.endswith("_evicted") for r in audits)
     expected = Counter(
-        "policy "
-        + (c := json.loads(r.path.read_text())["config"])["policy"]
-        + (", source evicted" if r.path.stem.endswith("_evicted") else "")
+        f"policy {r.results.config.policy}" + (", source evicted" if r.results.config.source_mode else "")
         for r in audits
     )
-    assert len(audits) == 13 and all(c.get("source_mode") for r in audits if r.path.stem.endswith("_evicted"))
     assert variants == Counter(
         {"—": len(runs) - yarn - para - len(audits), "yarn ×4": yarn, "template para": para, **expected}
     )
