@@ -12,7 +12,7 @@ as listed, unrepaired); carrier candidates are turns in sessions after the last 
 not evidence turns, that share >= 2 content words with the question and whose text, and the text
 of the turns around it (+-1), do not contain the gold (case-insensitive). Words and gold checks
 read the turn as served ("[session n date] speaker: text"). The top 4 are served, ranked by
-(strong first: a shared word in <= 2 sessions; more shared words; earlier session; dia_id as a
+(strong first: a shared word in <= 2 sessions; more shared words; an earlier dialog session; dia_id as a
 string). Arms: `harv` (carrier rows of the full-history prefill), `iso` (the same turns each
 encoded alone, without any header, at their original positions), `text` (carriers re-read as
 text after the header), `none` (the header alone, as text) and `goldev` (the evidence turns as
