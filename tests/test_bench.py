@@ -285,3 +285,9 @@ def test_a_record_that_does_not_say_how_it_was_made_is_named_in_one_line(tmp_pat
     (tmp_path / "x.json").write_text(json.dumps({"command": "matbench bench discovery", "recorded": {"date": "d"}}))
     with pytest.raises(MatbenchError, match=r"x.json: a benchmark record needs recorded.date, .commit, .hardware"):
         read_bench_records(tmp_path)
+    (tmp_path / "x.json").write_text("[1, 2]")
+    with pytest.raises(MatbenchError, match=r"x.json: a benchmark record needs recorded.date"):
+        read_bench_records(tmp_path)
+    (tmp_path / "x.json").write_text("{not json")
+    with pytest.raises(MatbenchError, match=r"x.json is not a JSON record \(.*\); write it with matbench bench"):
+        read_bench_records(tmp_path)

@@ -64,8 +64,12 @@ def read_bench_records(folder: Path) -> list[BenchRecord]:
     not say when, where or how it was made."""
     records = []
     for path in sorted(Path(folder).glob("*.json")):
-        data = json.loads(path.read_text())
-        made = data.get(RECORDED)
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as exc:
+            raise MatbenchError(f"{path} is not a JSON record ({exc}); write it with matbench bench --output") from None
+        data = data if isinstance(data, dict) else {}  # then it names no field: refused below
+        made = data.get(RECORDED) if isinstance(data.get(RECORDED), dict) else None
         command = (made or {}).get("command") or data.get("command")
         if not made or not command or not all(made.get(k) for k in ("date", "commit", "hardware")):
             raise MatbenchError(
