@@ -19,6 +19,16 @@ ENCODINGS = ("joint", "isolated", "headless", "headless_runs", "anchored", "text
 # How kept rows are laid out for the query (SPEC 2.3; matbench.engine.serving implements them).
 ServingMode = Literal["compact", "native"]
 SERVING_MODES: tuple[ServingMode, ...] = get_args(ServingMode)
+# What two pairs that share one global prefill have in common: frame, events, source bodies, donor
+# events, slot alternatives and padded slots (`DonorPair.prefill_key`).
+PrefillKey = tuple[
+    str,
+    tuple[str, ...],
+    tuple[str, str],
+    tuple[tuple[int, str, str], ...],
+    tuple[tuple[int, tuple[str, ...]], ...],
+    tuple[tuple[int, tuple[str, ...]], ...],
+]
 
 
 @dataclass(frozen=True)
@@ -130,16 +140,7 @@ class DonorPair:
     def arm_trace(self, arm: Arm) -> str:
         return arm.trace or self.trace
 
-    def prefill_key(
-        self,
-    ) -> tuple[
-        str,
-        tuple[str, ...],
-        tuple[str, str],
-        tuple[tuple[int, str, str], ...],
-        tuple[tuple[int, tuple[str, ...]], ...],
-        tuple[tuple[int, tuple[str, ...]], ...],
-    ]:
+    def prefill_key(self) -> PrefillKey:
         """Equal for pairs whose two members render to the same texts, and so share one global
         prefill (items asking different questions of one long dialog)."""
         return (self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives, self.padded)
