@@ -15,8 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from matbench.errors import MatbenchError
@@ -46,9 +49,22 @@ class Conversation:
     turns: tuple[Turn, ...]
     qa: tuple[dict[str, Any], ...]
 
-    def index_of(self) -> dict[str, int]:
+    def index_of(self) -> Mapping[str, int]:
         """dia_id -> turn index (turns without an id are not addressable)."""
-        return {t.dia_id: i for i, t in enumerate(self.turns) if t.dia_id}
+        return self._index
+
+    def bodies(self) -> tuple[str, ...]:
+        """Every turn as served, in order."""
+        return self._bodies
+
+    # Computed once per conversation: every row of a suite hydrates from them.
+    @cached_property
+    def _index(self) -> Mapping[str, int]:
+        return MappingProxyType({t.dia_id: i for i, t in enumerate(self.turns) if t.dia_id})
+
+    @cached_property
+    def _bodies(self) -> tuple[str, ...]:
+        return tuple(t.body() for t in self.turns)
 
 
 def file_sha256(path: Path) -> str:

@@ -154,11 +154,12 @@ class Selected:
 def select(conv: Conversation) -> list[Selected]:
     """The qualifying QAs of a conversation and their carriers (module docstring;
     kv_harvest3.py `select_qa` rule for rule)."""
-    bodies = [t.body() for t in conv.turns]
+    bodies = [t.body().lower() for t in conv.turns]
+    words = [content_words(body) for body in bodies]  # each turn's, once: every QA reads them
     known = conv.index_of()
     session_text: dict[int, list[str]] = defaultdict(list)
     for t, body in zip(conv.turns, bodies):
-        session_text[t.session].append(body.lower())
+        session_text[t.session].append(body)
     df = Counter(w for texts in session_text.values() for w in content_words(" ".join(texts)))
     out = []
     for q, qa in enumerate(conv.qa):
@@ -174,10 +175,10 @@ def select(conv: Conversation) -> list[Selected]:
         for i, t in enumerate(conv.turns):
             if t.session <= last or t.dia_id in evidence:
                 continue
-            shared = asked & content_words(bodies[i])
-            if len(shared) < 2 or gold in bodies[i].lower():
+            shared = asked & words[i]
+            if len(shared) < 2 or gold in bodies[i]:
                 continue
-            if gold in " ".join(b.lower() for b in bodies[max(0, i - 1) : i + 2]):
+            if gold in " ".join(bodies[max(0, i - 1) : i + 2]):
                 continue
             strong = any(df.get(w, 99) <= 2 for w in shared)
             ranked.append((not strong, -len(shared), t.session, t.dia_id, i))
@@ -368,7 +369,7 @@ def draw_of(row: dict[str, Any], conv: Conversation) -> HarvestDraw:
     injected = row["kind"] == "injected"
     return HarvestDraw(
         kind=row["kind"],
-        bodies=tuple(t.body() for t in conv.turns),
+        bodies=conv.bodies(),
         question=question,
         gold=gold_answer(qa),
         negative=gold_answer(conv.qa[row["negative_qa_index"]]),

@@ -198,7 +198,7 @@ class HarvestFreeformSuite(HarvestSuite):
             f"q{row['qa_index']}/w{row['window']}"
         )
         return build(
-            tuple(t.body() for t in conv.turns),
+            conv.bodies(),
             question_of(qa),
             gold_answer(qa),
             tuple(sorted({known[d] for d in row["evidence"]})),
