@@ -18,7 +18,7 @@ import pytest
 from matbench.data_gen import SUITES
 from matbench.models.loading import LoadedModel, load_model
 from matbench.models.sources import resolve_source
-from tests.helpers import make_tiny
+from tests.helpers import make_tiny, write_short_dialogs
 
 
 @pytest.fixture(scope="session")
@@ -66,3 +66,9 @@ def smollm2() -> LoadedModel:
 @pytest.fixture(scope="session")
 def gemma3() -> LoadedModel:
     return load_model("gemma3-270m", device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def short_dialogs(tmp_path_factory) -> Path:
+    """The real-dialog data cut to three sessions per conversation (tests/helpers.py)."""
+    return write_short_dialogs(tmp_path_factory.mktemp("dialogs"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,48 @@ def shared_data() -> Path:
             pytrace=False,
         )
     return path
+
+
+_SESSION_KEY = re.compile(r"(?:events_)?session_(\d+)(?:_date_time)?")
+_EVIDENCE = re.compile(r"D(\d+):\d+")
+
+
+def _first_sessions(record: dict, qa: list[dict], sessions: int) -> tuple[dict, list[dict]]:
+    kept = {k: v for k, v in record.items() if not ((m := _SESSION_KEY.fullmatch(k)) and int(m.group(1)) > sessions)}
+
+    def within(q: dict) -> bool:
+        return all(
+            (m := _EVIDENCE.fullmatch(str(e).strip())) and int(m.group(1)) <= sessions for e in q.get("evidence") or []
+        )
+
+    return kept, [q for q in qa if within(q)]
+
+
+def write_short_dialogs(root: Path, sessions: int = 3) -> Path:
+    """The real-dialog data cut to each conversation's first `sessions` sessions, with the QAs whose
+    evidence lies in them, in the original layout (root/locomo/locomo10.json, root/realtalk/). The
+    loaders, selection and hydration are the real ones; a history is ~3.5k tokens instead of
+    20-70k, so an end-to-end run of a tiny model takes seconds. Parity with the paper's rows is
+    tested on the whole data."""
+    import json
+
+    data = shared_data()
+    (root / "locomo").mkdir(parents=True)
+    (root / "realtalk").mkdir()
+    samples = json.loads((data / "locomo" / "locomo10.json").read_text())
+    for sample in samples:
+        sample["conversation"], sample["qa"] = _first_sessions(sample["conversation"], sample["qa"], sessions)
+    (root / "locomo" / "locomo10.json").write_text(json.dumps(samples))
+    for path in sorted((data / "realtalk").glob("Chat_*.json")):
+        chat = json.loads(path.read_text())
+        chat, chat["qa"] = _first_sessions(chat, chat["qa"], sessions)
+        (root / "realtalk" / path.name).write_text(json.dumps(chat))
+    return root
+
+
+def dialog_args(root: Path) -> list[str]:
+    """The CLI's --locomo and --realtalk options for the data under `root`."""
+    return ["--locomo", str(root / "locomo" / "locomo10.json"), "--realtalk", str(root / "realtalk")]
 
 
 def dialog_sources():

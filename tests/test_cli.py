@@ -291,10 +291,10 @@ def test_first_line_of_an_empty_exception_is_its_type():
     assert first_line(ValueError("bad\nmore detail")) == "bad"
 
 
-def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_dir):
+def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_dir, short_dialogs):
     from matbench.data_gen import SUITES
     from matbench.results.schema import read_results
-    from tests.helpers import shared_data
+    from tests.helpers import dialog_args
 
     out = tmp_path / "contract"
     code, stdout, err = run_cli(
@@ -308,10 +308,7 @@ def test_eval_all_writes_every_suite_and_the_scorecard(capsys, tmp_path, tiny_di
             "5",
             "--chunk-size",
             "4096",
-            "--locomo",
-            str(shared_data() / "locomo"),
-            "--realtalk",
-            str(shared_data() / "realtalk"),
+            *dialog_args(short_dialogs),
             "--no-progress",
             "--output",
             str(out),

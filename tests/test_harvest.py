@@ -23,7 +23,7 @@ from matbench.errors import MatbenchError
 from matbench.protocol.frames import FRAMES
 from matbench.protocol.outcomes import outcome
 from matbench.protocol.records import ArmRecord, PairRecord
-from tests.helpers import dialog_sources, shared_data
+from tests.helpers import dialog_args, dialog_sources, shared_data
 
 
 @pytest.fixture(scope="module")
@@ -364,15 +364,10 @@ def test_a_generating_run_reads_the_papers_parse_first_and_matbenchs_beside_it()
     assert natural["readings"]["probe"]["arms"]["harv"] == 0.0
 
 
-def test_generate_and_evaluate_harvest_from_a_repository(tmp_path, tiny_dir, capsys):
+def test_generate_and_evaluate_harvest_from_a_repository(tmp_path, tiny_dir, capsys, short_dialogs):
     from matbench.cli import main
 
-    sources = [
-        "--locomo",
-        str(shared_data() / "locomo" / "locomo10.json"),
-        "--realtalk",
-        str(shared_data() / "realtalk"),
-    ]
+    sources = dialog_args(short_dialogs)
     assert main(["generate", "--suite", "harvest", "--n-items", "3", "--out", str(tmp_path / "suites"), *sources]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 3
     out = tmp_path / "run"

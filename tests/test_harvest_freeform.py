@@ -9,13 +9,13 @@ from dataclasses import replace
 import pytest
 
 from matbench.data_gen import SUITES
-from matbench.data_gen.dialogs import load_locomo, load_realtalk
+from matbench.data_gen.dialogs import DialogSources, load_locomo, load_realtalk
 from matbench.data_gen.harvest import gold_answer, select
 from matbench.data_gen.harvest_freeform import ANSWER_TOKENS, INSTRUCTION, WINDOWS, window_units
 from matbench.errors import MatbenchError
 from matbench.protocol.records import ArmRecord, PairRecord
 from matbench.results.schema import SCHEMA_VERSION
-from tests.helpers import dialog_sources, shared_data
+from tests.helpers import dialog_args, dialog_sources, shared_data
 
 
 @pytest.fixture(scope="module")
@@ -221,15 +221,10 @@ def test_the_judge_asks_the_papers_question_and_grades_each_text_once(tiny_llama
     assert all(f"Question: {question}\nReference answer: {gold}\n" in text for text, _ in seen)
 
 
-def test_a_judged_run_of_a_tiny_model_end_to_end(tmp_path, tiny_dir, capsys):
+def test_a_judged_run_of_a_tiny_model_end_to_end(tmp_path, tiny_dir, capsys, short_dialogs):
     from matbench.cli import main
 
-    sources = [
-        "--locomo",
-        str(shared_data() / "locomo" / "locomo10.json"),
-        "--realtalk",
-        str(shared_data() / "realtalk"),
-    ]
+    sources = dialog_args(short_dialogs)
     out = tmp_path / "run"
     code = main(
         [
@@ -280,10 +275,12 @@ def test_a_judged_run_of_a_tiny_model_end_to_end(tmp_path, tiny_dir, capsys):
     assert "<th" in page and ">judge<" in page.replace(" ", "") and str(tiny_dir) in page
 
 
-def test_a_free_answer_suite_refuses_other_readouts_and_other_suites_refuse_a_judge(tmp_path, tiny_dir, capsys):
+def test_a_free_answer_suite_refuses_other_readouts_and_other_suites_refuse_a_judge(
+    tmp_path, tiny_dir, capsys, short_dialogs
+):
     from matbench.cli import main
 
-    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json")]
+    sources = dialog_args(short_dialogs)[:2]
     assert (
         main(
             [
@@ -330,7 +327,9 @@ def test_a_free_answer_suite_refuses_other_readouts_and_other_suites_refuse_a_ju
     assert len(err.splitlines()) == 1
 
 
-def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(tmp_path, tiny_dir, capsys, monkeypatch):
+def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(
+    tmp_path, tiny_dir, capsys, monkeypatch, short_dialogs
+):
     from matbench.cli import main
     from matbench.models import loading
 
@@ -342,7 +341,7 @@ def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(tmp_path
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(loading, "load_model", counted)
-    sources = ["--locomo", str(shared_data() / "locomo" / "locomo10.json")]
+    sources = dialog_args(short_dialogs)[:2]
     # a misspelt judge is named before the evaluated model's weights are read (3 rows: one whole QA)
     assert (
         main(
@@ -394,8 +393,9 @@ def test_a_judge_of_its_own_loads_first_and_the_model_itself_loads_once(tmp_path
 
 
 @pytest.mark.parametrize("n", [30, 31, 32])
-def test_a_count_that_ends_inside_a_qas_windows_is_named_with_the_whole_qa_counts(n, capsys):
-    rows = SUITES.get("harvest_freeform").dataset_rows(0, n, dialog_sources())
+def test_a_count_that_ends_inside_a_qas_windows_is_named_with_the_whole_qa_counts(n, capsys, short_dialogs):
+    sources = DialogSources(str(short_dialogs / "locomo"), str(short_dialogs / "realtalk"))
+    rows = SUITES.get("harvest_freeform").dataset_rows(0, n, sources)
 
     assert len(rows) == n
     err = capsys.readouterr().err
@@ -407,4 +407,4 @@ def test_a_count_that_ends_inside_a_qas_windows_is_named_with_the_whole_qa_count
         )
     else:
         assert err == ""
-    assert SUITES.get("harvest").dataset_rows(0, n, dialog_sources()) and capsys.readouterr().err == ""
+    assert SUITES.get("harvest").dataset_rows(0, n, sources) and capsys.readouterr().err == ""

@@ -240,15 +240,10 @@ def test_show_builds_no_weights(config_only_dir):
         engine.loaded.model(input_ids=None)
 
 
-def test_a_suite_read_from_free_text_is_shown_under_its_own_readout(capsys, config_only_dir):
-    from tests.helpers import shared_data
+def test_a_suite_read_from_free_text_is_shown_under_its_own_readout(capsys, config_only_dir, short_dialogs):
+    from tests.helpers import dialog_args
 
-    sources = [
-        "--locomo",
-        str(shared_data() / "locomo" / "locomo10.json"),
-        "--realtalk",
-        str(shared_data() / "realtalk"),
-    ]
+    sources = dialog_args(short_dialogs)
     shown = show_json(
         capsys, "--model", str(config_only_dir), "--suite", "harvest_freeform", "--item", "1", "--arm", "iso", *sources
     )
