@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats
+
+# The tests and intervals here are pure functions of their inputs, and summaries ask them again
+# and again of the same few inputs (every arm of every class, a scorecard over many runs): each
+# is computed once per distinct input. The caches hold immutable results only.
+_CACHED = 8192
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,17 @@ def sign_test(positive: int, negative: int) -> float:
     n = positive + negative
     if n == 0:
         return 1.0
+    return _sign_test(positive, n)
+
+
+@lru_cache(maxsize=_CACHED)
+def _sign_test(positive: int, n: int) -> float:
     return float(stats.binomtest(positive, n, 0.5, alternative="two-sided").pvalue)
+
+
+@lru_cache(maxsize=16)
+def _normal_quantile(q: float) -> float:
+    return float(stats.norm.ppf(q))
 
 
 def wilson(successes: float, n: float, confidence: float = 0.95) -> Interval:
@@ -34,7 +50,7 @@ def wilson(successes: float, n: float, confidence: float = 0.95) -> Interval:
     effective (non-integer) counts, as `clustered_wilson` passes."""
     if n == 0:
         return Interval(0.0, 1.0)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = _normal_quantile(0.5 + confidence / 2)
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -77,10 +93,17 @@ def bootstrap_mean_ci(values, n_boot: int = 10_000, seed: int = 0, confidence: f
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return Interval(math.nan, math.nan)
+    return _bootstrap_mean_ci(x.tobytes(), n_boot, seed, confidence)
+
+
+@lru_cache(maxsize=_CACHED)
+def _bootstrap_mean_ci(data: bytes, n_boot: int, seed: int, confidence: float) -> Interval:
+    x = np.frombuffer(data, dtype=float)
     rng = np.random.default_rng(seed)
     means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
     alpha = (1 - confidence) / 2
-    return Interval(float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Interval(float(low), float(high))
 
 
 def wilcoxon_p(values) -> float:
@@ -88,6 +111,12 @@ def wilcoxon_p(values) -> float:
     x = np.asarray(values, dtype=float)
     if np.count_nonzero(x) == 0:
         return 1.0
+    return _wilcoxon_p(x.tobytes())
+
+
+@lru_cache(maxsize=_CACHED)
+def _wilcoxon_p(data: bytes) -> float:
+    x = np.frombuffer(data, dtype=float)
     return float(stats.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
 
 

@@ -45,6 +45,21 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
     assert (ci.high - ci.low) == pytest.approx(2 * 1.96 * se, rel=0.1)
 
 
+def test_a_repeated_question_is_answered_from_the_cache_with_the_direct_answer():
+    from scipy import stats as sp
+
+    x = [0.25, -0.5, 1.0, 0.0, 0.75, -0.25, 0.5]
+    means = np.asarray(x)[np.random.default_rng(4).integers(0, len(x), size=(10_000, len(x)))].mean(axis=1)
+    direct = [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
+    before = stats._bootstrap_mean_ci.cache_info()
+    assert stats.bootstrap_mean_ci(x, seed=4).as_list() == direct
+    assert stats.bootstrap_mean_ci(np.asarray(x), seed=4).as_list() == direct
+    after = stats._bootstrap_mean_ci.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+    assert stats.wilcoxon_p(x) == stats.wilcoxon_p(tuple(x)) == float(sp.wilcoxon(x).pvalue)
+    assert stats.sign_test(7, 2) == float(sp.binomtest(7, 9, 0.5).pvalue)
+
+
 def test_wilcoxon_all_zero_is_one():
     assert stats.wilcoxon_p([0.0, 0.0, 0.0]) == 1.0
     assert stats.wilcoxon_p(np.arange(1, 21)) < 1e-3
