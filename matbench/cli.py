@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"matbench: error: {exc}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as given, for records
     try:
         return args.func(args)
     except MatbenchError as exc:

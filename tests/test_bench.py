@@ -40,6 +40,10 @@ def test_discovery_bench_record_on_a_random_tiny_shape(tmp_path, capsys):
     from matbench.bench.records import read_bench_records, recorded_now
 
     assert record["recorded"] == recorded_now("cpu") and record["recorded"]["hardware"].endswith(" CPU")
+    # the command that made it, as given to main (not the test runner's own arguments)
+    assert record["command"] == (
+        f"matbench bench discovery --random-weights qwen3-tiny --n 3 --naive-n 2 --device cpu --output {out}"
+    )
     (row,) = read_bench_records(tmp_path)  # the new record reads as a row of the README's table
     assert (row.file, row.command) == ("bench.json", record["command"])
     # 4 discovery arms x (probe, short) per naive pair; float32 on CPU: the paths agree exactly.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import shlex
 
 from matbench.errors import MatbenchError
 from matbench.models.loading import ATTN_IMPLEMENTATIONS, DTYPES
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
             raise MatbenchError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
     bench = BENCHMARKS.get(args.name)
     accepted = inspect.signature(bench).parameters
-    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("command", "func", "name", "output")}
+    skip = ("argv", "command", "func", "name", "output")
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in skip}
     unused = sorted(set(given) - set(accepted))
     if unused:
         flags = ", ".join("--" + ("random-weights" if k == "shape" else k.replace("_", "-")) for k in unused)
@@ -105,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
     record = bench(**given)
     if record is None:  # a rank other than 0 of a torchrun launch
         return 0
-    command = "matbench " + " ".join(sys.argv[1:]) if sys.argv[0].endswith(("matbench", "__main__.py")) else None
-    if command and record.get("processes"):
+    command = "matbench " + shlex.join(args.argv)
+    if record.get("processes"):
         command = f"torchrun --nproc-per-node {record['processes']} -m {command}"
     record["command"] = command
     record[RECORDED] = recorded_now(getattr(args, "device", None))
