@@ -165,6 +165,11 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     _record_source(tmp, source, file)
-    tmp.replace(target) if not target.exists() else shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.replace(target)
+    except OSError:  # another process converted it first (the target is a full folder): keep that one
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (target / "config.json").is_file():
+            raise
     print(f"matbench: kept {folder_bytes(target) / 1e9:.2f} GB in {target}", file=sys.stderr)
     return target
