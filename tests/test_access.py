@@ -176,6 +176,18 @@ def test_gates_zero_shift_controls_and_evaluator(tiny_llama):
     assert not evaluator.metric("digit3_exact").valid_for("probe")
 
 
+def test_every_variant_passes_the_gates_under_native_serving(tiny_gemma):
+    """The sliding-window model is served natively (rows at their original positions): every
+    variant passes the gates and the encodings that cannot see the source shift nothing."""
+    assert engine_for(tiny_gemma).serving == "native"
+    records = gated_records(tiny_gemma, SUITES.get("access").generate(0, 5))
+    assert [r.variant for r in records] == ["bin2", "dir4", "name8", "digit3", "phrase"]
+    for record in records:
+        for name, arm in record.arms.items():
+            if name.startswith(("sel_ikv", "sel_txt", "control")):
+                assert arm.shift == 0.0 and arm.probe_logp[0] == arm.probe_logp[1], (record.variant, name)
+
+
 def test_short_readout_reads_exact_recovery_from_text_and_the_paper_parse(tiny_llama):
     pairs = SUITES.get("access").generate(0, 5)
     engine = engine_for(tiny_llama, readout="short")
