@@ -80,17 +80,21 @@ def test_merge_puts_records_in_the_given_order_and_drops_a_cut_line(tmp_path):
         merge_shard_logs(ItemLog(path, "k"), ["x"])
 
 
-def _eval(args, out, nproc=None):
+def _launch(args, out, nproc: int):
+    """`nproc` processes under torchrun, as a user launches them."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    launcher = (
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m"]
-        if nproc
-        else [sys.executable, "-m"]
-    )
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "-m"]
     cmd = launcher + ["matbench", "eval", *args, "--no-progress", "--output", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+def _eval_here(args, out):
+    """One process, in this one: the reference a launch of several is compared with."""
+    from matbench.cli import main
+
+    assert main(["eval", *args, "--no-progress", "--output", str(out)]) == 0
 
 
 def _records(out: Path) -> dict[str, dict]:
@@ -100,8 +104,8 @@ def _records(out: Path) -> dict[str, dict]:
 
 def test_two_processes_give_the_results_of_one(tmp_path, tiny_dir):
     args = ["--model", str(tiny_dir), "--device", "cpu", "--limit", "5", "--batch-pairs", "2"]
-    _eval(args, tmp_path / "one")
-    _eval(args, tmp_path / "two", nproc=2)
+    _eval_here(args, tmp_path / "one")
+    _launch(args, tmp_path / "two", nproc=2)
     one, two = (json.loads((tmp_path / d / "discovery_probe_compact.json").read_text()) for d in ("one", "two"))
     assert two["resources"]["processes"] == 2 and one["resources"]["processes"] == 1
     assert two["items"]["n_records"] == 5 and two["items"]["n_from_log"] == 0
@@ -122,7 +126,7 @@ def test_two_processes_give_the_results_of_one(tmp_path, tiny_dir):
     resumed = tmp_path / "resumed"
     resumed.mkdir()
     (resumed / "discovery_probe_compact.items.rank1.jsonl").write_text("\n".join(lines[3:]) + "\n")
-    _eval(args, resumed)
+    _eval_here(args, resumed)
     again = json.loads((resumed / "discovery_probe_compact.json").read_text())
     assert again["items"]["n_from_log"] == 2 and again["items"]["n_records"] == 5
     assert set(_records(resumed)) == set(a)
