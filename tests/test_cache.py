@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from matbench.cli import main
-from matbench.models.gguf import SOURCE_FILE, convert_gguf, gguf_cache_dir, gguf_name, quiet_gguf_progress
+from matbench.models.gguf import (
+    SOURCE_FILE,
+    convert_gguf,
+    gguf_cache_dir,
+    gguf_name,
+    one_gguf_parse,
+    quiet_gguf_progress,
+)
 from matbench.models.loading import model_name
 from matbench.models.sources import ModelSource, resolve_source
 from tests.test_cli import one_line_error
@@ -89,6 +97,67 @@ def test_a_conversion_without_progress_loads_under_the_silenced_bar(tmp_path, mo
         with pytest.raises(Exception, match="could not load GGUF file 'm.gguf'"):
             convert_gguf(source, False, progress)
     assert seen == [True, None]
+
+
+def test_transformers_parses_each_gguf_file_once_inside_the_block(tmp_path, monkeypatch):
+    """transformers builds a GGUFReader for every config, tokenizer and weight read (four whole
+    parses per conversion); inside `one_gguf_parse` one per file serves them all, and a rewritten
+    file is parsed anew."""
+    import gguf
+    from transformers import AutoConfig
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    built = []
+
+    class CountingReader(gguf.GGUFReader):
+        def __init__(self, path, mode="r"):
+            built.append(Path(path).name)
+            super().__init__(path, mode)
+
+    monkeypatch.setattr(gguf, "GGUFReader", CountingReader)
+    first, second = write_gguf(tmp_path / "a.gguf", "A"), write_gguf(tmp_path / "b.gguf", "B")
+    with one_gguf_parse():
+        assert gguf.GGUFReader is not CountingReader
+        for _ in range(3):
+            assert AutoConfig.from_pretrained(tmp_path, gguf_file="a.gguf").vocab_size == 3
+        assert load_gguf_checkpoint(str(second))["config"]["_model_name_or_path"] == "B"
+        assert load_gguf_checkpoint(str(first))["config"]["_model_name_or_path"] == "A"
+        assert built == ["a.gguf", "b.gguf"]
+        write_gguf(first, "A2")
+        os.utime(first, ns=(1, 1))  # a rewrite within the clock's resolution still changes the key
+        assert load_gguf_checkpoint(str(first))["config"]["_model_name_or_path"] == "A2"
+        assert built == ["a.gguf", "b.gguf", "a.gguf"]
+    assert gguf.GGUFReader is CountingReader
+    load_gguf_checkpoint(str(first))
+    assert built == ["a.gguf", "b.gguf", "a.gguf", "a.gguf"]  # outside the block: a parse per read
+
+
+def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monkeypatch):
+    """load_model reads the config and converts under one `one_gguf_parse`; convert_gguf opens its own
+    for the weights and tokenizer (a nested block keeps the outer one's readers)."""
+    import gguf
+    from transformers import AutoModelForCausalLM
+
+    from matbench.models import loading
+
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    real, seen = gguf.GGUFReader, []
+
+    def spy(step):
+        def record(*args, **kwargs):
+            seen.append((step, gguf.GGUFReader is not real))
+            raise ValueError("stop here")
+
+        return record
+
+    path = str(write_gguf(tmp_path / "m.gguf", "M"))
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", spy("weights"))
+    with pytest.raises(Exception, match="could not load GGUF file 'm.gguf'"):
+        convert_gguf(resolve_source(path), False)
+    monkeypatch.setattr(loading, "load_config", spy("config"))
+    with pytest.raises(ValueError, match="stop here"):
+        loading.load_model(path)
+    assert seen == [("weights", True), ("config", True)] and gguf.GGUFReader is real
 
 
 def test_a_converted_folder_records_its_source_and_the_whole_sha256(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ an unreadable GGUF file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -15,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from matbench.errors import MatbenchError, first_line
-from matbench.models.gguf import convert_gguf, gguf_cache_dir, gguf_name, gguf_sha256, require_gguf
+from matbench.models.gguf import (
+    convert_gguf,
+    gguf_cache_dir,
+    gguf_name,
+    gguf_sha256,
+    one_gguf_parse,
+    require_gguf,
+)
 from matbench.models.servable import check_servable
 from matbench.models.sources import ModelSource, require_weights, resolve_source, unknown_model_message
 
@@ -241,16 +249,17 @@ def load_model(
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
     source = resolve_source(name, revision)
-    config = load_config(source, trust_remote_code)
-    check_servable(config, name)
-    require_weights(source)
-    device = resolve_device(device)
-    dtype = resolve_dtype(dtype, device)
-    fuse = fused.resolve(fused_kernels, device)  # a bad setting fails before the model loads
-    graphs = resolve_decode_graphs(decode_graphs, device, device_map)
-    location, gguf_file = source.location, source.gguf_file
-    if gguf_file:
-        location, gguf_file = str(convert_gguf(source, trust_remote_code, progress)), None
+    with one_gguf_parse() if source.gguf_file else contextlib.nullcontext():  # the config and the conversion
+        config = load_config(source, trust_remote_code)
+        check_servable(config, name)
+        require_weights(source)
+        device = resolve_device(device)
+        dtype = resolve_dtype(dtype, device)
+        fuse = fused.resolve(fused_kernels, device)  # a bad setting fails before the model loads
+        graphs = resolve_decode_graphs(decode_graphs, device, device_map)
+        location, gguf_file = source.location, source.gguf_file
+        if gguf_file:
+            location, gguf_file = str(convert_gguf(source, trust_remote_code, progress)), None
     kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "trust_remote_code": trust_remote_code}
     if rope_yarn is not None:
         from matbench.models.rope import with_yarn
