@@ -104,6 +104,7 @@ def test_transformers_parses_each_gguf_file_once_inside_the_block(tmp_path, monk
     parses per conversion); inside `one_gguf_parse` one per file serves them all, and a rewritten
     file is parsed anew."""
     import gguf
+    import numpy as np
     from transformers import AutoConfig
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
@@ -122,14 +123,25 @@ def test_transformers_parses_each_gguf_file_once_inside_the_block(tmp_path, monk
             assert AutoConfig.from_pretrained(tmp_path, gguf_file="a.gguf").vocab_size == 3
         assert load_gguf_checkpoint(str(second))["config"]["_model_name_or_path"] == "B"
         assert load_gguf_checkpoint(str(first))["config"]["_model_name_or_path"] == "A"
+        with one_gguf_parse():  # nested (load_model around convert_gguf): the outer readers serve
+            assert load_gguf_checkpoint(str(second))["config"]["_model_name_or_path"] == "B"
         assert built == ["a.gguf", "b.gguf"]
         write_gguf(first, "A2")
         os.utime(first, ns=(1, 1))  # a rewrite within the clock's resolution still changes the key
         assert load_gguf_checkpoint(str(first))["config"]["_model_name_or_path"] == "A2"
         assert built == ["a.gguf", "b.gguf", "a.gguf"]
+        inside = gguf.GGUFReader(str(first))
     assert gguf.GGUFReader is CountingReader
     load_gguf_checkpoint(str(first))
     assert built == ["a.gguf", "b.gguf", "a.gguf", "a.gguf"]  # outside the block: a parse per read
+    # the reader handed out inside reads the mapping as a plain ndarray, field for field the same
+    outside = gguf.GGUFReader(str(first))
+    assert type(inside.data) is np.ndarray and isinstance(outside.data, np.memmap)
+    assert list(inside.fields) == list(outside.fields) and len(inside.fields) == 8
+    for key, field in outside.fields.items():
+        mine = inside.fields[key]
+        assert mine.types == field.types and mine.data == field.data
+        assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(mine.parts, field.parts))
 
 
 def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monkeypatch):
