@@ -117,13 +117,16 @@ def test_transformers_parses_each_gguf_file_once_inside_the_block(tmp_path, monk
 
     monkeypatch.setattr(gguf, "GGUFReader", CountingReader)
     first, second = write_gguf(tmp_path / "a.gguf", "A"), write_gguf(tmp_path / "b.gguf", "B")
-    with one_gguf_parse():
+    with one_gguf_parse(ModelSource("folder", str(tmp_path), None)):  # not a GGUF source: nothing changes
+        assert gguf.GGUFReader is CountingReader
+    source = resolve_source(str(first))
+    with one_gguf_parse(source):
         assert gguf.GGUFReader is not CountingReader
         for _ in range(3):
             assert AutoConfig.from_pretrained(tmp_path, gguf_file="a.gguf").vocab_size == 3
         assert load_gguf_checkpoint(str(second))["config"]["_model_name_or_path"] == "B"
         assert load_gguf_checkpoint(str(first))["config"]["_model_name_or_path"] == "A"
-        with one_gguf_parse():  # nested (load_model around convert_gguf): the outer readers serve
+        with one_gguf_parse(source):  # nested (load_model around convert_gguf): the outer readers serve
             assert load_gguf_checkpoint(str(second))["config"]["_model_name_or_path"] == "B"
         assert built == ["a.gguf", "b.gguf"]
         write_gguf(first, "A2")
@@ -146,10 +149,12 @@ def test_transformers_parses_each_gguf_file_once_inside_the_block(tmp_path, monk
 
 def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monkeypatch):
     """load_model reads the config and converts under one `one_gguf_parse`; convert_gguf opens its own
-    for the weights and tokenizer (a nested block keeps the outer one's readers)."""
+    for the weights and tokenizer (a nested block keeps the outer one's readers); `matbench show`
+    reads the config and the tokenizer under one."""
     import gguf
     from transformers import AutoModelForCausalLM
 
+    from matbench.commands.show import weightless_engine
     from matbench.models import loading
 
     monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
@@ -169,7 +174,9 @@ def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monke
     monkeypatch.setattr(loading, "load_config", spy("config"))
     with pytest.raises(ValueError, match="stop here"):
         loading.load_model(path)
-    assert seen == [("weights", True), ("config", True)] and gguf.GGUFReader is real
+    with pytest.raises(ValueError, match="stop here"):
+        weightless_engine(path)
+    assert seen == [("weights", True), ("config", True), ("config", True)] and gguf.GGUFReader is real
 
 
 def test_a_converted_folder_records_its_source_and_the_whole_sha256(tmp_path, monkeypatch):

@@ -183,14 +183,16 @@ def weightless_engine(
     """A `PairEngine` for `model` built from its tokenizer and config alone (`ConfigOnlyModel`):
     the engine eval builds, less the weights, which rendering and laying out never touch."""
     from matbench.engine.pair_engine import PairEngine
+    from matbench.models.gguf import one_gguf_parse
     from matbench.models.loading import LoadedModel, load_config, load_tokenizer
     from matbench.models.servable import check_servable
     from matbench.models.sources import resolve_source
 
     source = resolve_source(model, revision)
-    config = load_config(source, trust_remote_code)
-    check_servable(config, model)  # what eval refuses, show refuses
-    tokenizer = load_tokenizer(model, revision=revision, trust_remote_code=trust_remote_code)
+    with one_gguf_parse(source):  # an unconverted GGUF file: one parse for config and tokenizer
+        config = load_config(source, trust_remote_code)
+        check_servable(config, model)  # what eval refuses, show refuses
+        tokenizer = load_tokenizer(model, revision=revision, trust_remote_code=trust_remote_code)
     loaded = LoadedModel(ConfigOnlyModel(config), tokenizer, source, "float32", "cpu")
     return PairEngine(loaded, serving=serving, readout=readout)
 

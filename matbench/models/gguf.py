@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import json
 import os
 import shutil
 import struct
 from pathlib import Path
+from typing import Any
 
 from matbench.errors import MatbenchError, first_line
 from matbench.models.sources import ModelSource, cache_root, file_sha256
@@ -92,8 +94,9 @@ def quiet_gguf_progress(progress: bool):
 
 
 @contextlib.contextmanager
-def one_gguf_parse():
-    """While open, transformers parses each GGUF file once.
+def one_gguf_parse(source: ModelSource):
+    """While open, transformers parses each GGUF file once (nothing to do for a source that is not
+    a GGUF file).
 
     transformers builds a fresh `gguf.GGUFReader` for the config, again for the model's config, the
     weights and the tokenizer: four parses of the whole metadata, ~30 s each for gemma3-270m's
@@ -101,20 +104,19 @@ def one_gguf_parse():
     the readers built inside this block come from a factory that keeps one per file (path, size,
     mtime) and hands it back; transformers only reads them. The real class is restored on exit.
     Without the gguf package it does nothing (`require_gguf` says what to install)."""
+    gguf: Any  # the module, or None without it
     try:
-        import gguf
+        gguf = importlib.import_module("gguf")
     except ImportError:
-        yield
-        return
-
-    if getattr(gguf.GGUFReader, "one_parse", False):  # nested: the outer block's readers serve
-        yield
+        gguf = None
+    if source.gguf_file is None or gguf is None or getattr(gguf.GGUFReader, "one_parse", False):
+        yield  # not a GGUF file, no gguf, or nested (the outer block's readers serve)
         return
     import numpy as np
 
     real = gguf.GGUFReader
 
-    class PlainArrayReader(real):
+    class PlainArrayReader(real):  # type: ignore[misc, valid-type]  # whatever class gguf holds now
         """Reads the mapped file through a plain ndarray view of it: the same bytes, no copy, but
         without numpy.memmap's Python-level `__getitem__` and `__array_finalize__` on each of the
         million slices the vocabulary takes (gemma3-270m: 16.4 s -> 6.4 s, fields and tensors equal)."""
@@ -136,8 +138,7 @@ def one_gguf_parse():
             readers[key] = PlainArrayReader(path, mode)
         return readers[key]
 
-    reader.one_parse = True
-
+    reader.one_parse = True  # type: ignore[attr-defined]
     gguf.GGUFReader = reader
     try:
         yield
@@ -201,7 +202,7 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
         file=sys.stderr,
     )
     try:
-        with quiet_gguf_progress(progress), one_gguf_parse():
+        with quiet_gguf_progress(progress), one_gguf_parse(source):
             model = AutoModelForCausalLM.from_pretrained(
                 source.location, gguf_file=source.gguf_file, dtype=torch.float32, trust_remote_code=trust_remote_code
             )

@@ -8,7 +8,6 @@ an unreadable GGUF file.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -249,7 +248,7 @@ def load_model(
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
     source = resolve_source(name, revision)
-    with one_gguf_parse() if source.gguf_file else contextlib.nullcontext():  # the config and the conversion
+    with one_gguf_parse(source):  # the config and the conversion read the GGUF file once
         config = load_config(source, trust_remote_code)
         check_servable(config, name)
         require_weights(source)
