@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from matbench.cli import main
 from matbench.models.gguf import (
@@ -145,6 +146,36 @@ def test_transformers_parses_each_gguf_file_once_inside_the_block(tmp_path, monk
         mine = inside.fields[key]
         assert mine.types == field.types and mine.data == field.data
         assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(mine.parts, field.parts))
+
+
+def test_transformers_reads_each_gguf_files_metadata_once_inside_the_block(tmp_path, monkeypatch):
+    """The metadata-to-config loop (`load_gguf_checkpoint` without tensors) runs once per file
+    inside `one_gguf_parse`; each caller gets its own copy, and tensor reads pass through."""
+    from transformers import AutoConfig
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    real, calls = gguf_utils.load_gguf_checkpoint, []
+
+    def counting(path, return_tensors=False, model_to_load=None, torch_dtype=None):
+        calls.append((Path(path).name, torch_dtype))
+        return real(path, return_tensors, model_to_load, torch_dtype)
+
+    monkeypatch.setattr(gguf_utils, "load_gguf_checkpoint", counting)
+    first = write_gguf(tmp_path / "a.gguf", "A")
+    with one_gguf_parse(resolve_source(str(first))):
+        assert gguf_utils.load_gguf_checkpoint is not counting
+        for _ in range(3):
+            assert AutoConfig.from_pretrained(tmp_path, gguf_file="a.gguf").vocab_size == 3
+        given = gguf_utils.load_gguf_checkpoint(str(first))
+        given["config"].clear()  # a caller's changes stay its own
+        assert gguf_utils.load_gguf_checkpoint(str(first))["config"]["_model_name_or_path"] == "A"
+        assert calls == [("a.gguf", None)]
+        gguf_utils.load_gguf_checkpoint(str(first), torch_dtype=torch.float16)  # not the metadata-only call
+        write_gguf(first, "A2")
+        os.utime(first, ns=(1, 1))
+        assert gguf_utils.load_gguf_checkpoint(str(first))["config"]["_model_name_or_path"] == "A2"
+        assert calls == [("a.gguf", None), ("a.gguf", torch.float16), ("a.gguf", None)]
+    assert gguf_utils.load_gguf_checkpoint is counting
 
 
 def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monkeypatch):

@@ -140,10 +140,43 @@ def one_gguf_parse(source: ModelSource):
 
     reader.one_parse = True  # type: ignore[attr-defined]
     gguf.GGUFReader = reader
+    with _one_metadata_read():
+        try:
+            yield
+        finally:
+            gguf.GGUFReader = real
+
+
+@contextlib.contextmanager
+def _one_metadata_read():
+    """transformers turns a file's metadata into config and tokenizer values with
+    `load_gguf_checkpoint(path, return_tensors=False)` for the config, the model's config and the
+    tokenizer: the same Python loop over every field each time (gemma3-270m's vocabulary ~3 s per
+    call on a 2-core machine). Inside `one_gguf_parse` it runs once per file (path, size, mtime);
+    each caller gets its own deep copy, since callers pop keys from what they are given. Calls that
+    read tensors go to the real function. Its callers import it when they run, so replacing the
+    module attribute reaches them."""
+    import copy
+
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    real = gguf_utils.load_gguf_checkpoint
+    parsed: dict[tuple, dict] = {}
+
+    def load_gguf_checkpoint(gguf_checkpoint_path, return_tensors=False, model_to_load=None, torch_dtype=None):
+        if return_tensors or model_to_load is not None or torch_dtype is not None:
+            return real(gguf_checkpoint_path, return_tensors, model_to_load, torch_dtype)
+        stat = os.stat(gguf_checkpoint_path)
+        key = (os.path.realpath(gguf_checkpoint_path), stat.st_size, stat.st_mtime_ns)
+        if key not in parsed:
+            parsed[key] = real(gguf_checkpoint_path, return_tensors=False)
+        return copy.deepcopy(parsed[key])
+
+    gguf_utils.load_gguf_checkpoint = load_gguf_checkpoint
     try:
         yield
     finally:
-        gguf.GGUFReader = real
+        gguf_utils.load_gguf_checkpoint = real
 
 
 def folder_bytes(folder: Path) -> int:
