@@ -139,11 +139,15 @@ def suites_index(names: list[str]) -> str:
 
 def pages() -> dict[Path, str]:
     from matbench.evaluators.base import suites_in_order
+    from matbench.models.gguf import one_gguf_parse
+    from matbench.models.sources import resolve_source
 
     names = list(suites_in_order())
     found = {DOCS / "cli.md": cli_page(), DOCS / "suites" / "index.md": suites_index(names)}
-    for name in names:
-        found[DOCS / "suites" / f"{name}.md"] = suite_page(name)
+    # every suite page renders through SHOW_MODEL's GGUF file: parse it once for all of them
+    with one_gguf_parse(resolve_source(SHOW_MODEL)):
+        for name in names:
+            found[DOCS / "suites" / f"{name}.md"] = suite_page(name)
     return found
 
 
