@@ -93,6 +93,12 @@ def quiet_gguf_progress(progress: bool):
         gguf_utils.tqdm = bar
 
 
+def _file_key(path) -> tuple[str, int, int]:
+    """One file's identity for the parse block: a rewritten file (size or mtime) is read anew."""
+    stat = os.stat(path)
+    return os.path.realpath(path), stat.st_size, stat.st_mtime_ns
+
+
 @contextlib.contextmanager
 def one_gguf_parse(source: ModelSource):
     """While open, transformers parses each GGUF file once (nothing to do for a source that is not
@@ -102,8 +108,9 @@ def one_gguf_parse(source: ModelSource):
     weights and the tokenizer: four parses of the whole metadata, ~30 s each for gemma3-270m's
     262k-token vocabulary on a 2-core machine. Its legacy loader imports the class when it runs, so
     the readers built inside this block come from a factory that keeps one per file (path, size,
-    mtime) and hands it back; transformers only reads them. The real class is restored on exit.
-    Without the gguf package it does nothing (`require_gguf` says what to install)."""
+    mtime) and hands it back; transformers only reads them. The metadata-to-config step runs once
+    per file too (`_one_metadata_read`). The real functions are restored on exit. Without the gguf
+    package it does nothing (`require_gguf` says what to install)."""
     gguf: Any  # the module, or None without it
     try:
         gguf = importlib.import_module("gguf")
@@ -132,8 +139,7 @@ def one_gguf_parse(source: ModelSource):
     readers: dict[tuple, object] = {}
 
     def reader(path, mode="r"):
-        stat = os.stat(path)
-        key = (os.path.realpath(path), mode, stat.st_size, stat.st_mtime_ns)
+        key = (*_file_key(path), mode)
         if key not in readers:
             readers[key] = PlainArrayReader(path, mode)
         return readers[key]
@@ -166,8 +172,7 @@ def _one_metadata_read():
     def load_gguf_checkpoint(gguf_checkpoint_path, return_tensors=False, model_to_load=None, torch_dtype=None):
         if return_tensors or model_to_load is not None or torch_dtype is not None:
             return real(gguf_checkpoint_path, return_tensors, model_to_load, torch_dtype)
-        stat = os.stat(gguf_checkpoint_path)
-        key = (os.path.realpath(gguf_checkpoint_path), stat.st_size, stat.st_mtime_ns)
+        key = _file_key(gguf_checkpoint_path)
         if key not in parsed:
             parsed[key] = real(gguf_checkpoint_path, return_tensors=False)
         return copy.deepcopy(parsed[key])
