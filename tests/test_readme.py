@@ -15,8 +15,10 @@ def test_ci_runs_the_readme_test_command():
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == "make test"  # the last command CI runs is the README's
     make = (ROOT / "Makefile").read_text()
-    test_target = next(line for line in make.splitlines() if line.startswith("test:"))
-    assert test_target.split(":")[1].split() == ["lint", "typecheck", "validate", "docs", "pytest"]
+    checks = next(line for line in make.splitlines() if line.startswith("checks:"))
+    assert checks.split(":")[1].split() == ["lint", "typecheck", "validate", "docs"]
+    # `make test` runs every check, then the tests, and nothing else.
+    assert _make_target("test") == ["$(MAKE) -j2 --output-sync=target checks", "$(MAKE) pytest"]
     assert "-m pytest" in make and "matbench validate results" in make
 
 
