@@ -11,6 +11,7 @@ from matbench.errors import MatbenchError
 from matbench.protocol.metrics import Direction, Format, Metric, Scale
 from matbench.protocol.outcomes import OUTCOMES, outcome
 from matbench.protocol.records import PairRecord
+from matbench.protocol.verdicts import decide_headline
 from matbench.registry import Registry
 
 
@@ -194,6 +195,13 @@ class Evaluator:
     # False for a suite of unpaired items only (both members the same input, e.g. kv_harvest3's
     # free answers on natural dialogs): it has no donor classes and no donor margin shift.
     paired: ClassVar[bool] = True
+
+    @classmethod
+    def decide(cls, metric: Metric, value: Any) -> int | bool | None:
+        """A headline metric's decision on its value for the run's verdict
+        (`matbench.protocol.verdicts`): +1 above its reference, -1 below, 0 undecided, None for
+        none. Override where a headline metric is a count or mapping the default cannot decide."""
+        return decide_headline(metric, value)
 
     @classmethod
     def metric(cls, key: str) -> Metric:

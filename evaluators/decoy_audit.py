@@ -99,6 +99,7 @@ class DecoyAuditEvaluator(Evaluator):
             Scale.ACCURACY,
             Format.MAPPING,
             chance=CHANCE,
+            comprehension=True,
         ),
         CONTROL_CLEAN,
     )

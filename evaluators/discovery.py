@@ -78,6 +78,7 @@ class DiscoveryEvaluator(Evaluator):
             "full-context (txt) menu accuracy",
             Scale.ACCURACY,
             chance=0.5,
+            comprehension=True,
         ),
         CONTROL_CLEAN,
     )

@@ -99,6 +99,7 @@ class EdgeSwapEvaluator(Evaluator):
             "full-context (txt) accuracy against the referenced chain's value",
             Scale.ACCURACY,
             chance=CHANCE,
+            comprehension=True,
         ),
         CONTROL_CLEAN,
     )

@@ -89,6 +89,7 @@ class ReferenceGradientEvaluator(Evaluator):
             "full-context (txt) accuracy",
             Scale.ACCURACY,
             chance=CHANCE,
+            comprehension=True,
         ),
         CONTROL_CLEAN,
     )

@@ -113,6 +113,7 @@ class TriggerEvaluator(Evaluator):
             Scale.ACCURACY,
             Format.MAPPING,
             chance=CHANCE,
+            comprehension=True,
         ),
         Metric(
             "classes_shift",
@@ -150,6 +151,16 @@ class TriggerEvaluator(Evaluator):
             in_scorecard=False,
         ),
     )
+
+    @classmethod
+    def decide(cls, metric: Metric, value: Any) -> int | bool | None:
+        """Both headline metrics count constructions that passed a BH-corrected test: one is a
+        yes (W write-through constructions, or shifts toward the donor), none is undecided."""
+        if metric.key == "classes":
+            return 1 if value["W"] > 0 else 0
+        if metric.key == "kv_shift_toward_donor":
+            return 1 if value > 0 else 0
+        return super().decide(metric, value)
 
     def summarize(self, records: Sequence[PairRecord]) -> dict[str, Any]:
         metrics = super().summarize(records)

@@ -9,6 +9,7 @@ import sys
 from matbench.cli import main
 from matbench.results.arms import arm_rows, arm_table, run_summary
 from matbench.results.schema import read_results
+from matbench.results.verdicts import LEGEND
 from tests.store_fixtures import stored
 
 DISCOVERY = stored("contract", "smollm2-135m", "discovery_probe_compact")
@@ -76,7 +77,13 @@ def test_eval_ends_with_every_arm_and_the_paths_and_json_on_request(tiny_dir, tm
     assert main(argv) == 0
     printed = capsys.readouterr().out
     results = read_results(out / "discovery_probe_compact.json")
-    assert printed.strip().splitlines() == run_summary(results, out)
+    # the arms, the verdict and warnings, the paths, the legend once, and what the whole suite is
+    hint = (
+        f"this was 2 of discovery's 256 pairs; the whole suite: matbench eval --model {tiny_dir} "
+        f"--suite discovery --no-progress --output {out}-256"
+    )
+    assert printed.strip().splitlines() == [*run_summary(results, out), "", LEGEND, "", hint]
+    assert any(line.startswith("verdict: not shown at 2 pairs: root f:a") for line in printed.splitlines())
     assert f"results: {out / 'discovery_probe_compact.json'}" in printed
     assert sum(line.startswith("| ") for line in printed.splitlines()) == 1 + len(results.metrics["arms"])
     assert main([*argv, "--json"]) == 0  # resumed: nothing to recompute, the same file
@@ -97,9 +104,12 @@ def test_the_report_prints_every_files_arms_after_the_summaries():
     )
     text = done.stdout
     assert text.index("### discovery") < text.index(f"#### {DISCOVERY}") and f"#### {ACCESS}" in text
-    n_access = len(arm_rows(read_results(ACCESS).metrics))
+    access = read_results(ACCESS).metrics
+    n_access, n_governed = len(arm_rows(access)), len(access["selection"])
     section = text[text.index(f"#### {ACCESS}") :].split("#### ")[1]
-    assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + n_access
+    # the arms table, then the policy's selection table (a header and one row per governed arm)
+    assert sum(line.startswith("| ") for line in section.splitlines()) == 1 + n_access + 1 + n_governed
+    assert "what adakv@0.25 kept:" in section
 
 
 def test_report_rows_name_each_files_model_readout_serving_and_dtype():

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from matbench.commands.common import add_dialog_sources, add_model, add_suite_rows, choices, suite_seed
 from matbench.errors import MatbenchError
@@ -246,9 +247,57 @@ def print_arm_tables(payloads: list[dict], output: Path) -> None:
     and the paths of the files."""
     from matbench.results.arms import run_summary
     from matbench.results.schema import validate_results
+    from matbench.results.verdicts import LEGEND
 
     for payload in payloads:
         print("\n" + "\n".join(run_summary(validate_results(payload), output)))
+    if payloads:
+        print("\n" + LEGEND)
+
+
+def full_run_hint(cfg: Any, argv: list[str], payloads: list[dict]) -> str | None:
+    """For a run of fewer pairs than its suite's default size: what it was, how long the whole
+    suite would take at this run's pace (`AttemptLog.pace`), and the command that runs it."""
+    from matbench.data_gen import SUITES
+    from matbench.results.attempts import AttemptLog, attempts_path
+
+    if not payloads or cfg.dataset or cfg.limit is None or cfg.suite not in SUITES.names():
+        return None
+    full = SUITES.get(cfg.suite).default_n
+    if cfg.limit >= full:
+        return None
+    payload = payloads[0]
+    log = Path(cfg.output) / payload["items"]["log"]
+    pace = AttemptLog(attempts_path(log), payload["config_hash"]).pace()
+    command = " ".join(["matbench", *_without_limit(argv, f"{cfg.output.rstrip('/')}-{full}")])
+    text = f"this was {cfg.limit} of {cfg.suite}'s {full} pairs"
+    if pace is None:
+        return f"{text}; the whole suite: {command}"
+    setup, per_item = pace
+    minutes = (setup + per_item * full) / 60
+    return f"{text}; the whole suite takes about {minutes:.0f} min here ({per_item:.1f} s a pair): {command}"
+
+
+def _without_limit(argv: list[str], output: str) -> list[str]:
+    """`argv` without --limit N, its --output replaced (a new per-item log: the limit is part of
+    a run's identity)."""
+    out, skip = [], False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg in ("--limit", "--output"):
+            skip = True
+            if arg == "--output":
+                out += ["--output", output]
+            continue
+        if arg.startswith("--limit="):
+            continue
+        if arg.startswith("--output="):
+            out.append(f"--output={output}")
+            continue
+        out.append(arg)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -289,6 +338,9 @@ def run(args: argparse.Namespace) -> int:
                 )
         else:
             print_arm_tables(payloads, Path(cfg.output))
+            hint = full_run_hint(cfg, args.argv, payloads)
+            if hint:
+                print("\n" + hint)
         if shard.independent:
             print(
                 f"shard {shard.rank}/{shard.world_size} done in {cfg.output}; when every shard is, run "

@@ -64,7 +64,10 @@ class Metric:
     follow rate with its Wilson interval). `fields` name the value and interval keys of a
     RATE_CI / SIGNED_CI value. `optional`: absent in some runs by design (harvest without one of
     the corpora), shown as a dash. `in_scorecard=False`: read by the leaderboard's figures from
-    the run itself (per-construction detail), not copied into the scorecard."""
+    the run itself (per-construction detail), not copied into the scorecard. `comprehension`: an
+    accuracy with every event served, which says whether the model reads the question at all; at
+    or below `chance` (any entry of a mapping) the run's follow counts say little about its cache,
+    and the run ends with a warning (`matbench.results.verdicts`)."""
 
     key: str
     path: str
@@ -81,6 +84,7 @@ class Metric:
     fields: tuple[str, str] = ("mean", "ci")
     optional: bool = False
     in_scorecard: bool = True
+    comprehension: bool = False
 
     def valid_for(self, readout: str) -> bool:
         return self.readouts is None or readout in self.readouts

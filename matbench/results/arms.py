@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from matbench.results.selection_table import selection_table
+from matbench.results.verdicts import run_verdict, run_warnings
+
 if TYPE_CHECKING:
     from matbench.results.schema import ResultsFile
 
@@ -123,7 +126,9 @@ def arm_table(rows: list[ArmRow]) -> list[str]:
 
 def run_summary(results: ResultsFile, folder: Path | None = None) -> list[str]:
     """A results file as lines: suite, readout, serving and departures from the protocol, model,
-    items and gates; the arms table; with `folder`, the paths of the results file and its log."""
+    items and gates; the arms table; a policy run's selection table; the suite's verdict and the
+    run's warnings (`matbench.results.verdicts`); with `folder`, the paths of the results file
+    and its log."""
     c = results.config
     gates = ", ".join(f"{g} {v.passed}/{v.checked}" for g, v in sorted(results.gates.items()) if v.checked)
     lines = [
@@ -141,6 +146,12 @@ def run_summary(results: ResultsFile, folder: Path | None = None) -> list[str]:
         "",
         *arm_table(arm_rows(results.metrics)),
     ]
+    if results.metrics.get("selection"):
+        lines += ["", f"what {c.policy} kept:", "", *selection_table(results.metrics["selection"])]
+    found = run_verdict(results)
+    if found:
+        lines += ["", *([f"{c.suite} asks: {found.question}"] if found.question else []), found.line()]
+    lines += [f"warning: {w}" for w in run_warnings(results)]
     if folder is not None:
         log = results.items.log
         lines += ["", f"results: {folder / log.replace('.items.jsonl', '.json')}", f"items:   {folder / log}"]

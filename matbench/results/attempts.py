@@ -127,6 +127,23 @@ class AttemptLog:
                 last[attempt.attempt] = attempt  # dicts keep first-insertion order: start order
         return list(last.values())
 
+    def pace(self) -> tuple[float, float] | None:
+        """The last attempt's (setup seconds, seconds per item): its first batch's time less
+        the steady per-item time of the batches after it (loading the model, converting it,
+        the first batch's warm-up); None when it logged fewer than two batches."""
+        if not self.path.exists():
+            return None
+        lines = [
+            Attempt.from_json(data, f"{self.path} line {number}") for number, data in complete_json_lines(self.path)
+        ]
+        mine = [a for a in lines if a.config_hash == self.config_key]
+        # each batch's line (the attempt's closing line repeats its last count a little later)
+        last = list({a.n_scored: a for a in reversed(mine) if a.attempt == mine[-1].attempt}.values())[::-1]
+        if len(last) < 2:
+            return None
+        per_item = (last[-1].wall_seconds - last[0].wall_seconds) / (last[-1].n_scored - last[0].n_scored)
+        return max(last[0].wall_seconds - per_item * last[0].n_scored, 0.0), per_item
+
     def record(self, attempt: Attempt) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as fh:

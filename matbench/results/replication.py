@@ -15,28 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from matbench import stats
-from matbench.protocol.metrics import Format, Metric, Scale
-
-ALPHA = 0.05
+from matbench.protocol.metrics import Metric
+from matbench.protocol.verdicts import decide
 
 
 def verdict(metric: Metric, value: Any) -> int | bool | None:
     """The metric's verdict on one seed's value (see the module docstring); None: none is drawn."""
-    if value is None:
-        return None
-    if metric.format is Format.BOOL:
-        return bool(value)
-    if metric.format in (Format.SIGNED_CI, Format.RATE_CI):
-        reference = metric.chance if metric.scale is Scale.ACCURACY and metric.chance is not None else 0.0
-        low, high = value[metric.fields[1]]
-        return 1 if low > reference else -1 if high < reference else 0
-    if metric.format is Format.CLASSES:
-        follow, anti = (value["follow"], value["anti"]) if isinstance(value, Mapping) else value
-        if stats.sign_test(follow, anti) >= ALPHA:
-            return 0
-        return 1 if follow > anti else -1
-    return None
+    return decide(metric, value)
 
 
 def replication(

@@ -5,14 +5,17 @@ tables of results/*/README.md); then, per file, every arm's classes, accuracy an
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
 from matbench.results.arms import run_summary
-from matbench.results.schema import GateSummary, read_results
+from matbench.results.schema import GateSummary, is_scorecard, read_results
+from matbench.results.verdicts import LEGEND
 
 
 def _gates(gates: Mapping[str, GateSummary]) -> str:
@@ -63,17 +66,36 @@ def report_rows(paths: list[Path]) -> list[str]:
     return lines
 
 
+def runs_among(paths: list[Path]) -> list[Path]:
+    """`paths` without the scorecards among them (`DIR/*.json` of a folder that `eval --suite all`
+    wrote matches its scorecard.json too), each one skipped with a line on standard error."""
+    kept = []
+    for path in paths:
+        try:
+            scorecard = is_scorecard(json.loads(path.read_bytes()))
+        except (OSError, ValueError):
+            scorecard = False  # read_results names a missing or broken file in one line
+        if scorecard:
+            print(f"matbench report: skipped {path}: a scorecard, not a results file", file=sys.stderr)
+        else:
+            kept.append(path)
+    return kept
+
+
 def report(paths: list[Path]) -> list[str]:
-    """The suites' summary tables, then every file's arms."""
+    """The suites' summary tables, then every file's arms, verdict and warnings, and the legend."""
+    given, paths = paths, runs_among(paths)
+    if given and not paths:
+        raise MatbenchError(
+            "no results files among the paths given (only scorecards): pass <suite>_<readout>_<serving>.json files"
+        )
     lines = report_rows(paths)
     for path in sorted(paths):
         lines += [f"#### {path}", "", *run_summary(read_results(path)), ""]
-    return lines
+    return [*lines, LEGEND] if paths else lines
 
 
 if __name__ == "__main__":
-    from matbench.errors import MatbenchError
-
     try:
         print("\n".join(report([Path(p) for p in sys.argv[1:]])))
     except MatbenchError as exc:  # a bad or missing results file: one line, as the CLI prints it

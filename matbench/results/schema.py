@@ -334,10 +334,21 @@ def _first_error(exc: ValidationError) -> str:
     return f"field {where}: {err['msg']}"
 
 
+def is_scorecard(payload: Any) -> bool:
+    """Whether a JSON document is a scorecard (`matbench.results.scorecard`) rather than a run."""
+    return isinstance(payload, dict) and "schema_version" not in payload and {"contract", "suites"} <= set(payload)
+
+
 def validate_results(payload: Any, source: str = "results") -> ResultsFile:
     """The payload as a `ResultsFile`, or one line naming the first bad field."""
     if not isinstance(payload, dict):
         raise MatbenchError(f"{source}: a results file must be a JSON object")
+    if is_scorecard(payload):
+        raise MatbenchError(
+            f"{source} is a memory-contract scorecard (matbench scorecard and eval --suite all write it), not a "
+            "results file: pass the <suite>_<readout>_<serving>.json files beside it; matbench scorecard DIR "
+            "rebuilds the scorecard"
+        )
     version = payload.get("schema_version")
     if version not in READABLE_VERSIONS:
         raise MatbenchError(
