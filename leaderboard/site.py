@@ -47,6 +47,7 @@ from matbench.leaderboard.tables import (
     scorecard_metrics,
     suite_rows,
 )
+from matbench.results.verdicts import run_verdict, run_warnings
 
 
 @dataclass(frozen=True)
@@ -194,17 +195,34 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _contract_cells(entry: ModelEntry, links, out: Path) -> list[tuple[str, list[tuple[str, Cell]]]]:
-    """Per suite of the model's scorecard: (metric label, value cell linked to the results file)."""
+@dataclass(frozen=True)
+class ContractSection:
+    """One suite of a model page: the suite's verdict on the run its scorecard cites, that run's
+    warnings (`matbench.results.verdicts`, as `matbench eval` prints them) and the scorecard's
+    cells, each linked to the results file."""
+
+    suite: str
+    verdict: str | None
+    warnings: tuple[str, ...]
+    cells: list[tuple[str, Cell]]
+
+
+def _contract_cells(entry: ModelEntry, links, out: Path) -> list[ContractSection]:
+    """Per suite of the model's scorecard: its verdict, warnings and (metric label, value cell)."""
     rows = []
+    by_path = {run.path.resolve(): run for run in entry.runs}
     for suite in suites_in_order():
         values = entry.contract.get(suite)
         if values is None:
             continue
         href = evidence_link(values["evidence"], links, out)
+        cited = by_path.get((out / values["evidence"]["results"]).resolve())
+        found = run_verdict(cited.results) if cited else None
         rows.append(
-            (
+            ContractSection(
                 suite,
+                found.line().removeprefix("verdict: ") if found else None,
+                tuple(run_warnings(cited.results)) if cited else (),
                 [(m.label, metric_cell(m, entry, suite, href)) for m in scorecard_metrics(suite) if m.key in values],
             )
         )

@@ -910,3 +910,27 @@ def test_with_a_docs_url_every_page_links_the_docs_and_a_suite_page_its_suite(tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--docs-url 'docs/' is not a web address" in err
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_model_page_shows_each_suites_verdict_and_warnings_of_the_run_it_cites(committed_site):
+    """The lines `matbench eval` ends with, on the model page, for the run the scorecard cites."""
+    from html import unescape
+
+    from matbench.leaderboard.collect import group_models
+    from matbench.results.verdicts import run_verdict, run_warnings
+
+    entries = group_models(find_runs([STORE]), home=committed_site.out)
+    checked = 0
+    for entry in entries:
+        page = unescape((committed_site.out / f"model-{entry.slug}.html").read_text())
+        for suite, values in entry.contract.items():
+            cited = next(
+                r
+                for r in entry.runs
+                if r.path.resolve() == (committed_site.out / values["evidence"]["results"]).resolve()
+            )
+            found = run_verdict(cited.results)
+            assert f'<p class="verdict">Verdict: {found.line().removeprefix("verdict: ")}</p>' in page
+            assert all(f"<li>{w}</li>" in page for w in run_warnings(cited.results))
+            checked += 1
+    assert checked == sum(len(e.contract) for e in entries) and checked >= 7
