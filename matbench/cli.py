@@ -50,8 +50,16 @@ COMMANDS = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but an argument error is one line naming where the options are listed instead of
+    the whole usage (subcommands' parsers are made of the same class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="matbench",
         description="Measure semantic materialization in sparse KV-cache serving with donor pairs.",
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from matbench.cli import main
+from matbench.errors import MatbenchError
 
 
 def run_cli(args, capsys) -> tuple[int, str, str]:
@@ -52,9 +53,71 @@ def test_help_lists_eval():
 def test_misspelt_alias(capsys, tmp_path):
     code, _, err = run_cli(["eval", "--model", "smolm2-135m", "--output", str(tmp_path)], capsys)
     line = one_line_error(err)
-    assert (
-        code == 2 and "unknown model 'smolm2-135m'" in line and "Did you mean the offline alias 'smollm2-135m'" in line
+    assert code == 2 and "unknown model 'smolm2-135m': did you mean the offline alias 'smollm2-135m'?" in line
+
+
+BEFORE_TORCH = [
+    (["--readout", "prob"], "unknown readout 'prob'; did you mean 'probe'?"),
+    (["--suite", "discovry"], "unknown suite 'discovry'. Did you mean 'discovery'?"),
+    (["--limit", "0"], "--limit must be at least 1 (got 0)"),
+    (["--model", "smolm2-135m"], "did you mean the offline alias 'smollm2-135m'?"),
+    (["--model", "no-such-org/no-such-model"], "'no-such-org/no-such-model' is not in the local Hub cache"),
+    (["--output", "FILE"], "is a file; name a directory"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BEFORE_TORCH)
+def test_eval_refuses_bad_options_in_one_line_before_torch_imports(args, message, tmp_path):
+    """Each refusal is one line on stderr, exit 2, and torch was never imported (so it takes a
+    fraction of a second however heavy the engine is)."""
+    file = tmp_path / "a-file"
+    file.write_text("")
+    options = {"--model": "smollm2-135m", "--output": str(tmp_path / "out")}
+    options.update((key, str(file) if value == "FILE" else value) for key, value in zip(args[::2], args[1::2]))
+    argv = ["eval", *(x for pair in options.items() for x in pair)]
+    probe = (
+        "import sys\nfrom matbench.cli import main\ntry:\n    code = main(sys.argv[1:])\n"
+        "except SystemExit as exc:  # argparse's own refusals\n    code = exc.code\n"
+        "print('torch' in sys.modules, code)"
     )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=60,
+    )
+    assert done.stdout.split() == ["False", "2"], done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
+
+
+def test_an_unreachable_hub_uses_the_cached_copy_and_goes_offline(monkeypatch, capsys):
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    from matbench.models import sources
+
+    tried = []
+
+    def refuse(address, timeout):
+        tried.append(address)
+        raise OSError(101, "Network is unreachable")
+
+    monkeypatch.setattr("socket.create_connection", refuse)
+    monkeypatch.setattr(
+        huggingface_hub, "try_to_load_from_cache", lambda repo, name, revision=None: "/cache/config.json"
+    )
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    sources.check_hub_reachable("org/cached-model")
+    assert tried and constants.HF_HUB_OFFLINE is True and os.environ["HF_HUB_OFFLINE"] == "1"
+    assert "using the cached copy of org/cached-model" in capsys.readouterr().err
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda repo, name, revision=None: None)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with pytest.raises(MatbenchError, match="cannot reach .* to fetch model 'org/other' .Network is unreachable."):
+        sources.check_hub_reachable("org/other")
+    assert len(tried) == 2
 
 
 def test_limit_zero(capsys, tmp_path):

@@ -195,7 +195,7 @@ def test_bad_input_is_one_line(capsys, config_only_dir, args, expected):
 
 def test_unknown_model_is_one_line(capsys):
     code, _, err = run_cli(["show", "--model", "smolm2-135m"], capsys)
-    assert code == 2 and "Did you mean the offline alias 'smollm2-135m'" in one_line_error(err)
+    assert code == 2 and "did you mean the offline alias 'smollm2-135m'?" in one_line_error(err)
 
 
 def test_smollm2_show_is_what_eval_serves(capsys, smollm2):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 
 from matbench.errors import MatbenchError
 from matbench.models.sources import OFFLINE_ALIASES
@@ -57,8 +58,10 @@ def choices(what: str, allowed: tuple[str, ...]):
             return tuple(a for a in allowed if a != "auto")
         bad = [t for t in items if t not in allowed]
         if bad or not items:
+            close = difflib.get_close_matches(bad[0], allowed, n=1) if bad else []
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise argparse.ArgumentTypeError(
-                f"unknown {what} {','.join(bad) or text!r}; choose from {', '.join(allowed)} or all"
+                f"unknown {what} {','.join(bad) or text!r}; {hint}choose from {', '.join(allowed)} or all"
             )
         return items
 

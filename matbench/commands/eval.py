@@ -189,7 +189,7 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
 
 def eval_config(args: argparse.Namespace):
     """The EvalConfig the parsed eval options describe."""
-    from matbench.run.evaluate import EvalConfig
+    from matbench.run.config import EvalConfig
 
     return EvalConfig(
         model=args.model,
@@ -263,8 +263,8 @@ def full_run_hint(cfg: Any, argv: list[str], payloads: list[dict]) -> str | None
 
     if not payloads or cfg.dataset or cfg.limit is None or cfg.suite not in SUITES.names():
         return None
-    full = SUITES.get(cfg.suite).default_n
-    if cfg.limit >= full:
+    full = SUITES.get(cfg.suite).default_n  # None: every item of the user's dialogs
+    if full is None or cfg.limit >= full:
         return None
     payload = payloads[0]
     log = Path(cfg.output) / payload["items"]["log"]
@@ -301,10 +301,13 @@ def _without_limit(argv: list[str], output: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from matbench.run.distributed import Shard
-    from matbench.run.evaluate import run_eval
+    from matbench.run.preflight import preflight
 
     cfg = eval_config(args)
+    preflight(cfg)  # before torch imports: a mistyped option costs well under a second
+
+    from matbench.run.distributed import Shard
+    from matbench.run.evaluate import run_eval
 
     shard = Shard.from_env()  # several processes under torchrun / accelerate launch
     if args.shard is not None:

@@ -198,3 +198,56 @@ def require_weights(source: ModelSource) -> None:
             f"directory {source.name!r} has a config.json but no weights (model.safetensors or "
             "pytorch_model.bin): point --model at a complete checkpoint"
         )
+
+
+def check_model_name(name: str, revision: str | None = None) -> None:
+    """Refuse at once a --model that names nothing loadable (before torch imports): a local
+    path that is not a checkpoint (`resolve_source`), a near miss of an offline alias with no
+    organisation (`smolm2-135m`), or a Hub id that is neither cached nor reachable."""
+    if name in OFFLINE_ALIASES:
+        return
+    source = resolve_source(name, revision)
+    if source.is_local or source.gguf_file:
+        return
+    close = difflib.get_close_matches(name, OFFLINE_ALIASES, n=1, cutoff=0.8)
+    if close and "/" not in name:
+        raise MatbenchError(
+            f"unknown model {name!r}: did you mean the offline alias {close[0]!r}? (offline aliases: "
+            f"{', '.join(OFFLINE_ALIASES)}; a Hub id is ORG/NAME)"
+        )
+    check_hub_reachable(name, revision)
+
+
+def check_hub_reachable(repo: str, revision: str | None = None, timeout: float = 5.0) -> None:
+    """A Hub model either in the local Hub cache or behind a reachable Hub, checked with one
+    connection instead of transformers' retries (half a minute without a network). With
+    HF_HUB_OFFLINE set, the cache alone decides. Cached but unreachable: this process runs
+    offline (HF_HUB_OFFLINE=1, set before transformers reads it) on the cached copy, and says so."""
+    import os
+    import socket
+    import sys
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    cached = isinstance(try_to_load_from_cache(repo, "config.json", revision=revision), str)
+    if constants.HF_HUB_OFFLINE:
+        if not cached:
+            raise MatbenchError(
+                f"model {repo!r} is not in the local Hub cache and HF_HUB_OFFLINE is set: download it "
+                f"first (hf download {repo}) or unset HF_HUB_OFFLINE"
+            )
+        return
+    endpoint = urlparse(constants.ENDPOINT)
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        if not cached:
+            raise MatbenchError(
+                f"cannot reach {host} to fetch model {repo!r} ({exc.strerror or exc}) and it is not in the local "
+                f"Hub cache: connect, or download it where you can (hf download {repo}) and run with HF_HUB_OFFLINE=1"
+            ) from None
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        constants.HF_HUB_OFFLINE = True
+        print(f"matbench: {host} is unreachable; using the cached copy of {repo}", file=sys.stderr)

@@ -81,6 +81,14 @@ def scorecard_of_runs(
 ) -> dict[str, Any]:
     """The scorecard of already validated runs ((path, ResultsFile) pairs) of one model."""
     results = largest_runs(runs, readout, serving)
+    off = sorted({", ".join(p.config.variants) for _, p in runs if p.config.variants})
+    if not results and off:
+        model = next(iter(runs))[1].config.model.model
+        raise MatbenchError(
+            f"{where}: only runs off the paper's protocol ({'; '.join(off[:3])}{'; ...' if len(off) > 3 else ''}): "
+            f"a scorecard reads the protocol's runs; add them (matbench eval --model {model} --suite all) or "
+            "summarize the policy runs alone with matbench audit --summarize DIR"
+        )
     if not results:
         raise MatbenchError(f"no {readout} results files in {where}; run matbench eval --suite all first")
     first = next(iter(results.values()))[1]

@@ -21,47 +21,10 @@ from matbench.results.logs import ItemLog
 from matbench.results.payload import RunRecords, write_payload
 from matbench.results.shards import ShardManifest, manifest_path, manifests
 from matbench.run.attempt import AttemptClock
+from matbench.run.config import EvalConfig
 from matbench.run.distributed import Shard, merge_shard_logs, shard_logs
 from matbench.run.environment import environment
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    model: str
-    suite: str = "discovery"
-    output: str = "out"
-    dataset: str | None = None  # a suite repository (Hub id or directory); None = generate in memory
-    dataset_revision: str | None = None
-    limit: int | None = None
-    seed: int = 0
-    readouts: tuple[str, ...] = ("probe",)
-    servings: tuple[str, ...] = ("auto",)
-    revision: str | None = None
-    device: str | None = None
-    dtype: str | None = None
-    device_map: str | None = None  # "auto": layers spread over every visible GPU
-    attn_implementation: str | None = None
-    fused_kernels: str = "auto"  # matbench.fused: auto = on a GPU with Triton
-    decode_graphs: str = "auto"  # matbench.engine.decode: auto = on a model on one CUDA device
-    chunk_size: int | None = None
-    batch_pairs: int | None = None  # donor pairs served and decoded together (default: from free GPU memory, 2 on CPU)
-    memory_fraction: float | None = None  # this process's cap on its GPU's memory (several runs on one GPU)
-    locomo: str | None = None  # the user's LoCoMo copy (harvest suite)
-    realtalk: str | None = None  # the user's REALTALK folder (harvest suite)
-    trust_remote_code: bool = False
-    check: bool = False
-    check_pairs: int | None = None  # with check: gate only the suite's first N pairs (None: every pair)
-    fresh: bool = False
-    progress: bool = True
-    policies: tuple[str, ...] = ("oracle",)  # serving policy specs (matbench.engine.policies): oracle, snapkv@0.5, ...
-    budgets: tuple[
-        str, ...
-    ] = ()  # budgets of the scoring policies named without @BUDGET (0.5: half removed; 256 tokens)
-    source_modes: tuple[str, ...] = ("natural",)  # natural and/or evicted (the source's rows never kept)
-    kept_from: tuple[str, ...] = ("a",)  # whose picks both donor members are served: a and/or b
-    template: str = "orig"  # surface template (data_gen/paraphrase.py): orig, or kv_frozen's untuned para
-    rope_yarn: float | None = None  # YaRN factor stretching the model's RoPE (matbench.models.rope); None = as trained
-    judge: str | None = None  # a local causal LM grading free answers (matbench.run.judge); None = no judge
+from matbench.run.preflight import preflight
 
 
 def run_contract(cfg: EvalConfig, shard: Shard | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -155,14 +118,7 @@ def check_config(cfg: EvalConfig, shard: Shard) -> None:
     from matbench.data_gen import SUITES
     from matbench.protocol.readouts import READOUTS
 
-    for name, value in (
-        ("--limit", cfg.limit),
-        ("--batch-pairs", cfg.batch_pairs),
-        ("--chunk-size", cfg.chunk_size),
-        ("--check-pairs", cfg.check_pairs),
-    ):
-        if value is not None and value < 1:
-            raise MatbenchError(f"{name} must be at least 1 (got {value})")
+    preflight(cfg)
     if cfg.memory_fraction is not None:
         check_memory_fraction(cfg.memory_fraction)
     if cfg.rope_yarn is not None:

@@ -69,13 +69,17 @@ class ServingPolicy:
         if not args:
             return cls()
         names = {f.name: f for f in argument_fields(cls)}
+        # `snapkv:0.5`: a budget written where arguments go
+        hint = f"; a budget follows @: did you mean {cls.name}@{args}?" if _is_number(args) else ""
         if not names:
-            raise MatbenchError(f"policy {cls.name!r} takes no arguments (got {args!r})")
+            raise MatbenchError(f"policy {cls.name!r} takes no arguments (got {args!r}){hint}")
         values: dict[str, Any] = {}
         for part in args.split(","):
             key, eq, text = part.partition("=")
             if not eq or key.strip() not in names:
-                raise MatbenchError(f"policy {cls.name!r} takes {', '.join(f'{n}=' for n in names)} (got {part!r})")
+                raise MatbenchError(
+                    f"policy {cls.name!r} takes {', '.join(f'{n}=' for n in names)} (got {part!r}){hint}"
+                )
             values[key.strip()] = _convert(cls.name, names[key.strip()], text.strip())
         return cls(**values)
 
@@ -163,3 +167,11 @@ def parse_policy(spec: str, budget: Budget | None = None) -> ServingPolicy:
     if not policy.budgeted:
         raise MatbenchError(f"policy {name!r} keeps what it declares and takes no budget (got {budget.spec})")
     return policy.with_budget(budget)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
