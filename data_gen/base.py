@@ -21,6 +21,16 @@ N_EVENTS = 24
 
 
 @dataclass(frozen=True)
+class PaperDraws:
+    """The paper script's own items for a seed: its `random.Random(seed)` consumed in the order the
+    script draws (`matbench show --paper-seed`); `items(seed, n)` gives its first n donor pairs."""
+
+    script: str  # kvmemory/<script>.py of the paper's code
+    seed: int  # the script's default --seed
+    items: Callable[[int, int], list[DonorPair]]
+
+
+@dataclass(frozen=True)
 class Suite:
     """A named generator. `generate(seed, n)` must depend on nothing but its arguments."""
 
@@ -43,6 +53,9 @@ class Suite:
     servings: tuple[str, ...] = ()
     # The readouts this suite can be read by (empty: any); `--readout all` runs these alone.
     readouts: tuple[str, ...] = ()
+    # The paper script's own draws, where matbench reproduces its random stream (None: its seeds
+    # give other items than the paper's; the parity fixtures pin the renderings either way).
+    paper: PaperDraws | None = None
 
     def item_rng(self, seed: int, index: int) -> random.Random:
         # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.

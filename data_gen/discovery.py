@@ -17,6 +17,7 @@ from matbench.data_gen.base import (
     REGISTER_POOL,
     STATES,
     SUITES,
+    PaperDraws,
     Suite,
     ask_state,
     filler_body,
@@ -75,6 +76,30 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(draw(rng), item_id)
 
 
+def paper_draw(rng: random.Random) -> DiscoveryDraw:
+    """kv_causal.py Part A's draws in its order: decoy, source, the two mirrors and the target
+    (`rng.sample(NAMES, 5)`), the decoy's state, the source slot, then the 24 fillers."""
+    decoy, source_reg, mirror, mirror2, target = rng.sample(REGISTER_POOL, 5)
+    decoy_state = rng.choice(STATES)
+    source = rng.randrange(8, 12)
+    own = (decoy, source_reg, mirror, mirror2, target)
+    fillers = tuple(filler_body(rng, own) for _ in range(N_EVENTS))
+    return DiscoveryDraw(source_reg, mirror, mirror2, target, decoy, decoy_state, source, fillers)
+
+
+def paper_items(seed: int, n: int) -> list[DonorPair]:
+    """The first n items `python -m kvmemory.kv_causal --seed SEED` draws: each item's Part A,
+    then its Part B (edge swap), whose draws the stream passes over."""
+    from matbench.data_gen.edge_swap import draw as edge_swap_draw
+
+    rng = random.Random(seed)
+    pairs = []
+    for k in range(n):
+        pairs.append(build(paper_draw(rng), f"paper-kv_causal-s{seed}-{k:05d}"))
+        edge_swap_draw(rng)
+    return pairs
+
+
 # 256: the paper's replication size (kv_causal Part A, 130:0 follow:anti at 256 pairs on Qwen3-8B).
 SUITE = SUITES.register("discovery")(
     Suite(
@@ -86,5 +111,6 @@ SUITE = SUITES.register("discovery")(
             "does a mirror statement's kept row carry the dropped source's state, and through a three-"
             "hop chain? (kv_causal Part A)"
         ),
+        paper=PaperDraws("kv_causal", 3900, paper_items),
     )
 )

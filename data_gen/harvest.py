@@ -479,6 +479,7 @@ class HarvestSuite:
     paraphrase: bool = False  # real dialogs: no synthetic statements to reword
     servings: tuple[str, ...] = ()  # `--serving auto`: the model's own
     readouts: tuple[str, ...] = ()  # any
+    paper: None = None  # natural dialogs: no random stream of the paper's to reproduce
 
     def build(self, seed: int, n: int | None, sources: DialogSources | None) -> tuple[list[dict], Counter]:
         if sources is None or not (sources.locomo or sources.realtalk):

@@ -52,3 +52,19 @@ def test_the_check_can_fail():
     assert trajectory(swapped, 0) != item["prefill"]["ONLINE"]
     pair = build(d, "parity-0")
     assert served(pair, "root", 0, "short")["query"] != item["serves"]["root/ONLINE"]["query"]
+
+
+def test_the_papers_own_draws_for_its_seed_are_the_recorded_items():
+    """`matbench show --paper-seed`: kv_causal's random stream reproduced, its items rendered as
+    the fixture pins them (member A: ONLINE, B: OFFLINE), not read back from the fixture."""
+    from matbench.data_gen import SUITES
+
+    paper = SUITES.get("discovery").paper
+    assert (paper.script, paper.seed) == (FIXTURE["script"], FIXTURE["seed"])
+    pairs = paper.items(FIXTURE["seed"], len(FIXTURE["items"]))
+    for pair, item in zip(pairs, FIXTURE["items"], strict=True):
+        for member, value in enumerate(("ONLINE", "OFFLINE")):
+            assert trajectory(pair, member) == item["prefill"][value]
+            assert served(pair, "chain", member, "trace")["rows"] == item["serves"][f"full/{value}"]["rows"]
+    other = SUITES.get("discovery").paper.items(FIXTURE["seed"] + 1, 1)[0]
+    assert trajectory(other, 0) != FIXTURE["items"][0]["prefill"]["ONLINE"]

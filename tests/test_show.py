@@ -251,3 +251,35 @@ def test_a_suite_read_from_free_text_is_shown_under_its_own_readout(capsys, conf
     assert shown["arms"][0]["encoding"] == "headless_runs"
     query = shown["arms"][0]["members"][0]["query"]["text"]
     assert "Answer with as few words as possible (a name, a date, a short phrase)." in query
+
+
+def test_paper_seed_shows_the_papers_own_item(capsys, config_only_dir):
+    """`--paper-seed 3900 --item 2`: kv_causal's third item, whose event texts are the ones the
+    discovery parity fixture recorded from the paper's script."""
+    from tests.parity.compare import EVENT, fixture
+
+    shown = show_json(capsys, "--model", str(config_only_dir), "--paper-seed", "3900", "--item", "2", "--arm", "txt")
+    assert shown["item"]["item_id"] == "paper-kv_causal-s3900-00002"
+    recorded = fixture("discovery")["items"][2]["prefill"]
+    for member, value in zip(shown["arms"][0]["members"], ("ONLINE", "OFFLINE"), strict=True):
+        events = [p["text"] for p in member["pieces"] if p["piece"].startswith("event")]
+        paper = [
+            f"<step {int(step)}>\naction: reg_op()\nobservation: {body}\n"
+            for step, body in EVENT.findall("".join(t for t, _ in recorded[value]))
+        ]
+        assert len(events) == 24 and events == paper
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--suite", "trigger", "--paper-seed", "1"],
+            "does not reproduce the paper's draws for suite trigger (it does for discovery)",
+        ),
+        (["--paper-seed", "1", "--seed", "2"], "--paper-seed renders the paper script's own items"),
+    ],
+)
+def test_paper_seed_refusals_are_one_line(capsys, config_only_dir, args, expected):
+    code, _, err = run_cli(["show", "--model", str(config_only_dir), *args], capsys)
+    assert code == 2 and expected in one_line_error(err)

@@ -23,6 +23,7 @@ SHOW_EPILOG = """examples:
   matbench show --model smollm2-135m --suite discovery --readout trace
   matbench show --model gemma3-270m --suite access --item 3 --arm sel_txt --serving native
   matbench show --model smollm2-135m --item discovery-v2-s0-00005 --format json > item5.json
+  matbench show --model smollm2-135m --suite discovery --paper-seed 3900 --item 1   # kv_causal's own item 1
 
 Pieces marked [A=B] have the same token ids and positions in both donor members; [A!=B] pieces
 differ, which only a donor-visible arm (one that serves the source) may show. Rows are the suite's
@@ -70,6 +71,14 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="text (default: for the eye) or json (one object, for diffs)",
     )
     add_suite_rows(p)
+    p.add_argument(
+        "--paper-seed",
+        type=int,
+        metavar="SEED",
+        help="show the item the paper's own script draws at this seed (its --seed; kv_causal's is 3900) "
+        "instead of a matbench row: the rendering its parity test pins (suites that reproduce the "
+        "paper's random stream: discovery)",
+    )
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     add_dialog_sources(p)
     p.set_defaults(func=run)
@@ -124,8 +133,11 @@ def choose_item(args: argparse.Namespace) -> tuple[Any, int]:
         template=args.template,
     )
     check_config(cfg, Shard())  # eval's refusals (--limit, a misspelt suite), each as one line
-    pairs, _ = load_suite(cfg)
     key = args.item.strip()
+    if args.paper_seed is not None:
+        pairs = paper_items(args, int(key) + 1 if key.isdigit() else args.limit or 64)
+    else:
+        pairs, _ = load_suite(cfg)
     if key.lstrip("-").isdigit():
         index = int(key)
         if not 0 <= index < len(pairs):
@@ -142,6 +154,22 @@ def choose_item(args: argparse.Namespace) -> tuple[Any, int]:
         f"suite {args.suite} has no item {key!r} among its {len(pairs)} rows (ids "
         f"{pairs[0].item_id} ... {pairs[-1].item_id}); give an index or one of those ids"
     )
+
+
+def paper_items(args: argparse.Namespace, n: int) -> list[Any]:
+    """The first n items the paper's own script draws at --paper-seed (`Suite.paper`)."""
+    from matbench.data_gen import SUITES
+
+    paper = SUITES.get(args.suite).paper
+    if paper is None:
+        known = ", ".join(name for name in SUITES.names() if SUITES.get(name).paper)
+        raise MatbenchError(
+            f"--paper-seed: matbench does not reproduce the paper's draws for suite {args.suite} (it does for "
+            f"{known}); its parity fixtures pin the paper's renderings: tests/parity/fixtures/{args.suite}.json"
+        )
+    if args.dataset or args.seed is not None or args.template != "orig":
+        raise MatbenchError("--paper-seed renders the paper script's own items; drop --dataset, --seed and --template")
+    return paper.items(args.paper_seed, n)
 
 
 def choose_arms(pair: Any, name: str | None) -> tuple[Any, ...]:
