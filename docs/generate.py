@@ -1,8 +1,8 @@
 """Write the docs pages that come from the code, so they cannot drift from it: the CLI reference
-(every parser's `--help`) and a page per suite (its description, sizes, readouts, contract metrics
+(every parser's `--help`), the readouts and a page per suite (its description, sizes, readouts, contract metrics
 and the first arm of its first item as `matbench show` renders it for SmolLM2-135M).
 
-    python docs/generate.py           # rewrite docs/cli.md and docs/suites/
+    python docs/generate.py           # rewrite docs/cli.md, docs/readouts.md and docs/suites/
     python docs/generate.py --check   # exit 1 naming each page that differs from the code's
 `tests/test_docs.py` holds the committed pages equal to these.
 """
@@ -137,13 +137,68 @@ def suites_index(names: list[str]) -> str:
     )
 
 
+def readouts_page() -> str:
+    """Every registered readout from its declaration (`matbench.protocol.readouts`)."""
+    from matbench.protocol.readouts import READOUTS
+
+    lines = [
+        "# Readouts",
+        "",
+        "How an answer is read (`--readout`, SPEC 2.5), generated from the readouts' declarations in",
+        "`matbench/protocol/readouts.py` by `python docs/generate.py`. The query ends with the suffix after the",
+        "question (`{menu}` is the menu, e.g. `ONLINE or OFFLINE`; `{trace}` the suite's trace instruction).",
+        "Generating readouts read their text twice: with matbench's parse (whole menu words, echoed register",
+        "names skipped) and with the paper's looser one (upper-cased substrings), reported under `paper_parse`.",
+        "Several readouts share one global prefill per pair; the donor margin shift always comes from the probe.",
+        "",
+        "| readout | query suffix | new tokens | answer | what it reads |",
+        "|---|---|---|---|---|",
+    ]
+    for name in READOUTS.names():
+        r = READOUTS.get(name)
+        answer = "likeliest menu word" if not r.max_new_tokens else f"{r.pick} menu word"
+        lines.append(
+            f"| `{name}` | `{r.suffix_template}` | {r.max_new_tokens or 'none'} | {answer} | {r.description} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def errors_page() -> str:
+    """The first mistakes and what matbench answers, from `benchmarks/cpu-error-lines.json`
+    (`benchmarks/scripts/error_lines.py`)."""
+    import json
+
+    record = json.loads((DOCS.parent / "benchmarks" / "cpu-error-lines.json").read_text())
+    made = record["recorded"]
+    lines = [
+        "# Errors a new user meets",
+        "",
+        "Each mistake below is refused in one line on standard error, with exit status 2, before any model",
+        "loads; argument errors before torch is even imported. The lines and times (median of three runs,",
+        f"{made['hardware']}, commit {made['commit']}, {made['date']}, no network) are the record",
+        f"`benchmarks/cpu-error-lines.json`, made by `{record['command']}`; this page is generated from it.",
+        "",
+        "| mistake | command | what matbench prints | seconds |",
+        "|---|---|---|---|",
+    ]
+    for row in record["mistakes"]:
+        line = row["line"].replace("|", "\\|")
+        lines.append(f"| {row['mistake']} | `{row['command']}` | {line} | {row['seconds']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def pages() -> dict[Path, str]:
     from matbench.evaluators.base import suites_in_order
     from matbench.models.gguf import one_gguf_parse
     from matbench.models.sources import resolve_source
 
     names = list(suites_in_order())
-    found = {DOCS / "cli.md": cli_page(), DOCS / "suites" / "index.md": suites_index(names)}
+    found = {
+        DOCS / "cli.md": cli_page(),
+        DOCS / "readouts.md": readouts_page(),
+        DOCS / "errors.md": errors_page(),
+        DOCS / "suites" / "index.md": suites_index(names),
+    }
     # every suite page renders through SHOW_MODEL's GGUF file: parse it once for all of them
     with one_gguf_parse(resolve_source(SHOW_MODEL)):
         for name in names:

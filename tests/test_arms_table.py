@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from matbench.cli import main
-from matbench.results.arms import arm_rows, arm_table, run_summary
+from matbench.results.arms import arm_rows, arm_table, run_summary, wrapped
 from matbench.results.schema import read_results
 from matbench.results.verdicts import LEGEND
 from tests.store_fixtures import stored
@@ -78,11 +78,11 @@ def test_eval_ends_with_every_arm_and_the_paths_and_json_on_request(tiny_dir, tm
     printed = capsys.readouterr().out
     results = read_results(out / "discovery_probe_compact.json")
     # the arms, the verdict and warnings, the paths, the legend once, and what the whole suite is
-    hint = (
-        f"this was 2 of discovery's 256 pairs; the whole suite: matbench eval --model {tiny_dir} "
-        f"--suite discovery --no-progress --output {out}-256"
-    )
-    assert printed.strip().splitlines() == [*run_summary(results, out), "", LEGEND, "", hint]
+    hint = [
+        "this was 2 of discovery's 256 pairs; the whole suite:",
+        f"  matbench eval --model {tiny_dir} --suite discovery --no-progress --output {out}-256",
+    ]
+    assert printed.strip().splitlines() == [*run_summary(results, out), "", *wrapped(LEGEND), "", *hint]
     assert any(line.startswith("verdict: not shown at 2 pairs: root f:a") for line in printed.splitlines())
     assert f"results: {out / 'discovery_probe_compact.json'}" in printed
     assert sum(line.startswith("| ") for line in printed.splitlines()) == 1 + len(results.metrics["arms"])

@@ -160,3 +160,26 @@ def test_a_regenerated_local_repository_is_never_read_from_a_stale_cache(tmp_pat
         write_repo(out, ["discovery"], seed=seed, n=2, revision="t")
         pairs, info = load_pairs(str(out), "discovery")
         assert info["seed"] == seed and pairs == SUITES.get("discovery").generate(seed, 2)
+
+
+def test_the_docs_load_dataset_example_works_from_any_directory(repo, tmp_path):
+    """docs/datasets.md's example, its path pointed at a written repository, run from elsewhere."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "datasets.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", docs, flags=re.DOTALL)[0]
+    assert '"~/matbench/suites"' in example
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", example.replace('"~/matbench/suites"', repr(str(repo)))],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+    )
+    assert done.stdout.split() == ["6", "trigger-v2-s0-00000"]

@@ -166,3 +166,14 @@ def test_batched_probe_log_probs_equal_each_rows_own_scorer_exactly():
     for row, (scorer, cand) in enumerate(zip(scorers, got)):
         assert torch.equal(cand, scorer.log_probs(logits[row : row + 1])[0])
         assert cand.device.type == "cpu"
+
+
+def test_every_readout_is_described_and_named_in_the_running_docs():
+    from pathlib import Path
+
+    from matbench.protocol.readouts import READOUTS
+
+    running = (Path(__file__).resolve().parent.parent / "docs" / "running.md").read_text()
+    for name in READOUTS.names():
+        assert READOUTS.get(name).description, name
+        assert f"`{name}`" in running, name

@@ -19,7 +19,7 @@ RUN = stored("contract", "smollm2-135m", "discovery_probe_compact")
 
 
 def _metrics(follow: int, anti: int, shift_ci: tuple[float, float]) -> dict:
-    shift = {"mean": sum(shift_ci) / 2, "ci": list(shift_ci), "positive": 3, "negative": 1}
+    shift = {"mean": sum(shift_ci) / 2, "ci": list(shift_ci), "positive": 3, "negative": 1, "wilcoxon_p": 0.01}
     return {
         "arms": {"root": {"classes": {"follow": follow, "anti": anti, "const": 0, "other": 0}, "donor_shift": shift}}
     }
@@ -106,3 +106,12 @@ def test_a_run_is_warned_of_low_comprehension_too_few_decided_pairs_and_missing_
     assert len(unclean) == 3 and unclean[0].startswith("control not clean")
     reads = run_warnings(_run(**{"metrics/arms/txt/menu_accuracy": 0.9}))
     assert len(reads) == 1 and reads[0].startswith("root f:a:")
+
+
+def test_a_shift_interval_needs_its_signed_rank_test_for_a_verdict():
+    shift = DISCOVERY.metric("root_shift")
+    few = {"mean": 0.015, "ci": [0.004, 0.032], "positive": 4, "negative": 0, "wilcoxon_p": 0.125}
+    assert DISCOVERY.decide(shift, few) == 0 and DISCOVERY.decide(shift, {**few, "wilcoxon_p": 0.01}) == 1
+    from matbench.results.replication import verdict as replicated
+
+    assert replicated(shift, few) == 1  # seeds are compared by the interval alone, as before

@@ -245,14 +245,14 @@ def default_readouts(suite: str) -> tuple[str, ...]:
 def print_arm_tables(payloads: list[dict], output: Path) -> None:
     """What lm-evaluation-harness ends a run with: per results file written, a table of every arm
     and the paths of the files."""
-    from matbench.results.arms import run_summary
+    from matbench.results.arms import run_summary, wrapped
     from matbench.results.schema import validate_results
     from matbench.results.verdicts import LEGEND
 
     for payload in payloads:
         print("\n" + "\n".join(run_summary(validate_results(payload), output)))
     if payloads:
-        print("\n" + LEGEND)
+        print("\n" + "\n".join(wrapped(LEGEND)))
 
 
 def full_run_hint(cfg: Any, argv: list[str], payloads: list[dict]) -> str | None:
@@ -272,10 +272,10 @@ def full_run_hint(cfg: Any, argv: list[str], payloads: list[dict]) -> str | None
     command = " ".join(["matbench", *_without_limit(argv, f"{cfg.output.rstrip('/')}-{full}")])
     text = f"this was {cfg.limit} of {cfg.suite}'s {full} pairs"
     if pace is None:
-        return f"{text}; the whole suite: {command}"
+        return f"{text}; the whole suite:\n  {command}"
     setup, per_item = pace
     minutes = (setup + per_item * full) / 60
-    return f"{text}; the whole suite takes about {minutes:.0f} min here ({per_item:.1f} s a pair): {command}"
+    return f"{text}; the whole suite takes about {minutes:.0f} min here ({per_item:.1f} s a pair):\n  {command}"
 
 
 def _without_limit(argv: list[str], output: str) -> list[str]:

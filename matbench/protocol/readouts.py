@@ -75,6 +75,7 @@ class Readout:
     # No generation: the answer is the candidate whose first token (of " W") has the highest raw
     # next-token logit right after the query (kv_harvnative's readout; no "Answer:" prefix).
     first_token: bool = False
+    description: str = ""  # what it reads and where the paper uses it (docs/readouts.md is made from it)
 
     def suffix(self, menu: tuple[str, ...], trace: str = RELEVANT_TRACE) -> str:
         return self.suffix_template.format(menu=menu_phrase(menu), trace=trace)
@@ -89,12 +90,53 @@ class Readout:
         return paper_pick(text, menu, self.pick)
 
 
-READOUTS.register("probe")(Readout("probe", " Answer {menu}:", assistant_prefix="Answer:"))
-READOUTS.register("short")(Readout("short", " Answer {menu}:", max_new_tokens=12, pick="first"))
-READOUTS.register("trace")(Readout("trace", " Answer {menu}.{trace}", max_new_tokens=160, pick="last"))
-READOUTS.register("logit")(Readout("logit", " Answer {menu}:", first_token=True))
+READOUTS.register("probe")(
+    Readout(
+        "probe",
+        " Answer {menu}:",
+        assistant_prefix="Answer:",
+        description="no decoding: each menu word's log-probability right after the assistant turn opens "
+        "with 'Answer:'; the answer is the likeliest word. Works for every menu whose words differ in their "
+        "first token, and is where the donor margin shift is read under every readout (SPEC 2.5, 2.7)",
+    )
+)
+READOUTS.register("short")(
+    Readout(
+        "short",
+        " Answer {menu}:",
+        max_new_tokens=12,
+        pick="first",
+        description="12 greedy tokens; the first menu word of the answer (the paper's short answers)",
+    )
+)
+READOUTS.register("trace")(
+    Readout(
+        "trace",
+        " Answer {menu}.{trace}",
+        max_new_tokens=160,
+        pick="last",
+        description="the suite's trace instruction after the menu (kv_causal: 'Locate the mirror statement "
+        "for that register, then end your answer with the final state word.'); 160 greedy tokens; the last "
+        "menu word (the paper's readout for Qwen3 and Ministral)",
+    )
+)
+READOUTS.register("logit")(
+    Readout(
+        "logit",
+        " Answer {menu}:",
+        first_token=True,
+        description="no decoding and no assistant prefix: the menu word whose first token has the highest raw "
+        "next-token logit right after the query (kv_harvnative's readout)",
+    )
+)
 READOUTS.register("menu")(
-    Readout("menu", " Answer with the single state word only ({menu}):", max_new_tokens=160, pick="last")
+    Readout(
+        "menu",
+        " Answer with the single state word only ({menu}):",
+        max_new_tokens=160,
+        pick="last",
+        description="160 greedy tokens; the last menu word (the paper's --menu readout, used for Gemma-4)",
+    )
 )
 
 

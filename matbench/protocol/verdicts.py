@@ -6,7 +6,8 @@ decided, None where the metric draws no decision. The reference is chance for an
 a difference or a margin shift. A value with an interval is decided by the interval (above when
 its lower end is above the reference, below when its upper end is under it); follow:anti counts
 by the exact sign test at .05; a check (control clean, ...) is its own decision. `matbench
-replicate` compares seeds by the same rule.
+replicate` compares seeds by the same rule. For a verdict, a donor shift must also pass its
+Wilcoxon signed-rank test at .05 (`decide_headline`).
 
 A suite's *verdict* reads its headline metrics (the contract's rank and overview metrics, valid
 for the readout): **yes** when one of them is decided in the direction of the suite's question
@@ -53,7 +54,12 @@ def decide_headline(metric: Metric, value: Any) -> int | bool | None:
         if metric.scale is Scale.FOLLOW and isinstance(entry, list) and len(entry) == 2:
             return _classes(entry)
         return None
-    return decide(metric, value)
+    decision = decide(metric, value)
+    # A donor shift carries its signed-rank test: a bootstrap interval alone is too narrow over a
+    # handful of pairs (4 pairs all positive exclude 0, while the test's smallest p is .125).
+    if decision and isinstance(value, Mapping) and value.get("wilcoxon_p", 0.0) >= ALPHA:
+        return 0
+    return decision
 
 
 def _classes(value: Any) -> int:
@@ -123,7 +129,8 @@ def _statistic(metric: Metric, value: Any) -> str:
         where = "chance" if metric.scale is Scale.ACCURACY and metric.chance is not None else ""
         ref = f"{where} {reference:g}".strip()
         side = "above" if low > reference else "below" if high < reference else "includes"
-        return f", 95% CI {side} {ref}"
+        test = f", Wilcoxon p = {value['wilcoxon_p']:.2g}" if "wilcoxon_p" in value else ""
+        return f", 95% CI {side} {ref}{test}"
     return ""
 
 

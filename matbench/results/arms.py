@@ -9,6 +9,7 @@ naming each suite's layout: a suite with a new layout is covered without a chang
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,13 @@ def arm_table(rows: list[ArmRow]) -> list[str]:
     return lines
 
 
+def wrapped(text: str, width: int = 100) -> list[str]:
+    """A sentence of the end of a run as terminal lines: words kept whole, later lines indented."""
+    if not text:
+        return []
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
 def run_summary(results: ResultsFile, folder: Path | None = None) -> list[str]:
     """A results file as lines: suite, readout, serving and departures from the protocol, model,
     items and gates; the arms table; a policy run's selection table; the suite's verdict and the
@@ -150,8 +158,8 @@ def run_summary(results: ResultsFile, folder: Path | None = None) -> list[str]:
         lines += ["", f"what {c.policy} kept:", "", *selection_table(results.metrics["selection"])]
     found = run_verdict(results)
     if found:
-        lines += ["", *([f"{c.suite} asks: {found.question}"] if found.question else []), found.line()]
-    lines += [f"warning: {w}" for w in run_warnings(results)]
+        lines += ["", *wrapped(f"{c.suite} asks: {found.question}" if found.question else ""), *wrapped(found.line())]
+    lines += [part for w in run_warnings(results) for part in wrapped(f"warning: {w}")]
     if folder is not None:
         log = results.items.log
         lines += ["", f"results: {folder / log.replace('.items.jsonl', '.json')}", f"items:   {folder / log}"]

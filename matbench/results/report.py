@@ -13,7 +13,7 @@ from pathlib import Path
 from matbench.errors import MatbenchError
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
-from matbench.results.arms import run_summary
+from matbench.results.arms import run_summary, wrapped
 from matbench.results.schema import GateSummary, is_scorecard, read_results
 from matbench.results.verdicts import LEGEND
 
@@ -92,7 +92,7 @@ def report(paths: list[Path]) -> list[str]:
     lines = report_rows(paths)
     for path in sorted(paths):
         lines += [f"#### {path}", "", *run_summary(read_results(path)), ""]
-    return [*lines, LEGEND] if paths else lines
+    return [*lines, *wrapped(LEGEND)] if paths else lines
 
 
 if __name__ == "__main__":
