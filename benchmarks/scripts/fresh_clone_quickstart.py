@@ -67,7 +67,7 @@ def main() -> None:
     record = {
         "command": f"{COMMAND} --runs {args.runs} --output {args.output}",
         "what": "make quickstart on a fresh clone with empty pip and model caches: the install (torch pinned, "
-        "matbench, the embedded SmolLM2), then 32 discovery pairs (probe readout, compact serving, float32)",
+        "matbench, the embedded SmolLM2), then 24 discovery pairs (probe readout, compact serving, float32)",
         "runs": runs,
         "best_seconds": min(totals),
         "worst_seconds": max(totals),
