@@ -544,3 +544,28 @@ def test_check_pairs_gates_the_first_n_pairs_and_resumes_a_fully_checked_log(cap
     assert results["gates"]["A"]["checked"] == 4  # the two gated before and the two new pairs
     code, _, err = run_cli([*common, "--limit", "2", "--check-pairs", "0"], capsys)
     assert code == 2 and one_line_error(err) == "matbench: error: --check-pairs must be at least 1 (got 0)"
+
+
+def test_the_error_records_lines_are_what_eval_prints_now(tmp_path, capsys, monkeypatch):
+    """docs/errors.md is rendered from benchmarks/cpu-error-lines.json: each eval mistake there
+    still prints exactly its recorded line (the record cannot go stale)."""
+    import shlex
+
+    record = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "cpu-error-lines.json").read_text())
+    (tmp_path / "a-file").write_text("")
+    checked = 0
+    for row in record["mistakes"]:
+        words = shlex.split(row["command"].replace("TMP", str(tmp_path)))
+        settings = [w for w in words if "=" in w and w.split("=")[0].isupper()]
+        words = words[len(settings) :]
+        if words[:2] != ["matbench", "eval"] or "Qwen/" in row["command"]:
+            continue  # the Hub rows depend on the network; their lines are tested with patches above
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        try:
+            code = main(words[1:])
+        except SystemExit as exc:
+            code = exc.code
+        err = capsys.readouterr().err.strip().replace(str(tmp_path), "TMP")
+        assert (code, err) == (row["exit"], row["line"]), row["command"]
+        checked += 1
+    assert checked == 7

@@ -59,8 +59,9 @@ def test_the_quickstart_time_and_output_are_the_records():
     assert stated in readme and "(three clones, `benchmarks/cpu-quickstart.json`)" in readme
     assert f"{full['wall_seconds']} s for its {full['printed'][0].split()[-2]} pairs" in readme
     assert "matbench eval --model smollm2-135m --output out/smollm2-135m" in full["command"]
-    assert "$(BIN)/matbench eval --model smollm2-135m --limit 24 --output out/smollm2-135m" == _make_target(
-        "quickstart"
-    )[-1]
+    assert (
+        "$(BIN)/matbench eval --model smollm2-135m --limit 24 --output out/smollm2-135m"
+        == _make_target("quickstart")[-1]
+    )
     printed = re.findall(r"```text\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.DOTALL)[0]
     assert printed.splitlines() == record["printed"]
