@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from matbench.cli import main
-from matbench.results.arms import run_summary
+from matbench.results.arms import run_summary, wrapped
 from matbench.results.schema import read_results
+from matbench.results.verdicts import LEGEND
 from tests.test_cli import one_line_error
 
 STEM = "discovery_probe_compact"
@@ -44,6 +45,8 @@ def test_two_shards_merge_into_what_one_process_writes(runs, capsys):
         f"merged 2 shards into {runs / 'merged'}",
         "",
         *run_summary(merged_results, runs / "merged"),
+        "",
+        *wrapped(LEGEND),
     ]
     assert {f: _snapshot(runs / f) for f in ("a", "b")} == before  # the shards are left as they were
 

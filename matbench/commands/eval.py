@@ -274,8 +274,9 @@ def full_run_hint(cfg: Any, argv: list[str], payloads: list[dict]) -> str | None
     if pace is None:
         return f"{text}; the whole suite:\n  {command}"
     setup, per_item = pace
-    minutes = (setup + per_item * full) / 60
-    return f"{text}; the whole suite takes about {minutes:.0f} min here ({per_item:.1f} s a pair):\n  {command}"
+    seconds = setup + per_item * full
+    took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+    return f"{text}; the whole suite takes about {took} here ({per_item:.1f} s a pair):\n  {command}"
 
 
 def _without_limit(argv: list[str], output: str) -> list[str]:
