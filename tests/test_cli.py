@@ -63,6 +63,8 @@ BEFORE_TORCH = [
     (["--model", "smolm2-135m"], "did you mean the offline alias 'smollm2-135m'?"),
     (["--model", "no-such-org/no-such-model"], "'no-such-org/no-such-model' is not in the local Hub cache"),
     (["--output", "FILE"], "is a file; name a directory"),
+    (["--policy", "snapk"], "unknown serving policy 'snapk'. Did you mean 'snapkv'?"),
+    (["--policy", "snapkv:0.5"], "a budget follows @: did you mean snapkv@0.5?"),
 ]
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
+from dataclasses import dataclass
 
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
@@ -44,6 +47,8 @@ class AdaKV(WrapsScorer):
     name = "adakv"
 
     def allocate(self, scores: torch.Tensor, budgets: list[int]) -> torch.Tensor:
+        import torch
+
         chosen = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
         for layer, n in enumerate(budgets):
             layer_scores = scores[layer].clone()

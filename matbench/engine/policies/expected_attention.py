@@ -6,9 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
-
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
 
@@ -29,6 +26,9 @@ class ExpectedAttention(ScoredPolicy):
     name = "expected_attention"
 
     def score(self, view):
+        import torch
+        import torch.nn.functional as F
+
         q = view.prerope_queries()[:, self.n_sink :]  # [H_q, T - sinks, D]
         mu = q.mean(dim=1)
         cov = None

@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
-
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
 
@@ -26,6 +24,8 @@ class HeavyHitters(ScoredPolicy):
     name = "h2o"
 
     def score(self, view):
+        import torch
+
         dtype = torch.promote_types(view.keys.dtype, torch.float32)
         q = view.queries().to(dtype)
         k = view.keys.to(dtype).repeat_interleave(view.group, dim=0)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch.nn.functional as F
-
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
 
@@ -18,5 +16,7 @@ class KeyDiff(ScoredPolicy):
     name = "keydiff"
 
     def score(self, view):
+        import torch.nn.functional as F
+
         anchor = F.normalize(view.keys, p=2, dim=-1).mean(dim=1, keepdim=True)
         return -F.cosine_similarity(view.keys, anchor, dim=-1)

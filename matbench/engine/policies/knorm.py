@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
 
@@ -18,4 +16,6 @@ class KeyNorm(ScoredPolicy):
     name = "knorm"
 
     def score(self, view):
+        import torch
+
         return -torch.linalg.vector_norm(view.keys, dim=-1, dtype=torch.promote_types(view.keys.dtype, torch.float32))

@@ -17,6 +17,11 @@ appended for scoring only, as for the built-in policies (`ScoredPolicy`), and th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
 import ast
 import importlib
 import importlib.util
@@ -26,8 +31,6 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.budget import Budget

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import torch
 
 from matbench.engine.policies.adakv import WrapsScorer
 from matbench.engine.policies.base import POLICIES
@@ -35,6 +34,8 @@ class Merging(WrapsScorer):
     def merge(self, cache, kept: np.ndarray):
         """`cache` with each layer's values merged: `kept` `[L, H_kv, T]` bool says which rows each
         head serves (the rest are folded into them)."""
+        import torch
+
         values = []
         for layer, v in enumerate(cache.values):
             keys, v = cache.keys[layer][0].float(), v[0].clone()  # [H, T, D]

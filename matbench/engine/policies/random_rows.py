@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
 
@@ -22,6 +20,8 @@ class RandomRows(ScoredPolicy):
     name = "random"
 
     def score(self, view):
+        import torch
+
         generator = torch.Generator(device=view.keys.device).manual_seed(self.seed)
         span = int(view.positions.max()) + 1
         draw = torch.rand(view.keys.shape[0], span, generator=generator, device=view.keys.device, dtype=view.keys.dtype)

@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import torch
 
 from matbench.engine.policies.base import KeptRows, SelectionContext, ServingPolicy
 from matbench.engine.policies.budget import Budget
-from matbench.engine.policies.observe import LayerView, observe, views, with_question
 from matbench.errors import MatbenchError
 
 if TYPE_CHECKING:
+    import torch
+
+    from matbench.engine.policies.observe import LayerView
     from matbench.engine.runtime import ModelRunner
 
 
@@ -88,6 +89,8 @@ class ScoredPolicy(ServingPolicy):
 
     def allocate(self, scores: torch.Tensor, budgets: list[int]) -> torch.Tensor:
         """`[L, H_kv, T]` bool: each layer's KV heads keep their own top `budgets[l]` rows."""
+        import torch
+
         chosen = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
         for layer, n in enumerate(budgets):
             chosen[layer].scatter_(-1, scores[layer].topk(n, dim=-1).indices, True)
@@ -102,6 +105,12 @@ class ScoredPolicy(ServingPolicy):
 
     def layer_scores(self, member, cache, context: SelectionContext) -> torch.Tensor:
         """`[L, H_kv, T]` scores of every layer, in at least float32."""
+        import torch
+
+        # observe reads the model (transformers): imported when a policy first scores, so that
+        # naming a policy (`--policy`) costs no torch import
+        from matbench.engine.policies.observe import observe, views, with_question
+
         n = self.observed_tokens()
         total, ids = int(cache.positions.shape[0]), tuple(member.input_ids)
         runner = self._runner(context) if n else None

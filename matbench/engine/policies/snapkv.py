@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-import torch.nn.functional as F
+if TYPE_CHECKING:
+    import torch
+
+from dataclasses import dataclass
 
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
@@ -15,6 +17,8 @@ def snapkv_scores(view, window: int, kernel: int) -> torch.Tensor:
     """`[H_kv, T]`: the mean attention of the last `window` queries on each earlier row, average-
     pooled over `kernel` neighbouring rows and averaged over each KV head's query group; the
     window's own rows score above every other (kept first)."""
+    import torch.nn.functional as F
+
     total = view.keys.shape[1]
     window = min(window, total - 1)
     attention = view.window_attention()[:, -window:, : total - window]  # [H_q, w, T - w]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
 
@@ -21,6 +19,8 @@ class StreamingLLM(ScoredPolicy):
     name = "streaming_llm"
 
     def score(self, view):
+        import torch
+
         scores = view.positions.to(view.keys.device, torch.float32).expand(view.keys.shape[0], -1).clone()
         scores[:, : self.n_sink] = float("inf")
         return scores

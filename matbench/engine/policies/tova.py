@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch.nn.functional as F
-
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.scored import ScoredPolicy
 
@@ -20,6 +18,8 @@ class TOVA(ScoredPolicy):
     name = "tova"
 
     def score(self, view):
+        import torch.nn.functional as F
+
         attention = view.window_attention()[:, -1, :-1]  # [H_q, T - 1]
         scores = attention.mean(dim=0, keepdim=True).expand(view.keys.shape[0], -1)
         return F.pad(scores, (0, 1), value=scores.max().item() + 1)
