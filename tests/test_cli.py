@@ -571,3 +571,16 @@ def test_the_error_records_lines_are_what_eval_prints_now(tmp_path, capsys, monk
         assert (code, err) == (row["exit"], row["line"]), row["command"]
         checked += 1
     assert checked == 7
+
+
+def test_the_policy_registry_loads_without_torch():
+    """Every built-in policy registers without importing torch or transformers (see CONTRIBUTING,
+    "A serving policy"), so --policy is checked in a fraction of a second."""
+    probe = (
+        "import sys\nfrom matbench.engine.policies import POLICIES\n"
+        "print(len(POLICIES.names()), 'torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    from matbench.engine.policies import POLICIES
+
+    assert done.stdout.split() == [str(len(POLICIES.names())), "False", "False"]
