@@ -26,7 +26,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, ask_state, filler_body
+from matbench.data_gen.base import (
+    N_EVENTS,
+    REGISTER_POOL,
+    STATES,
+    SUITES,
+    PaperDraws,
+    Suite,
+    ask_state,
+    filler_body,
+)
 from matbench.protocol.pairs import Arm, DonorPair
 from matbench.protocol.readouts import MIRROR_TRACE
 
@@ -106,6 +115,22 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(draw(rng), item_id, LEAVES[index % len(LEAVES)])
 
 
+def paper_items(seed: int, n: int) -> list[DonorPair]:
+    """The first n pairs of `python -m kvmemory.kv_causal --seed SEED`'s Part B items, leaf a then
+    leaf b of each: the stream passes over each item's Part A (discovery) first. The paper draws va
+    and vb and scores its va != vb items; a pair holds both orders, so the paper's own member is
+    A where va is ONLINE and B where it is OFFLINE (and neither where va == vb)."""
+    from matbench.data_gen.discovery import paper_draw
+
+    rng = random.Random(seed)
+    pairs: list[DonorPair] = []
+    for k in range((n + len(LEAVES) - 1) // len(LEAVES)):
+        paper_draw(rng)
+        d = draw(rng)
+        pairs += [build(d, f"paper-kv_causal-s{seed}-{k:05d}-{leaf}", leaf) for leaf in LEAVES]
+    return pairs[:n]
+
+
 SUITE = SUITES.register("edge_swap")(
     Suite(
         "edge_swap",
@@ -115,5 +140,6 @@ SUITE = SUITES.register("edge_swap")(
         group_size=len(LEAVES),
         contract=False,
         summary="does the served leaf edge select which of two dropped roots is read? (kv_causal Part B)",
+        paper=PaperDraws("kv_causal", 3900, paper_items),
     )
 )

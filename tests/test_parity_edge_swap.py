@@ -78,3 +78,25 @@ def test_the_check_can_fail():
         trajectory(moved, member) != budget_shifts(moved, member, FIXTURE["items"][DIFF[0]]["prefill"]["LA"])
         or draw.decoy_states[0] == draw.decoy_states[1]
     )
+
+
+def test_the_papers_own_draws_for_its_seed_are_the_recorded_items():
+    """`matbench show --suite edge_swap --paper-seed`: kv_causal's stream reproduced (each item's
+    Part A passed over), its Part B items rendered as the fixture pins them, not read back from it."""
+    from matbench.data_gen import SUITES
+
+    paper = SUITES.get("edge_swap").paper
+    assert (paper.script, paper.seed) == ("kv_causal", 3900)
+    pairs = paper.items(paper.seed, 2 * len(FIXTURE["items"]))
+    assert len(pairs) == 2 * len(FIXTURE["items"])
+    for k in DIFF:
+        item = FIXTURE["items"][k]
+        _, va, _ = draw_of(item)
+        member = 0 if va == "ONLINE" else 1
+        for offset, paper_leaf in enumerate(("LA", "LB")):
+            pair = pairs[2 * k + offset]
+            assert pair.item_id == f"paper-kv_causal-s3900-{k:05d}-{LEAVES[paper_leaf]}"
+            assert trajectory(pair, member) == budget_shifts(pair, member, item["prefill"][paper_leaf])
+            served_rows = served(pair, "edge", member, "trace")["rows"]
+            assert served_rows == budget_shifts(pair, member, item["serves"][paper_leaf]["rows"])
+    assert paper.items(paper.seed + 1, 1)[0].events != pairs[0].events

@@ -275,7 +275,7 @@ def test_paper_seed_shows_the_papers_own_item(capsys, config_only_dir):
     [
         (
             ["--suite", "trigger", "--paper-seed", "1"],
-            "does not reproduce the paper's draws for suite trigger (it does for discovery)",
+            "does not reproduce the paper's draws for suite trigger (it does for discovery, edge_swap)",
         ),
         (["--paper-seed", "1", "--seed", "2"], "--paper-seed renders the paper script's own items"),
     ],

@@ -76,8 +76,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="SEED",
         help="show the item the paper's own script draws at this seed (its --seed; kv_causal's is 3900) "
-        "instead of a matbench row: the rendering its parity test pins (suites that reproduce the "
-        "paper's random stream: discovery)",
+        "instead of a matbench row: the rendering its parity test pins (suites whose generator "
+        "reproduces the paper's random stream; another suite is refused naming them)",
     )
     p.add_argument("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code")
     add_dialog_sources(p)
