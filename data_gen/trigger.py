@@ -37,7 +37,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite, filler_body
+from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, PaperDraws, Suite, filler_body
 from matbench.protocol.pairs import Arm, DonorPair
 
 # 2: the paper's flag bank and keys (kept_eq, synced), flag upstream and draws, the paper's source
@@ -228,6 +228,50 @@ def build(d: TriggerDraw, item_id: str, family: str, key: str) -> DonorPair:
     )
 
 
+def partner_readings(gv: int, thr: int) -> tuple[int, int]:
+    """(high, low) for a paper item whose one reading is gv: the other donor member's reading sits
+    on the other side of thr, 30 away, within [100, 998] (the paper renders its own member only)."""
+    lo, hi = VALUE_RANGE
+    return (gv, max(lo, thr - MARGIN)) if gv > thr else (min(hi - 1, thr + MARGIN), gv)
+
+
+def _paper_fillers(rng: random.Random, taken: tuple[str, ...], special: set[int]) -> tuple[str, ...]:
+    """kv_parabank.build's fillers: one per slot outside `special`, in slot order (the special
+    slots' bodies are the skeleton's, written by `member_bodies`)."""
+    return tuple("" if i in special else filler_body(rng, taken) for i in range(N_EVENTS))
+
+
+def paper_draw(rng: random.Random) -> TriggerDraw:
+    """kv_parabank2.py's draws for one item in its order: the mirror skeleton (D, S, T, its gold,
+    m, its fillers), then the flag skeleton (D2, S2, gv, thr redrawn until 30 away, m2, its
+    fillers); one filler background per family, as its code draws them."""
+    decoy, source_reg, target = rng.sample(REGISTER_POOL, 3)
+    rng.choice(STATES)  # the paper's gold: a donor pair holds both values
+    m = rng.randrange(*MIRROR_RANGE)
+    mirror = MirrorDraw(
+        decoy, source_reg, target, m, _paper_fillers(rng, (decoy, source_reg, target), {DECOY_AT, m, CARRIER_AT})
+    )
+    decoy2, sensor = rng.sample(REGISTER_POOL, 2)
+    gv = rng.randrange(*VALUE_RANGE)
+    thr = rng.randrange(*VALUE_RANGE)
+    while abs(gv - thr) < MARGIN:
+        thr = rng.randrange(*VALUE_RANGE)
+    m2 = rng.randrange(*FLAG_RANGE)
+    fillers = _paper_fillers(rng, (decoy2, sensor), {DECOY_AT, m2, m2 + 1, CARRIER_AT})
+    return TriggerDraw(mirror, FlagDraw(decoy2, sensor, thr, *partner_readings(gv, thr), m2, fillers))
+
+
+def paper_items(seed: int, n: int) -> list[DonorPair]:
+    """The first n pairs of `python -m kvmemory.kv_parabank2 --seed SEED`: per item its 16
+    constructions, mirror then flag, in the bank's order."""
+    rng = random.Random(seed)
+    pairs: list[DonorPair] = []
+    for k in range((n + len(CONSTRUCTIONS) - 1) // len(CONSTRUCTIONS)):
+        d = paper_draw(rng)
+        pairs += [build(d, f"paper-kv_parabank2-s{seed}-{k:05d}-{f}-{key}", f, key) for f, key in CONSTRUCTIONS]
+    return pairs[:n]
+
+
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     # The 16 items of a group share the rng state, hence every draw; the index picks the construction.
     return build(draw(rng), item_id, *CONSTRUCTIONS[index % len(CONSTRUCTIONS)])
@@ -244,5 +288,6 @@ SUITE = SUITES.register("trigger")(
         summary=(
             "which of the paper's 16 carrier constructions write the dropped state through (kv_parabank, kv_parabank2)"
         ),
+        paper=PaperDraws("kv_parabank2", 8000, paper_items),
     )
 )

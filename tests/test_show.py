@@ -274,8 +274,8 @@ def test_paper_seed_shows_the_papers_own_item(capsys, config_only_dir):
     ("args", "expected"),
     [
         (
-            ["--suite", "trigger", "--paper-seed", "1"],
-            "does not reproduce the paper's draws for suite trigger (it does for discovery, edge_swap)",
+            ["--suite", "update", "--paper-seed", "1"],
+            "does not reproduce the paper's draws for suite update (it does for discovery, edge_swap, trigger)",
         ),
         (["--paper-seed", "1", "--seed", "2"], "--paper-seed renders the paper script's own items"),
     ],
