@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
+from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, PaperDraws, Suite, filler_body
 from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
@@ -105,6 +105,17 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(draw(rng), item_id, LAYOUTS[index % len(LAYOUTS)])
 
 
+def paper_items(seed: int, n: int) -> list[DonorPair]:
+    """The first n pairs of `python -m kvmemory.kv_bicap --seed SEED` (its default --swap 0): per
+    item, its three layouts."""
+    rng = random.Random(seed)
+    pairs: list[DonorPair] = []
+    for k in range((n + len(LAYOUTS) - 1) // len(LAYOUTS)):
+        d = draw(rng)
+        pairs += [build(d, f"paper-kv_bicap-s{seed}-{k:05d}-{layout}", layout) for layout in LAYOUTS]
+    return pairs[:n]
+
+
 SUITE = SUITES.register("binding_capacity")(
     Suite(
         "binding_capacity",
@@ -116,5 +127,6 @@ SUITE = SUITES.register("binding_capacity")(
         paraphrase=False,
         summary="is a served row's ~1 bit per row or per bound variable: one binding, two in one event, "
         "two events (kv_bicap)",
+        paper=PaperDraws("kv_bicap", 2400, paper_items),
     )
 )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, Suite, filler_body
+from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, SUITES, PaperDraws, Suite, filler_body
 from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
@@ -110,6 +110,13 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(draw(rng), item_id)
 
 
+def paper_items(seed: int, n: int) -> list[DonorPair]:
+    """The first n items of `python -m kvmemory.kv_orthobit2 --seed SEED` (member A holds the
+    paper's gold)."""
+    rng = random.Random(seed)
+    return [build(draw(rng), f"paper-kv_orthobit2-s{seed}-{k:05d}") for k in range(n)]
+
+
 SUITE = SUITES.register("orthogonal_bits")(
     Suite(
         "orthogonal_bits",
@@ -119,5 +126,6 @@ SUITE = SUITES.register("orthogonal_bits")(
         contract=False,
         paraphrase=False,
         summary="do dir4 rows carry the state as two orthogonal RED/BLUE bits the 4-way menu misses (kv_orthobit2)",
+        paper=PaperDraws("kv_orthobit2", 3500, paper_items),
     )
 )

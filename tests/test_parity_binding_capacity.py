@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from matbench.data_gen import SUITES
 from matbench.data_gen.binding_capacity import LAYOUTS, build, draw
 from tests.parity.compare import budget_shifts, fixture, served, trajectory
 from tests.test_parity_access import text_prompt
@@ -37,6 +38,19 @@ def test_matbench_renders_each_layout_identically(k, layout):
         assert ours["rows"] == budget_shifts(pair, 0, item[q]["harv"]["rows"])
         assert ours["query"] == item[q]["harv"]["query"]
         assert text_prompt(pair, f"sel/{q}", "short") == item[q]["sel"]["query"]
+
+
+def test_the_declared_stream_gives_the_replayed_items():
+    """`Suite.paper` (what `matbench show --paper-seed` renders): per paper item its three layouts,
+    the same pairs as the replay above."""
+    paper = SUITES.get("binding_capacity").paper
+    assert paper.script == FIXTURE["script"]
+    pairs = paper.items(FIXTURE["seed"], len(LAYOUTS) * len(DRAWS))
+    for k, d in enumerate(DRAWS):
+        for j, layout in enumerate(LAYOUTS):
+            ours = pairs[len(LAYOUTS) * k + j]
+            assert ours.item_id.endswith(f"-{k:05d}-{layout}")
+            assert trajectory(ours, 0) == trajectory(build(d, "replay", layout), 0)
 
 
 def test_the_replay_can_fail():

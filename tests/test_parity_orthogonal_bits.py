@@ -6,11 +6,9 @@ under the short readout and the sel_txt text prompt."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from matbench.data_gen.orthogonal_bits import build, draw
+from matbench.data_gen import SUITES
 from tests.parity.compare import budget_shifts, fixture, served, trajectory
 from tests.test_parity_access import text_prompt
 
@@ -19,8 +17,11 @@ QUESTIONS = ("q4", "bit_a", "bit_b")
 
 
 def replayed() -> list:
-    rng = random.Random(FIXTURE["seed"])
-    return [build(draw(rng), f"parity-{k}") for k in range(len(FIXTURE["items"]))]
+    """The paper's items at the fixture's seed, from the suite's declared stream (`Suite.paper`,
+    what `matbench show --paper-seed` renders)."""
+    paper = SUITES.get("orthogonal_bits").paper
+    assert paper.script == FIXTURE["script"]
+    return paper.items(FIXTURE["seed"], len(FIXTURE["items"]))
 
 
 PAIRS = replayed()
