@@ -283,3 +283,16 @@ def test_paper_seed_shows_the_papers_own_item(capsys, config_only_dir):
 def test_paper_seed_refusals_are_one_line(capsys, config_only_dir, args, expected):
     code, _, err = run_cli(["show", "--model", str(config_only_dir), *args], capsys)
     assert code == 2 and expected in one_line_error(err)
+
+
+def test_the_running_docs_name_every_suite_with_a_paper_stream():
+    """docs/running.md's --paper-seed paragraph names each suite that declares the paper's stream
+    and the script it reproduces, so a new stream cannot go undocumented."""
+    from pathlib import Path
+
+    running = (Path(__file__).resolve().parent.parent / "docs" / "running.md").read_text()
+    section = " ".join(running[running.index("`--paper-seed SEED`") :].split("\n\n")[0].split())
+    streams = [name for name in SUITES.names() if SUITES.get(name).paper]
+    assert len(streams) >= 1
+    for name in streams:
+        assert name in section and SUITES.get(name).paper.script in section, name
