@@ -98,6 +98,7 @@ def test_a_run_is_warned_of_low_comprehension_too_few_decided_pairs_and_missing_
     assert len(warned) == 2
     assert warned[0].startswith(f"comprehension {comprehension:.3f} is at or below chance (0.5)")
     assert warned[1].startswith(f"root f:a: {follow_anti['follow'] + follow_anti['anti']} donor-sensitive pairs")
+    assert warned[1].endswith("cannot decide: a model that reads the question")
     assert run_verdict(results).finding is Finding.NOT_SHOWN
 
     ungated = run_warnings(_run(gates={}))
@@ -105,7 +106,7 @@ def test_a_run_is_warned_of_low_comprehension_too_few_decided_pairs_and_missing_
     unclean = run_warnings(_run(**{"metrics/headline/control_clean": False}))
     assert len(unclean) == 3 and unclean[0].startswith("control not clean")
     reads = run_warnings(_run(**{"metrics/arms/txt/menu_accuracy": 0.9}))
-    assert len(reads) == 1 and reads[0].startswith("root f:a:")
+    assert len(reads) == 1 and reads[0].startswith("root f:a:") and reads[0].endswith("run more pairs (--limit)")
 
 
 def test_a_shift_interval_needs_its_signed_rank_test_for_a_verdict():

@@ -70,16 +70,17 @@ def run_warnings(results: ResultsFile) -> list[str]:
             "control not clean: serving only the events before the source changed an answer or a margin, "
             "which no cache state can explain; do not trust this run (run with --check to find the fault)"
         )
-    for metric in contract:
-        if metric.comprehension:
-            out += _comprehension(metric, metric.value(results.metrics))
+    unread = [w for m in contract if m.comprehension for w in _comprehension(m, m.value(results.metrics))]
+    out += unread
+    # where the model does not read the question, more pairs will not make it follow
+    remedy = "a model that reads the question" if unread else "run more pairs (--limit)"
     needed = min_decided_pairs()
     for metric in headline_metrics(contract, results.config.readout):
         for label, (follow, anti) in _follow_anti(metric, metric.value(results.metrics)):
             if follow + anti < needed:
                 out.append(
                     f"{label}: {follow + anti} donor-sensitive pairs; the sign test needs at least {needed} "
-                    "to reach p < .05, so it cannot decide: run more pairs (--limit)"
+                    f"to reach p < .05, so it cannot decide: {remedy}"
                 )
     if not any(g.checked for g in results.gates.values()):
         out.append(
