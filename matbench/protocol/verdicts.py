@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any
 
 from matbench import stats
-from matbench.protocol.metrics import Direction, Format, Metric, Scale
+from matbench.protocol.metrics import Direction, Format, Metric, Scale, plain_text
 
 ALPHA = 0.05
 
@@ -100,24 +100,15 @@ class Evidence:
     toward: int | None
 
     def text(self) -> str:
-        text = f"{self.metric.label} {self.metric.text(self.value)}"
-        value = self.value
-        if self.metric.format is Format.MAPPING and self.metric.overview_key and isinstance(value, Mapping):
-            text = f"{self.metric.label} ({self.metric.overview_key}) {_plain(value.get(self.metric.overview_key))}"
-            value = value.get(self.metric.overview_key)
-        return text + _statistic(self.metric, value)
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value):
-        return f"{value[0]}:{value[1]}"
-    from matbench.protocol.metrics import plain_text
-
-    return plain_text(value)
+        metric, value = self.metric, self.value
+        if metric.format is Format.MAPPING and metric.overview_key and isinstance(value, Mapping):
+            value = value.get(metric.overview_key)  # the entry the overview reads
+            return f"{metric.label} ({metric.overview_key}) {plain_text(value)}" + _statistic(metric, value)
+        return f"{metric.label} {metric.text(value)}" + _statistic(metric, value)
 
 
 def _statistic(metric: Metric, value: Any) -> str:
-    """The statistic behind a decision, in parentheses; empty where none is drawn."""
+    """The statistic behind a decision (", sign test p = ..."); empty where none is drawn."""
     if value is None:
         return ""
     if metric.scale is Scale.FOLLOW and (metric.format is Format.CLASSES or isinstance(value, list)):
