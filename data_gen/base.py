@@ -30,6 +30,13 @@ class PaperDraws:
     items: Callable[[int, int], list[DonorPair]]
 
 
+def interleaved(runs: list[list[DonorPair]], n: int) -> list[DonorPair]:
+    """Item k of a suite whose item k takes condition k mod C, from the paper's C runs (or loops) of
+    one condition each: runs[k % C][k // C], so a prefix of the suite's layout is a prefix of every
+    run."""
+    return [runs[k % len(runs)][k // len(runs)] for k in range(n)]
+
+
 @dataclass(frozen=True)
 class Suite:
     """A named generator. `generate(seed, n)` must depend on nothing but its arguments."""

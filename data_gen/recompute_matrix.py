@@ -73,7 +73,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, Suite
+from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, PaperDraws, Suite, interleaved
 from matbench.protocol.frames import TOOL_SEPARATOR
 from matbench.protocol.pairs import Arm, DonorPair
 
@@ -287,6 +287,35 @@ def partner_of(rng: random.Random, d: RecompDraw) -> str | None:
     return str(rng.choice([n for n in range(*NUMBERS) if first_digit(n) not in taken and str(n) != d.decoy_value]))
 
 
+def paper_partner(d: RecompDraw) -> str:
+    """The other member of a paper item, drawn from nothing (the paper's stream has no partner
+    draws): B an operand 30 past the threshold on the other side, C the first number with a third
+    first digit that is not the decoy's; A none (the two states)."""
+    if d.row == "B_oper":
+        return str(d.threshold - MARGIN if paper_member(d) == 0 else d.threshold + MARGIN)
+    if d.row == "C_high":
+        taken = {first_digit(d.value), first_digit(d.update)}
+        return next(str(n) for n in range(*NUMBERS) if first_digit(n) not in taken and str(n) != d.decoy_value)
+    return ""
+
+
+PAPER_ITEMS = 32  # kv_recomp's default --items (per row)
+
+
+def paper_items(seed: int, n: int, items: int | None = None) -> list[DonorPair]:
+    """The first n pairs of `python -m kvmemory.kv_recomp --seed SEED --items M` in the suite's
+    layout (item k: row k mod 3, the script's item k // 3 of that row). The script draws every item
+    of A_mat, then B_oper, then C_high from one stream, so M fixes the rows after the first: its
+    default 32, or more where n asks for more."""
+    per_row = items or max(PAPER_ITEMS, -(-n // len(ROWS)))
+    rng = random.Random(seed)
+    runs = []
+    for row in ROWS:
+        draws = [draw(rng, row) for _ in range(per_row)]
+        runs.append([build(f"paper-kv_recomp-s{seed}-{row}-{k:05d}", d, paper_partner(d)) for k, d in enumerate(draws)])
+    return interleaved(runs, n)
+
+
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     row = ROWS[index % len(ROWS)]
     while True:
@@ -307,6 +336,7 @@ SUITE = SUITES.register("recompute_matrix")(
         make_item=make_item,
         contract=False,
         paraphrase=False,
+        paper=PaperDraws("kv_recomp", 3700, paper_items),
         summary="which write-time state needs a recompute after an out-of-band update of its dropped source: "
         "materialized / operands-only / high-cardinality x stale, source, note, derived and oracle "
         "deltas appended at query time (kv_recomp)",

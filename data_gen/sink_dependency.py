@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from matbench.data_gen.base import SUITES, Suite
+from matbench.data_gen.base import SUITES, PaperDraws, Suite
 from matbench.protocol.frames import TOOL_SEPARATOR
 from matbench.protocol.pairs import Arm, DonorPair
 
@@ -130,6 +130,20 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(item_id, d, (partner(rng, d, d.values[d.chain[0]]), partner(rng, d, d.values[d.asked])))
 
 
+def paper_items(seed: int, n: int) -> list[DonorPair]:
+    """The first n items of kv_phantom.py's E3 (`--exp sink`) whose stream is `random.Random(SEED)`
+    (the script seeds it with --seed_base + 99991 * --shard + 2: 2 by default) as member A; member
+    B's two values are drawn from a stream of the item's own, since the paper's has no partner."""
+    rng = random.Random(seed)
+    pairs = []
+    for k in range(n):
+        d = draw(rng)
+        side = random.Random(f"paper-kv_phantom-sink-s{seed}-{k}")
+        others = (partner(side, d, d.values[d.chain[0]]), partner(side, d, d.values[d.asked]))
+        pairs.append(build(f"paper-kv_phantom-sink-s{seed}-{k:05d}", d, others))
+    return pairs
+
+
 SUITE = SUITES.register("sink_dependency")(
     Suite(
         "sink_dependency",
@@ -138,6 +152,7 @@ SUITE = SUITES.register("sink_dependency")(
         make_item=make_item,
         contract=False,
         paraphrase=False,
+        paper=PaperDraws("kv_phantom", 2, paper_items),
         summary="does a shared head fix retrieval but not multi-hop over independently encoded events (kv_phantom E3)",
     )
 )

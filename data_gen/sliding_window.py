@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import REGISTER_POOL, SUITES, Suite
+from matbench.data_gen.base import REGISTER_POOL, SUITES, PaperDraws, Suite, interleaved
 from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
@@ -85,6 +85,18 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
     return build(item_id, d, STATUS2 if rng.random() < 0.5 else STATUS2[::-1])
 
 
+def paper_items(seed: int, n: int) -> list[DonorPair]:
+    """Item k of `python -m kvmemory.kv_swgate --seed SEED --gap G` for G = GAPS[k mod 4] (one run
+    per gap, each from its own `random.Random(seed)`): its item k // 4, the suite's layout."""
+    runs = []
+    for gap in GAPS:
+        rng = random.Random(seed)
+        runs.append(
+            [build(f"paper-kv_swgate-s{seed}-gap{gap}-{k:05d}", draw(rng, gap)) for k in range(-(-n // len(GAPS)))]
+        )
+    return interleaved(runs, n)
+
+
 SUITE = SUITES.register("sliding_window")(
     Suite(
         "sliding_window",
@@ -94,6 +106,7 @@ SUITE = SUITES.register("sliding_window")(
         contract=False,
         paraphrase=False,
         servings=("compact", "native"),
+        paper=PaperDraws("kv_swgate", 1, paper_items),
         summary="how much more a far served row is followed under compact than native serving of a "
         "sliding-window model, by gap (kv_swgate)",
     )

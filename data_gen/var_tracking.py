@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import SUITES, Suite
+from matbench.data_gen.base import SUITES, PaperDraws, Suite, interleaved
 from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
@@ -127,6 +127,31 @@ def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:
             return build(item_id, d, other)
 
 
+def paper_partner(d: ChainDraw) -> int:
+    """Member B's V for a paper item, drawn from nothing (the paper's stream has no partner): 100,
+    or 200 where V starts with 1."""
+    return 100 if str(d.value)[0] != "1" else 200
+
+
+PAPER_ITEMS = 16  # kv_vartrack's and kv_vardecomp's default --items (per cell)
+
+
+def paper_items(seed: int, n: int, items: int | None = None) -> list[DonorPair]:
+    """The first n pairs of `python -m kvmemory.kv_vartrack --seed SEED --items M` (kv_vardecomp
+    draws the same stream) in the suite's layout: item k is cell k mod 6's item k // 6. The script
+    draws every item of a cell before the next cell, so M fixes the cells after the first: its
+    default 16, or more where n asks for more."""
+    per_cell = items or max(PAPER_ITEMS, -(-n // len(CELLS)))
+    rng = random.Random(seed)
+    runs = []
+    for c, (hops, far) in enumerate(CELLS):
+        draws = [draw(rng, hops, far) for _ in range(per_cell)]
+        runs.append(
+            [build(f"paper-kv_vartrack-s{seed}-c{c}-{k:05d}", d, paper_partner(d)) for k, d in enumerate(draws)]
+        )
+    return interleaved(runs, n)
+
+
 SUITE = SUITES.register("var_tracking")(
     Suite(
         "var_tracking",
@@ -135,6 +160,7 @@ SUITE = SUITES.register("var_tracking")(
         make_item=make_item,
         contract=False,
         paraphrase=False,
+        paper=PaperDraws("kv_vartrack", 7, paper_items),
         summary="how do served rows resolve a 1-, 2- or 4-hop copy chain, near or far (kv_vartrack, kv_vardecomp)",
     )
 )

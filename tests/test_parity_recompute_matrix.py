@@ -20,17 +20,17 @@ import random
 
 import pytest
 
+from matbench.data_gen import SUITES
 from matbench.data_gen.recompute_matrix import (
     ARMS,
     DELTAS,
-    MARGIN,
     ROWS,
     RecompDraw,
     build,
     draw,
-    first_digit,
     gold,
     paper_member,
+    paper_partner,
 )
 from matbench.protocol.frames import FRAMES, HDR
 from tests.parity.compare import RENDERER, budget_shifts, fixture, served, trajectory
@@ -48,20 +48,9 @@ def replay(seed: int = SEED) -> list[RecompDraw]:
 DRAWS = replay()
 
 
-def partner(d: RecompDraw) -> str:
-    """The other member's written value: B an operand 30 past the threshold on the other side, C
-    the first number with a third first digit that is not the decoy's; A none (the two states)."""
-    if d.row == "B_oper":
-        return str(d.threshold - MARGIN if paper_member(d) == 0 else d.threshold + MARGIN)
-    if d.row == "C_high":
-        taken = {first_digit(d.value), first_digit(d.update)}
-        return next(str(n) for n in range(100, 999) if first_digit(n) not in taken and str(n) != d.decoy_value)
-    return ""
-
-
 def pair_of(k: int, d: RecompDraw | None = None):
     d = d or DRAWS[k]
-    return build(f"parity-{k}", d, partner(d)), paper_member(d)
+    return build(f"parity-{k}", d, paper_partner(d)), paper_member(d)
 
 
 def rendered_ok(pair, member: int, item: dict, readout: str) -> None:
@@ -144,3 +133,21 @@ def test_the_check_can_fail():
     other = replay(SEED + 1)[0]
     wrong = build("w", other)
     assert trajectory(wrong, paper_member(other)) != budget_shifts(wrong, paper_member(other), a["prefill"])
+
+
+def test_the_declared_stream_gives_the_replayed_items():
+    """`Suite.paper` (what `matbench show --paper-seed` renders) at the fixture's --items: item k is
+    row k mod 3's item k // 3 of the replay, the same pair."""
+    paper = SUITES.get("recompute_matrix").paper
+    assert paper.script == "kv_recomp" and paper.seed == SEED
+    pairs = paper.items(SEED, len(DRAWS), items=ITEMS)
+    assert len(pairs) == len(DRAWS) == len(ROWS) * ITEMS
+    for k, ours in enumerate(pairs):
+        row, j = k % len(ROWS), k // len(ROWS)
+        replayed = pair_of(row * ITEMS + j)[0]
+        assert ours.item_id == f"paper-kv_recomp-s{SEED}-{ROWS[row]}-{j:05d}"
+        assert dataclasses.replace(ours, item_id=replayed.item_id) == replayed
+    # The default run (--items 32) draws the rows after A_mat from later in the stream.
+    default = paper.items(SEED, len(DRAWS))
+    assert default[0] == dataclasses.replace(pairs[0], item_id=default[0].item_id)
+    assert default[1] != dataclasses.replace(pairs[1], item_id=default[1].item_id)

@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from matbench.data_gen import SUITES
 from matbench.data_gen.sink_dependency import N_EVENTS, build, draw
 from matbench.engine.layout import layout_pair
 from tests.parity.compare import RENDERER, fixture, served, trajectory
@@ -54,3 +55,20 @@ def test_the_replay_can_fail():
     assert [isolated(PAIRS[1], i) for i in range(N_EVENTS)] != item["head"]
     rng = random.Random(FIXTURE["seed"] + 1)
     assert [isolated(build("x", draw(rng), (100, 200)), i) for i in range(N_EVENTS)] != item["head"]
+
+
+def test_the_declared_stream_gives_the_replayed_items():
+    """`Suite.paper` (what `matbench show --paper-seed` renders): member A of each pair is the
+    replayed item's (the paper's values); member B differs from the replay's fixed (100, 200)."""
+    paper = SUITES.get("sink_dependency").paper
+    assert paper.script == FIXTURE["script"] and paper.seed == FIXTURE["seed"]
+    pairs = paper.items(FIXTURE["seed"], len(PAIRS))
+    assert len(pairs) == len(PAIRS)
+    for k, (ours, replayed) in enumerate(zip(pairs, PAIRS, strict=True)):
+        assert ours.item_id == f"paper-kv_phantom-sink-s{FIXTURE['seed']}-{k:05d}"
+        assert trajectory(ours, 0) == trajectory(replayed, 0) == FIXTURE["items"][k]["serves"]["head_retr"]["rows"]
+        assert [isolated(ours, i) for i in range(N_EVENTS)] == FIXTURE["items"][k]["head"]
+        assert [served(ours, a.name, 0, "short")["query"] for a in ours.arms] == [
+            served(replayed, a.name, 0, "short")["query"] for a in replayed.arms
+        ]
+        assert ours.source_bodies[0] == replayed.source_bodies[0] and ours.source_bodies[1] != replayed.source_bodies[1]

@@ -8,11 +8,13 @@ the paper's."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 
-from matbench.data_gen.sliding_window import build, draw
+from matbench.data_gen import SUITES
+from matbench.data_gen.sliding_window import GAPS, build, draw
 from matbench.engine.layout import layout_pair
 from tests.parity.compare import RENDERER, fixture, served, trajectory
 
@@ -46,3 +48,19 @@ def test_the_replay_can_fail():
     item = FIXTURE["items"][0]["ONLINE"]
     assert trajectory(PAIRS[1], 0) != item["prefill"]
     assert trajectory(PAIRS[0], 1) != item["prefill"]  # the other donor value
+
+
+def test_the_declared_stream_gives_the_replayed_items():
+    """`Suite.paper` (what `matbench show --paper-seed` renders): item k is kv_swgate's item k // 4
+    at --gap GAPS[k mod 4], so the fixture's run (--gap 240) is every fourth pair."""
+    paper = SUITES.get("sliding_window").paper
+    assert paper.script == "kv_swgate" and FIXTURE["gap"] in GAPS
+    n = len(GAPS) * len(PAIRS)
+    pairs = paper.items(FIXTURE["seed"], n)
+    assert len(pairs) == n
+    at = GAPS.index(FIXTURE["gap"])
+    for j, replayed in enumerate(PAIRS):
+        ours = pairs[len(GAPS) * j + at]
+        assert ours.item_id == f"paper-kv_swgate-s{FIXTURE['seed']}-gap{FIXTURE['gap']}-{j:05d}"
+        assert dataclasses.replace(ours, item_id=replayed.item_id) == replayed
+    assert pairs[at + 1].variant != PAIRS[0].variant  # the next gap's run

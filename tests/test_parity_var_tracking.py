@@ -6,11 +6,13 @@ served readout's rows and query, and the text prompts (everything; the chain onl
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 
-from matbench.data_gen.var_tracking import CELLS, N_EVENTS, build, draw
+from matbench.data_gen import SUITES
+from matbench.data_gen.var_tracking import CELLS, N_EVENTS, build, draw, paper_partner
 from matbench.engine.cache import ANCHOR_WINDOW
 from matbench.engine.layout import layout_pair
 from tests.parity.compare import RENDERER, budget_shifts, fixture, served, trajectory
@@ -23,7 +25,7 @@ FIXTURE = fixture("var_tracking")
 def replay(script: str) -> list:
     rng = random.Random(FIXTURE[script]["seed"])
     draws = [draw(rng, hops, far) for hops, far in CELLS]
-    return [build(f"parity-{k}", d, 100 if str(d.value)[0] != "1" else 200) for k, d in enumerate(draws)]
+    return [build(f"parity-{k}", d, paper_partner(d)) for k, d in enumerate(draws)]
 
 
 VARTRACK, VARDECOMP = replay("vartrack"), replay("vardecomp")
@@ -72,3 +74,18 @@ def test_the_window_stops_short_of_late_steps_and_the_replay_can_fail():
     assert trajectory(VARTRACK[1], 0) != item["prefill"]
     rng = random.Random(FIXTURE["vartrack"]["seed"] + 1)
     assert trajectory(build("x", draw(rng, *CELLS[0]), 200), 0) != item["prefill"]
+
+
+@pytest.mark.parametrize("script", ["vartrack", "vardecomp"])
+def test_the_declared_stream_gives_the_replayed_items(script):
+    """`Suite.paper` (what `matbench show --paper-seed` renders) at the fixture's --items 1: pair k
+    is cell k's item, each script's replay (kv_vardecomp draws kv_vartrack's stream)."""
+    paper = SUITES.get("var_tracking").paper
+    assert paper.script == "kv_vartrack" and paper.seed == FIXTURE["vartrack"]["seed"]
+    seed, replayed = FIXTURE[script]["seed"], {"vartrack": VARTRACK, "vardecomp": VARDECOMP}[script]
+    pairs = paper.items(seed, len(CELLS), items=1)
+    assert [p.item_id for p in pairs] == [f"paper-kv_vartrack-s{seed}-c{c}-00000" for c in range(len(CELLS))]
+    assert [dataclasses.replace(p, item_id=r.item_id) for p, r in zip(pairs, replayed, strict=True)] == replayed
+    # The default run (--items 16) draws the cells after the first from later in the stream.
+    default = paper.items(seed, len(CELLS))
+    assert default[0] == dataclasses.replace(pairs[0], item_id=default[0].item_id) and default[1] != pairs[1]

@@ -275,7 +275,10 @@ def test_paper_seed_shows_the_papers_own_item(capsys, config_only_dir):
     [
         (
             ["--suite", "update", "--paper-seed", "1"],
-            "does not reproduce the paper's draws for suite update (it does for binding_capacity, discovery, edge_swap, orthogonal_bits, trigger)",
+            (
+                "does not reproduce the paper's draws for suite update (it does for binding_capacity, discovery, "
+                "edge_swap, orthogonal_bits, recompute_matrix, sink_dependency, sliding_window, trigger, var_tracking)"
+            ),
         ),
         (["--paper-seed", "1", "--seed", "2"], "--paper-seed renders the paper script's own items"),
     ],
