@@ -52,6 +52,7 @@ class DiscoveryEvaluator(Evaluator):
             "chain arm (serve every carrier, ask T): follow:anti of the source's donor two hops away",
             Scale.FOLLOW,
             Format.CLASSES,
+            verdict=True,
         ),
         Metric(
             "chain_classes_paper",
@@ -70,6 +71,15 @@ class DiscoveryEvaluator(Evaluator):
             Scale.SHIFT,
             Format.SIGNED_CI,
             overview=True,
+        ),
+        Metric(
+            "chain_shift",
+            "arms.chain.donor_shift",
+            "chain donor shift",
+            "chain arm donor margin shift (SPEC 2.7): mean with bootstrap 95% CI",
+            Scale.SHIFT,
+            Format.SIGNED_CI,
+            verdict=True,
         ),
         Metric(
             "comprehension",

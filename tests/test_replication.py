@@ -90,7 +90,7 @@ def test_replicate_runs_each_seed_and_writes_the_report(tmp_path, tiny_dir, caps
     rep = report["by_readout"]["probe_compact"]
     assert report["suite"] == "discovery" and rep["seeds"] == [3, 4]
     assert rep["metrics"]["control_clean"]["agree"] is True
-    assert rep["agreement"]["judged"] == 4  # root f:a, chain f:a, root donor shift, control clean
+    assert rep["agreement"]["judged"] == 5  # root and chain f:a, root and chain donor shift, control clean
     printed = capsys.readouterr().out
     assert "## discovery, probe_compact" in printed and "judged metrics agree across seeds 3, 4." in printed
     first = (out / "seed-3" / "discovery_probe_compact.items.jsonl").read_text()

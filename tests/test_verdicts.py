@@ -18,11 +18,12 @@ DISCOVERY = EVALUATORS.get("discovery")
 RUN = stored("contract", "smollm2-135m", "discovery_probe_compact")
 
 
-def _metrics(follow: int, anti: int, shift_ci: tuple[float, float]) -> dict:
-    shift = {"mean": sum(shift_ci) / 2, "ci": list(shift_ci), "positive": 3, "negative": 1, "wilcoxon_p": 0.01}
-    return {
-        "arms": {"root": {"classes": {"follow": follow, "anti": anti, "const": 0, "other": 0}, "donor_shift": shift}}
-    }
+def _metrics(follow: int, anti: int, shift_ci: tuple[float, float], chain_ci=(-0.1, 0.1)) -> dict:
+    def arm(follow: int, anti: int, ci: tuple[float, float]) -> dict:
+        shift = {"mean": sum(ci) / 2, "ci": list(ci), "positive": 3, "negative": 1, "wilcoxon_p": 0.01}
+        return {"classes": {"follow": follow, "anti": anti, "const": 0, "other": 0}, "donor_shift": shift}
+
+    return {"arms": {"root": arm(follow, anti, shift_ci), "chain": arm(0, 0, chain_ci)}}
 
 
 @pytest.mark.parametrize(
@@ -41,11 +42,25 @@ def test_discovery_verdict_reads_the_root_classes_and_shift(follow, anti, shift_
         "discovery", "q?", DISCOVERY.contract, _metrics(follow, anti, shift_ci), "probe", 40, DISCOVERY.decide
     )
     assert found.finding is finding
-    assert [e.metric.key for e in found.evidence] == ["root_classes", "root_shift"]
+    assert [e.metric.key for e in found.evidence] == ["root_classes", "chain_classes", "root_shift", "chain_shift"]
     p = stats.sign_test(follow, anti)
     assert found.evidence[0].text() == f"root f:a {follow}:{anti}, sign test p = {p:.2g}"
     assert found.line().startswith(
         f"verdict: {finding.value}{' at 40 pairs' if finding is Finding.NOT_SHOWN else ''}: "
+    )
+
+
+def test_discovery_verdict_reads_the_chain_shift_too():
+    """The chain arm's margin (every carrier served, the register two hops from the source asked)
+    answers the question where the root arm's does not."""
+    metrics = _metrics(0, 0, (-0.1, 0.1), chain_ci=(0.014, 0.032))
+    found = verdict("discovery", "q?", DISCOVERY.contract, metrics, "probe", 32, DISCOVERY.decide)
+    assert found.finding is Finding.YES
+    assert [e.toward for e in found.evidence] == [0, 0, 0, 1]
+    assert found.evidence[3].text().startswith("chain donor shift +0.023 [+0.014, +0.032]")
+    metrics["arms"]["chain"]["donor_shift"]["wilcoxon_p"] = 0.2  # the interval alone does not decide
+    assert verdict("discovery", "q?", DISCOVERY.contract, metrics, "probe", 32, DISCOVERY.decide).finding is (
+        Finding.NOT_SHOWN
     )
 
 
@@ -92,12 +107,13 @@ def _run(**changes):
 def test_a_run_is_warned_of_low_comprehension_too_few_decided_pairs_and_missing_gates():
     results = read_results(RUN)
     comprehension = results.metrics["arms"]["txt"]["menu_accuracy"]
-    follow_anti = results.metrics["arms"]["root"]["classes"]
-    assert comprehension <= 0.5 and follow_anti["follow"] + follow_anti["anti"] < 6  # what the fixture holds
+    root, chain = (results.metrics["arms"][arm]["classes"] for arm in ("root", "chain"))
+    decided = [c["follow"] + c["anti"] for c in (root, chain)]
+    assert comprehension <= 0.5 and max(decided) < 6  # what the fixture holds
     warned = run_warnings(results)
     assert len(warned) == 2
     assert warned[0].startswith(f"comprehension {comprehension:.3f} is at or below chance (0.5)")
-    assert warned[1].startswith(f"root f:a: {follow_anti['follow'] + follow_anti['anti']} donor-sensitive pairs")
+    assert warned[1].startswith(f"root f:a: {decided[0]}, chain f:a: {decided[1]} donor-sensitive pairs;")
     assert warned[1].endswith("cannot decide: a model that reads the question")
     assert run_verdict(results).finding is Finding.NOT_SHOWN
 

@@ -67,7 +67,9 @@ class Metric:
     the run itself (per-construction detail), not copied into the scorecard. `comprehension`: an
     accuracy with every event served, which says whether the model reads the question at all; at
     or below `chance` (any entry of a mapping) the run's follow counts say little about its cache,
-    and the run ends with a warning (`matbench.results.verdicts`)."""
+    and the run ends with a warning (`matbench.results.verdicts`). `verdict`: the run's verdict reads
+    it beside the rank and overview metrics (discovery's chain arm: the source's state two hops on),
+    though the overview does not show it."""
 
     key: str
     path: str
@@ -85,6 +87,7 @@ class Metric:
     optional: bool = False
     in_scorecard: bool = True
     comprehension: bool = False
+    verdict: bool = False
 
     def valid_for(self, readout: str) -> bool:
         return self.readouts is None or readout in self.readouts

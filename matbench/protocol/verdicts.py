@@ -9,11 +9,12 @@ by the exact sign test at .05; a check (control clean, ...) is its own decision.
 replicate` compares seeds by the same rule. For a verdict, a donor shift must also pass its
 Wilcoxon signed-rank test at .05 (`decide_headline`).
 
-A suite's *verdict* reads its headline metrics (the contract's rank and overview metrics, valid
-for the readout): **yes** when one of them is decided in the direction of the suite's question
-(above for a metric where higher means more materialization, below for one where lower does),
-**no, the opposite** when every decided one goes the other way, **not shown** when none is decided,
-and **no verdict** when no headline metric draws decisions (the table says what there is).
+A suite's *verdict* reads its headline metrics (the contract's rank and overview metrics and those
+marked `verdict`, valid for the readout): **yes** when one of them is decided in the direction of
+the suite's question (above for a metric where higher means more materialization, below for one
+where lower does), **no, the opposite** when every decided one goes the other way, **not shown**
+when none is decided, and **no verdict** when no headline metric draws decisions (the table says
+what there is).
 """
 
 from __future__ import annotations
@@ -151,8 +152,9 @@ class Verdict:
 
 
 def headline_metrics(contract: Sequence[Metric], readout: str) -> list[Metric]:
-    """The contract's rank metric first, then its other overview metrics, valid for `readout`."""
-    chosen = [m for m in contract if (m.rank or m.overview) and m.valid_for(readout)]
+    """The contract's rank metric first, then its other overview and verdict metrics, valid for
+    `readout`."""
+    chosen = [m for m in contract if (m.rank or m.overview or m.verdict) and m.valid_for(readout)]
     return sorted(chosen, key=lambda m: not m.rank)
 
 

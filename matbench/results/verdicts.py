@@ -75,13 +75,17 @@ def run_warnings(results: ResultsFile) -> list[str]:
     # where the model does not read the question, more pairs will not make it follow
     remedy = "a model that reads the question" if unread else "run more pairs (--limit)"
     needed = min_decided_pairs()
-    for metric in headline_metrics(contract, results.config.readout):
-        for label, (follow, anti) in _follow_anti(metric, metric.value(results.metrics)):
-            if follow + anti < needed:
-                out.append(
-                    f"{label}: {follow + anti} donor-sensitive pairs; the sign test needs at least {needed} "
-                    f"to reach p < .05, so it cannot decide: {remedy}"
-                )
+    short = [
+        f"{label}: {follow + anti}"
+        for metric in headline_metrics(contract, results.config.readout)
+        for label, (follow, anti) in _follow_anti(metric, metric.value(results.metrics))
+        if follow + anti < needed
+    ]
+    if short:  # one line for all of them: the remedy is the same
+        out.append(
+            f"{', '.join(short)} donor-sensitive pairs; the sign test needs at least {needed} "
+            f"to reach p < .05, so it cannot decide: {remedy}"
+        )
     if not any(g.checked for g in results.gates.values()):
         out.append(
             "faithfulness gates not run: --check (or --check-pairs N) verifies that sparse serving "
