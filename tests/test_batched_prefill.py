@@ -71,17 +71,22 @@ def test_prefetched_layouts_are_used_once(tiny_llama, monkeypatch):
 
     engine = engine_for(tiny_llama)
     pairs = SUITES.get("discovery").generate(0, 3)
-    calls = []
-    real = pair_engine.layout_pair
+    calls: list[list[str]] = []
+    real = pair_engine.layout_pairs
     monkeypatch.setattr(
-        pair_engine, "layout_pair", lambda pair, renderer: calls.append(pair.item_id) or real(pair, renderer)
+        pair_engine,
+        "layout_pairs",
+        lambda batch, renderer: calls.append([p.item_id for p in batch]) or real(batch, renderer),
     )
     prefetched = engine.prefetch_layouts(pairs)
-    assert calls == [p.item_id for p in pairs]
+    assert calls == [[p.item_id for p in pairs]]  # one batch
     first = [layout for _, layout, _ in engine.prepare_many(pairs)]
-    assert first == prefetched and len(calls) == 3  # the CPU work done ahead is reused, not redone
+    assert first == prefetched and len(calls) == 1  # the CPU work done ahead is reused, not redone
     again = [layout for _, layout, _ in engine.prepare_many(pairs)]
-    assert again == first and len(calls) == 6  # and not kept forever: a second batch lays out anew
+    assert again == first and calls[1:] == calls[:1]  # and not kept forever: a second batch lays out anew
+    engine.prefetch_layouts(pairs[:1])
+    engine.prepare_many(pairs)
+    assert calls[2:] == [[pairs[0].item_id], [p.item_id for p in pairs[1:]]]  # only what was not ahead
 
 
 def test_the_gpu_batch_estimate_reads_prefetched_layouts(tiny_llama, monkeypatch):

@@ -8,7 +8,8 @@ import pytest
 
 from matbench.data_gen import SUITES
 from matbench.data_gen.discovery import MENU
-from matbench.engine.layout import layout_pair
+from matbench.engine import render
+from matbench.engine.layout import layout_pair, layout_pairs
 from matbench.engine.render import Renderer
 from matbench.errors import MatbenchError
 from matbench.protocol.frames import HDR, event_text
@@ -55,6 +56,46 @@ def test_piecewise_check_refuses_a_boundary_merge(renderer):
         # SPEC's literal "\n\nQuestion" after an event's "\n" merges into one token in SmolLM2.
         pieces = [event_text(0, "x"), "\n\nQuestion: What?"]
         renderer.check_piecewise(pieces, [renderer.ids(p) for p in pieces])
+
+
+def test_a_failed_piecewise_check_names_its_sequence(renderer):
+    good = [event_text(0, "x"), event_text(1, "y")]
+    bad = [event_text(0, "x"), "\n\nQuestion: What?"]
+    sequences = [(p, [renderer.ids(t) for t in p]) for p in (good, bad)]
+    with pytest.raises(MatbenchError, match=r"^item q, member B: piecewise tokenization differs"):
+        renderer.check_piecewise_many(sequences, names=["item q, member A", "item q, member B"])
+    renderer.check_piecewise_many(sequences[:1], names=["item q, member A"])
+
+
+class CountingTokenizer:
+    """A tokenizer that counts the texts it is asked to encode (a batch counts each of its texts)."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, 0
+
+    def __call__(self, text, **kwargs):
+        self.texts += len(text) if isinstance(text, list) else 1
+        return self.inner(text, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_layouts_through_the_memo_and_one_batch_are_the_plain_ones(tokenizer, pairs, monkeypatch):
+    """`layout_pairs` over one renderer tokenizes each distinct piece once and checks every
+    member in one batch, and gives exactly the layouts of a fresh renderer per pair."""
+    pairs = list(pairs)
+    counted = CountingTokenizer(tokenizer)
+    laid = layout_pairs(pairs, Renderer(counted))
+    assert laid == [layout_pair(p, Renderer(tokenizer)) for p in pairs]
+    distinct = {t for p in pairs for m in (0, 1) for t in p.member(m).texts()}
+    assert not any(p.padded or p.slot_alternatives for p in pairs)  # no further pieces to encode
+    # "a" and the chat head (Renderer's BOS probe), the header, "\n" (the pad token), each
+    # distinct event once, and each member's one-shot check
+    assert counted.texts == 4 + len(distinct) + 2 * len(pairs)
+    monkeypatch.setattr(render, "MEMO_ENTRIES", 8)  # the memo is emptied when full, and refilled
+    small = Renderer(tokenizer)
+    assert layout_pairs(pairs, small) == laid and len(small._memo) < len(distinct)
 
 
 def test_query_is_its_own_piece_with_the_papers_blank_line(renderer):

@@ -53,13 +53,36 @@ class PairLayout:
                 )
 
 
+Pieces = tuple[list[str], list[list[int]]]  # a member's texts (head + header, events) and their ids
+
+
 def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
+    return layout_pairs([pair], renderer)[0]
+
+
+def layout_pairs(pairs: list[DonorPair], renderer: Renderer) -> list[PairLayout]:
+    """`layout_pair` of each pair; the members' piecewise checks (each a one-shot tokenization of
+    the whole member) run as one batch of the tokenizer, on all of its threads."""
+    laid = [_layout(pair, renderer) for pair in pairs]
+    renderer.check_piecewise_many(
+        [pieces for _, members in laid for pieces in members],
+        names=[f"item {pair.item_id}, member {'AB'[m]}" for pair in pairs for m in (0, 1)],
+    )
+    for layout, _ in laid:
+        layout.check_identity()
+    return [layout for layout, _ in laid]
+
+
+def _layout(pair: DonorPair, renderer: Renderer) -> tuple[PairLayout, tuple[Pieces, Pieces]]:
+    """The pair's layout, and its members' pieces for the piecewise check (neither that check nor
+    the identity gate is run yet)."""
     frame = FRAMES[pair.frame]
     header = renderer.header_ids(frame.header)
     texts = [list(pair.member(m).texts()) for m in (0, 1)]
-    ids = [[renderer.ids(t) for t in member] for member in texts]
-    for m in (0, 1):
-        renderer.check_piecewise([renderer.head + frame.header] + texts[m], [header] + ids[m])
+    flat = renderer.many_ids(texts[0] + texts[1])
+    ids = [flat[: len(texts[0])], flat[len(texts[0]) :]]
+    # Before the pads below: the check is of the texts as tokenized.
+    a, b = (([renderer.head + frame.header] + texts[m], [header] + list(ids[m])) for m in (0, 1))
     # Padded slots (kv_parabank2) get real newline tokens appended, after the one-shot check: like
     # the paper, the pad is token ids ("\n" x k need not tokenize to k tokens in one shot).
     newline = renderer.ids("\n")[-1]
@@ -95,6 +118,4 @@ def layout_pair(pair: DonorPair, renderer: Renderer) -> PairLayout:
     first = min(pair.varying())
     # Identical members (an unpaired item) share their whole prefill.
     prefix = layouts[0].event_spans[first][0] if pair.paired else len(layouts[0].input_ids)
-    layout = PairLayout(pair, (layouts[0], layouts[1]), budgets[pair.source], length, prefix)
-    layout.check_identity()
-    return layout
+    return PairLayout(pair, (layouts[0], layouts[1]), budgets[pair.source], length, prefix), (a, b)

@@ -16,7 +16,7 @@ import torch
 
 from matbench.engine.cache import ANCHOR_WINDOW, EventCache, isolated_cache, spliced_cache, text_cache
 from matbench.engine.decode import greedy_decode
-from matbench.engine.layout import PairLayout, layout_pair
+from matbench.engine.layout import PairLayout, layout_pairs
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.policies.setting import PolicySetting, setting_for
@@ -98,7 +98,9 @@ class PairEngine:
         layout, within the group and with the last prefill of the previous group."""
         from matbench.engine.prefill import prefill_pairs
 
-        layouts = [self._layouts.pop(p, None) or layout_pair(p, self.renderer) for p in pairs]
+        layouts = self.prefetch_layouts(pairs)  # those not laid out ahead, in one batch
+        for p in pairs:
+            self._layouts.pop(p, None)
         keys = [tuple((m.input_ids, m.positions) for m in lay.members) for lay in layouts]
         cached = {self._last_prefill[0]: self._last_prefill[1]} if self._last_prefill else {}
         todo = {}
@@ -117,9 +119,9 @@ class PairEngine:
         """Lay out `pairs` (render and tokenize, on the CPU) for a later `prepare_many`, and return
         them. Called right after `prepare_many` has queued a batch's prefill, this runs while the
         GPU computes instead of leaving it idle before the next batch."""
-        for p in pairs:
-            if p not in self._layouts:
-                self._layouts[p] = layout_pair(p, self.renderer)
+        new = list(dict.fromkeys(p for p in pairs if p not in self._layouts))
+        if new:  # one batch: the piecewise checks run on all of the tokenizer's threads
+            self._layouts.update(zip(new, layout_pairs(new, self.renderer)))
         return [self._layouts[p] for p in pairs]
 
     @property

@@ -16,6 +16,9 @@ from matbench.protocol.pairs import Arm, DonorPair
 from matbench.protocol.readouts import Readout
 
 _SENTINEL = "MATBENCHUSERCONTENTSENTINEL"
+# Distinct piece texts a renderer remembers the ids of: a long dialog's events recur in every
+# pair over it (harvest: ~400 events x 1,123 pairs over 20 dialogs), so each is tokenized once.
+MEMO_ENTRIES = 1 << 16
 
 
 def _chat_frame(tokenizer: Any) -> tuple[str, str] | None:
@@ -44,6 +47,8 @@ class Renderer:
     tail: str = field(init=False)
     chat: bool = field(init=False)
     bos_ids: list[int] = field(init=False)
+    # text -> its ids (see MEMO_ENTRIES); a tokenizer is a pure function of the text.
+    _memo: dict[str, tuple[int, ...]] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         frame = _chat_frame(self.tokenizer)
@@ -55,7 +60,18 @@ class Renderer:
         self.bos_ids = [bos] if bos is not None and adds_bos and head_ids[:1] != [bos] else []
 
     def ids(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        return self.many_ids([text])[0]
+
+    def many_ids(self, texts: list[str]) -> list[list[int]]:
+        """The ids of each text, as `ids` gives them: remembered texts from the memo, the rest in
+        one call of the tokenizer (a fast tokenizer encodes a batch on several threads)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            if len(self._memo) + len(missing) > MEMO_ENTRIES:
+                self._memo.clear()
+            encoded = self.tokenizer(missing, add_special_tokens=False).input_ids
+            self._memo.update(zip(missing, map(tuple, encoded)))
+        return [list(self._memo[t]) for t in texts]
 
     def header_ids(self, header: str = HDR) -> list[int]:
         return self.bos_ids + self.ids(self.head + header)
@@ -85,11 +101,25 @@ class Renderer:
     def check_piecewise(self, pieces: list[str], piece_ids: list[list[int]], from_start: bool = True) -> None:
         """The concatenated piece ids must equal a one-shot tokenization of the whole text
         (`from_start`: the pieces open the sequence, so the hand-placed BOS is part of it)."""
-        joined = [t for ids in piece_ids for t in ids]
-        whole = (self.bos_ids if from_start else []) + self.ids("".join(pieces))
-        if joined != whole:
-            at = next((i for i, (a, b) in enumerate(zip(joined, whole)) if a != b), min(len(joined), len(whole)))
-            raise MatbenchError(
-                f"piecewise tokenization differs from one-shot tokenization at token {at}: a BPE merge "
-                "crosses an event boundary for this tokenizer; events must end in a newline"
-            )
+        self.check_piecewise_many([(pieces, piece_ids)], from_start)
+
+    def check_piecewise_many(
+        self,
+        sequences: list[tuple[list[str], list[list[int]]]],
+        from_start: bool = True,
+        names: list[str] | None = None,
+    ) -> None:
+        """`check_piecewise` of several sequences (the members of a batch of pairs), their one-shot
+        tokenizations in one tokenizer call (a fast tokenizer encodes them on several threads);
+        whole texts are not remembered, each is unique. `names` say which sequence failed."""
+        wholes = self.tokenizer(["".join(pieces) for pieces, _ in sequences], add_special_tokens=False).input_ids
+        for k, ((_, piece_ids), whole_ids) in enumerate(zip(sequences, wholes, strict=True)):
+            joined = [t for ids in piece_ids for t in ids]
+            whole = (self.bos_ids if from_start else []) + whole_ids
+            if joined != whole:
+                at = next((i for i, (a, b) in enumerate(zip(joined, whole)) if a != b), min(len(joined), len(whole)))
+                where = f"{names[k]}: " if names else ""
+                raise MatbenchError(
+                    f"{where}piecewise tokenization differs from one-shot tokenization at token {at}: a BPE merge "
+                    "crosses an event boundary for this tokenizer; events must end in a newline"
+                )

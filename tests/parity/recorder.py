@@ -48,6 +48,8 @@ class CharTokenizer:
     eos_token_id = 0
 
     def __call__(self, text, add_special_tokens=False, return_tensors=None):
+        if isinstance(text, list):  # a batch, as transformers' tokenizers take one
+            return SimpleNamespace(input_ids=[[ord(c) for c in t] for t in text])
         ids = [ord(c) for c in text]
         return SimpleNamespace(input_ids=torch.tensor([ids]) if return_tensors == "pt" else ids)
 
