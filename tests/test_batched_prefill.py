@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -96,14 +98,19 @@ def test_the_gpu_batch_estimate_reads_prefetched_layouts(tiny_llama, monkeypatch
 
     engine = engine_for(tiny_llama)
     pairs = SUITES.get("discovery").generate(0, 20)
+    # The last pair's fillers are longer than any other pair's: the first 16 alone would miss it.
+    last = pairs[-1]
+    events = tuple(e if i == last.source else e + " after a long maintenance window" for i, e in enumerate(last.events))
+    pairs[-1] = dataclasses.replace(last, events=events)
     assert choose_batch_pairs(tiny_llama, pairs, engine.prefetch_layouts) == 2  # the CPU: fixed
     gpu = type(tiny_llama)(tiny_llama.model, tiny_llama.tokenizer, tiny_llama.source, tiny_llama.dtype, "cuda")
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (8 << 30, 16 << 30))
     seen = []
     chosen = choose_batch_pairs(gpu, pairs, lambda sample: seen.extend(sample) or engine.prefetch_layouts(sample))
-    assert seen == pairs[:16]  # a sample, laid out once and kept for prepare_many
-    sample = engine.prefetch_layouts(pairs[:16])
-    longest = max(len(m.input_ids) for lay in sample for m in lay.members)
+    # a sample (the first 16 and the 4 of most text), laid out once and kept for prepare_many
+    assert seen[:16] == pairs[:16] and pairs[-1] in seen and len(seen) == len(set(seen)) <= 20
+    longest = max(len(m.input_ids) for m in engine.prefetch_layouts(pairs[-1:])[0].members)
+    assert longest > max(len(m.input_ids) for lay in engine.prefetch_layouts(pairs[:19]) for m in lay.members)
     assert chosen == batch_pairs_for(
         8 << 30, tiny_llama.text_config, 4, longest, len(pairs[0].arms), tiny_llama.attn_implementation == "eager"
     )

@@ -35,6 +35,49 @@ def test_chunked_prefill_matches_one_shot(tiny_gemma, pairs):
             assert got == pytest.approx(ref, abs=1e-4)
 
 
+def test_a_prefill_too_long_to_attend_at_once_is_chunked_by_its_memory():
+    from matbench.engine.memory import ATTENTION_TRANSIENT_BYTES, CHUNK_STEP, attention_transient, prefill_chunk
+
+    # Qwen3-8B under eager, one 26.5k-token member: the float32 softmax alone is 83.7 GiB (the
+    # allocation a default harvest run failed on); with the bf16 scores and the mask, 170 GiB.
+    assert 26_500**2 * 32 * 4 / 2**30 > 83.6
+    assert attention_transient(1, 26_500, 26_500, 32, 2, True, 1) == 26_500**2 * (32 * (2 * 2 + 4) + 2 + 2)
+    chunk = prefill_chunk(1, 26_500, 0, 32, 2, eager=True)
+    assert chunk is not None and chunk % CHUNK_STEP == 0
+    assert attention_transient(1, chunk, 26_500, 32, 2, True, 1) <= ATTENTION_TRANSIENT_BYTES
+    assert attention_transient(1, chunk + CHUNK_STEP, 26_500, 32, 2, True, 1) > ATTENTION_TRANSIENT_BYTES
+    # Boolean masks alone (SDPA): the same member in one forward; a 66k-token one in chunks.
+    assert prefill_chunk(1, 26_500, 0, 32, 2, eager=False) is None
+    assert prefill_chunk(1, 66_000, 0, 32, 2, eager=False) == 32_512  # 2 bytes a mask element
+    # A suffix after a long past counts the past's keys; never below one step.
+    assert prefill_chunk(1, 300, 10**9, 32, 2, eager=True) == CHUNK_STEP
+    assert prefill_chunk(1, 200, 10**9, 32, 2, eager=True) is None  # one step covers it
+
+
+def test_the_cpu_prefills_in_one_forward(tiny_gemma, monkeypatch):
+    """Runs on the CPU keep their numbers: no automatic chunks there, however long the prefill."""
+    from matbench.engine import memory
+    from matbench.engine.runtime import ModelRunner
+
+    runner = ModelRunner(tiny_gemma.model, tiny_gemma.text_config)
+    monkeypatch.setattr(memory, "ATTENTION_TRANSIENT_BYTES", 1)
+    assert runner.prefill_chunk(4, 10_000, 0) is None
+
+
+def test_automatic_chunks_give_the_chunked_prefill(tiny_gemma, pairs, monkeypatch):
+    """Where the runner chooses chunks (a GPU's memory), the prefill is `--chunk-size`'s."""
+    from matbench.engine.runtime import ModelRunner
+
+    asked = []
+    monkeypatch.setattr(ModelRunner, "prefill_chunk", lambda self, rows, width, past: asked.append(width) or 50)
+    auto = PairEngine(tiny_gemma).run_pair(pairs[0])
+    assert asked  # it fired
+    monkeypatch.undo()
+    chunked = PairEngine(tiny_gemma, chunk_size=50).run_pair(pairs[0])
+    for arm, entry in chunked.arms.items():
+        assert auto.arms[arm].probe_logp == entry.probe_logp
+
+
 def test_layer_windows():
     assert layer_windows(tiny_config("llama")) == [None, None]
     assert layer_windows(tiny_config("gemma3")) == [64, 64, 64, None]

@@ -69,7 +69,7 @@ def prefill(
         return past_positions
     ids = torch.tensor([input_ids], dtype=torch.long)
     pos = torch.tensor([positions], dtype=torch.long)
-    step = chunk_size or ids.shape[1]
+    step = chunk_size or runner.prefill_chunk(1, ids.shape[1], int(past_positions.shape[0])) or ids.shape[1]
     all_pos = past_positions
     for start in range(0, ids.shape[1], step):
         chunk_ids, chunk_pos = ids[:, start : start + step], pos[:, start : start + step]

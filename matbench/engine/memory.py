@@ -1,8 +1,10 @@
 """Accelerator memory: how many donor pairs fit in a batch, and what a run used at its peak.
 
-`batch_pairs_for` sizes a batch from the free GPU memory before the run starts: per pair, the
-global-prefill caches of both members, the served copies of every arm x member, and the largest
-transient of the prefill forward (eager attention scores in float32, or the MLP activations).
+`batch_pairs_for` sizes a batch from the free GPU memory before the run starts, by the longest
+member among the first pairs and the pairs of most text: per pair, the global-prefill caches of
+both members, the served copies of every arm x member, and the largest transient of the prefill
+forward (eager attention scores in float32, or the MLP activations). `prefill_chunk` splits a
+prefill whose attention would not fit a fixed budget into chunks of queries.
 It aims at half the free memory; the out-of-memory back-off in `matbench.evaluate` catches what
 the estimate misses, without losing items.
 """
@@ -15,6 +17,11 @@ from matbench.errors import MatbenchError
 
 MAX_BATCH_PAIRS = 64
 SHARE_OF_FREE = 0.5
+# The most one prefill forward's attention transients (masks, and eager attention's scores) may
+# take on a GPU; a longer prefill runs in chunks of queries (`prefill_chunk`). A fixed figure,
+# not a share of free memory, so that a run chunks alike on any card.
+ATTENTION_TRANSIENT_BYTES = 4 * 2**30
+CHUNK_STEP = 256
 
 
 def kv_bytes_per_token(text_config: Any, dtype_bytes: int) -> int:
@@ -37,9 +44,43 @@ def pair_bytes(text_config: Any, dtype_bytes: int, member_tokens: int, arms: int
     hidden = text_config.hidden_size
     inter = getattr(text_config, "intermediate_size", 4 * hidden)
     activations = 2 * member_tokens * (4 * hidden + 3 * inter) * dtype_bytes
-    if eager:  # scores [heads, T, T] in the input dtype and in float32 for the softmax, per member
-        activations += 2 * text_config.num_attention_heads * member_tokens**2 * (dtype_bytes + 4)
+    if eager:  # scores [heads, T, T] in the input dtype and in float32 for the softmax, per member,
+        # or on a GPU the chunked prefill's (`prefill_chunk`: at most ATTENTION_TRANSIENT_BYTES)
+        scores = 2 * text_config.num_attention_heads * member_tokens**2 * (dtype_bytes + 4)
+        activations += min(scores, ATTENTION_TRANSIENT_BYTES)
     return caches + served + activations
+
+
+def attention_transient(
+    rows: int, queries: int, keys: int, heads: int, dtype_bytes: int, eager: bool, masks: int
+) -> int:
+    """Bytes one forward's attention needs beyond its inputs and weights: per (row, query, key),
+    each mask (boolean, with the temporary of its `&`; additive in the dtype under eager) and,
+    under eager, every head's scores in the dtype, in float32 for the softmax and back."""
+    per_mask = dtype_bytes + 2 if eager else 2
+    per_element = masks * per_mask + (heads * (2 * dtype_bytes + 4) if eager else 0)
+    return rows * queries * keys * per_element
+
+
+def prefill_chunk(
+    rows: int,
+    width: int,
+    past: int,
+    heads: int,
+    dtype_bytes: int,
+    eager: bool,
+    masks: int = 1,
+    budget: int = ATTENTION_TRANSIENT_BYTES,
+) -> int | None:
+    """Queries per forward for a prefill of `rows` rows of `width` new tokens after `past` keys:
+    None when the whole width fits `budget` at once, else the largest multiple of CHUNK_STEP that
+    fits (at least CHUNK_STEP). Gemma-3's masks count twice (full and sliding)."""
+    keys = past + width
+    if attention_transient(rows, width, keys, heads, dtype_bytes, eager, masks) <= budget:
+        return None
+    per_query = attention_transient(rows, 1, keys, heads, dtype_bytes, eager, masks)
+    chunk = max(CHUNK_STEP, budget // per_query // CHUNK_STEP * CHUNK_STEP)
+    return chunk if chunk < width else None
 
 
 def batch_pairs_for(
@@ -88,7 +129,10 @@ def choose_batch_pairs(loaded: Any, pairs: list, layouts: Any, fraction: float |
 
     if not loaded.device.startswith("cuda") or not pairs:
         return 2
-    sample = layouts(pairs[:16])
+    # The first pairs, and those of the most text: a suite's items need not be alike in length
+    # (harvest's dialogs run from 21k to 66k tokens, and the first 16 pairs share one dialog).
+    longest_texts = sorted(pairs, key=lambda p: sum(len(t) for t in p.member(0).texts()), reverse=True)[:4]
+    sample = layouts(list(dict.fromkeys([*pairs[:16], *longest_texts])))
     longest = max(len(m.input_ids) for lay in sample for m in lay.members)
     arms = max(len(lay.pair.arms) for lay in sample)
     device = torch.device(loaded.device)

@@ -57,7 +57,8 @@ def prefill_rows(
     past_coords, past_valid = to_device(past_coords, device), to_device(past_valid, device)
     # No past and strictly increasing positions: the explicit mask is the causal one.
     causal = not past and all(all(a < b for a, b in itertools.pairwise(p)) for _, p in new)
-    step = chunk_size or width
+    # A prefill too long to attend at once runs in chunks of queries (on a GPU, by its memory).
+    step = chunk_size or runner.prefill_chunk(len(new), width, int(past_coords.shape[1])) or width
     for start in range(0, width, step):
         end = min(start + step, width)
         runner.forward(

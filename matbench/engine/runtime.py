@@ -163,6 +163,24 @@ class ModelRunner:
     def dtype(self) -> torch.dtype:
         return next(self.model.parameters()).dtype
 
+    def prefill_chunk(self, rows: int, width: int, past: int) -> int | None:
+        """Queries per forward for a prefill too long to attend at once on a GPU
+        (`memory.prefill_chunk`); None on the CPU, whose runs keep one forward per prefill."""
+        if self.device.type != "cuda":
+            return None
+        from matbench.engine.memory import prefill_chunk
+
+        impl = getattr(self.model.config, "_attn_implementation", None) or "eager"
+        return prefill_chunk(
+            rows,
+            width,
+            past,
+            self.text_config.num_attention_heads,
+            torch.finfo(self.dtype).bits // 8,
+            eager=impl == "eager",
+            masks=2 if self._mask_by_type else 1,
+        )
+
     def build_masks(
         self, query_coords: torch.Tensor, key_coords: torch.Tensor, key_valid: torch.Tensor
     ) -> torch.Tensor | dict[str, torch.Tensor]:
@@ -353,6 +371,7 @@ class ModelRunner:
         needs no `[heads, T, T]` score matrix (9 heads x 25k^2 floats = 22 GB under eager
         attention)."""
         length = input_ids.shape[1]
+        chunk_size = chunk_size or self.prefill_chunk(input_ids.shape[0], length, 0)
         if not chunk_size or length <= chunk_size:
             return self._plain_chunk(input_ids, position_ids, 0, length, None)
         from transformers import DynamicCache
