@@ -144,6 +144,9 @@ class EncodeRecorder:
         self.calls.append(([int(t) for t in ids[0]], [int(p) for p in positions[0]], int(key_coords.shape[1])))
         cache.update(ids.to(torch.float64).view(1, 1, -1, 1), positions.to(torch.float64).view(1, 1, -1, 1), 0)
 
+    def prefill_chunk(self, rows, width, past):
+        return None  # the CPU's rule: one forward per encode, as the paper's
+
 
 def _event_cache(pair: DonorPair, member: int) -> EventCache:
     """A member's global prefill with its token ids as K rows and its positions as V rows."""
