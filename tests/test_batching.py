@@ -40,7 +40,6 @@ def test_a_prefill_too_long_to_attend_at_once_is_chunked_by_its_memory():
 
     # Qwen3-8B under eager, one 26.5k-token member: the float32 softmax alone is 83.7 GiB (the
     # allocation a default harvest run failed on); with the bf16 scores and the mask, 170 GiB.
-    assert 26_500**2 * 32 * 4 / 2**30 > 83.6
     assert attention_transient(1, 26_500, 26_500, 32, 2, True, 1) == 26_500**2 * (32 * (2 * 2 + 4) + 2 + 2)
     chunk = prefill_chunk(1, 26_500, 0, 32, 2, eager=True)
     assert chunk is not None and chunk % CHUNK_STEP == 0

@@ -11,6 +11,7 @@ the estimate misses, without losing items.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from matbench.errors import MatbenchError
@@ -44,10 +45,11 @@ def pair_bytes(text_config: Any, dtype_bytes: int, member_tokens: int, arms: int
     hidden = text_config.hidden_size
     inter = getattr(text_config, "intermediate_size", 4 * hidden)
     activations = 2 * member_tokens * (4 * hidden + 3 * inter) * dtype_bytes
-    if eager:  # scores [heads, T, T] in the input dtype and in float32 for the softmax, per member,
-        # or on a GPU the chunked prefill's (`prefill_chunk`: at most ATTENTION_TRANSIENT_BYTES)
-        scores = 2 * text_config.num_attention_heads * member_tokens**2 * (dtype_bytes + 4)
-        activations += min(scores, ATTENTION_TRANSIENT_BYTES)
+    if eager:  # both members' scores and masks, as `prefill_chunk` bounds them on a GPU
+        whole = attention_transient(
+            2, member_tokens, member_tokens, text_config.num_attention_heads, dtype_bytes, True, 1
+        )
+        activations += min(whole, ATTENTION_TRANSIENT_BYTES)
     return caches + served + activations
 
 
@@ -131,7 +133,7 @@ def choose_batch_pairs(loaded: Any, pairs: list, layouts: Any, fraction: float |
         return 2
     # The first pairs, and those of the most text: a suite's items need not be alike in length
     # (harvest's dialogs run from 21k to 66k tokens, and the first 16 pairs share one dialog).
-    longest_texts = sorted(pairs, key=lambda p: sum(len(t) for t in p.member(0).texts()), reverse=True)[:4]
+    longest_texts = heapq.nlargest(4, pairs, key=lambda p: sum(len(t) for t in p.member(0).texts()))
     sample = layouts(list(dict.fromkeys([*pairs[:16], *longest_texts])))
     longest = max(len(m.input_ids) for lay in sample for m in lay.members)
     arms = max(len(lay.pair.arms) for lay in sample)
