@@ -37,6 +37,24 @@ def interleaved(runs: list[list[DonorPair]], n: int) -> list[DonorPair]:
     return [runs[k % len(runs)][k // len(runs)] for k in range(n)]
 
 
+def condition_major(
+    seed: int,
+    n: int,
+    conditions: int,
+    per_condition: int,
+    items: int | None,
+    make: Callable[[random.Random, int, int], DonorPair],
+) -> list[DonorPair]:
+    """The first n pairs, in the suite's layout (`interleaved`), of a script whose one
+    `random.Random(seed)` draws all `--items` items of a condition before the next; `make(rng,
+    condition, k)` draws and builds item k of a condition. `--items` (`items`, else the script's
+    default `per_condition`, or more where n asks for more) fixes where the later conditions' draws
+    start in the stream."""
+    per = items or max(per_condition, -(-n // conditions))
+    rng = random.Random(seed)
+    return interleaved([[make(rng, c, k) for k in range(per)] for c in range(conditions)], n)
+
+
 @dataclass(frozen=True)
 class Suite:
     """A named generator. `generate(seed, n)` must depend on nothing but its arguments."""

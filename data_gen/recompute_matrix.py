@@ -73,7 +73,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, PaperDraws, Suite, interleaved
+from matbench.data_gen.base import N_EVENTS, REGISTER_POOL, STATES, SUITES, PaperDraws, Suite, condition_major
 from matbench.protocol.frames import TOOL_SEPARATOR
 from matbench.protocol.pairs import Arm, DonorPair
 
@@ -304,16 +304,14 @@ PAPER_ITEMS = 32  # kv_recomp's default --items (per row)
 
 def paper_items(seed: int, n: int, items: int | None = None) -> list[DonorPair]:
     """The first n pairs of `python -m kvmemory.kv_recomp --seed SEED --items M` in the suite's
-    layout (item k: row k mod 3, the script's item k // 3 of that row). The script draws every item
-    of A_mat, then B_oper, then C_high from one stream, so M fixes the rows after the first: its
-    default 32, or more where n asks for more."""
-    per_row = items or max(PAPER_ITEMS, -(-n // len(ROWS)))
-    rng = random.Random(seed)
-    runs = []
-    for row in ROWS:
-        draws = [draw(rng, row) for _ in range(per_row)]
-        runs.append([build(f"paper-kv_recomp-s{seed}-{row}-{k:05d}", d, paper_partner(d)) for k, d in enumerate(draws)])
-    return interleaved(runs, n)
+    layout (item k: row k mod 3, the script's item k // 3 of that row); the script draws every
+    item of A_mat, then B_oper, then C_high from one stream."""
+
+    def make(rng: random.Random, row: int, k: int) -> DonorPair:
+        d = draw(rng, ROWS[row])
+        return build(f"paper-kv_recomp-s{seed}-{ROWS[row]}-{k:05d}", d, paper_partner(d))
+
+    return condition_major(seed, n, len(ROWS), PAPER_ITEMS, items, make)
 
 
 def make_item(rng: random.Random, item_id: str, index: int) -> DonorPair:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from matbench.data_gen.base import SUITES, PaperDraws, Suite, interleaved
+from matbench.data_gen.base import SUITES, PaperDraws, Suite, condition_major
 from matbench.protocol.pairs import Arm, DonorPair
 
 VERSION = "1"
@@ -138,18 +138,14 @@ PAPER_ITEMS = 16  # kv_vartrack's and kv_vardecomp's default --items (per cell)
 
 def paper_items(seed: int, n: int, items: int | None = None) -> list[DonorPair]:
     """The first n pairs of `python -m kvmemory.kv_vartrack --seed SEED --items M` (kv_vardecomp
-    draws the same stream) in the suite's layout: item k is cell k mod 6's item k // 6. The script
-    draws every item of a cell before the next cell, so M fixes the cells after the first: its
-    default 16, or more where n asks for more."""
-    per_cell = items or max(PAPER_ITEMS, -(-n // len(CELLS)))
-    rng = random.Random(seed)
-    runs = []
-    for c, (hops, far) in enumerate(CELLS):
-        draws = [draw(rng, hops, far) for _ in range(per_cell)]
-        runs.append(
-            [build(f"paper-kv_vartrack-s{seed}-c{c}-{k:05d}", d, paper_partner(d)) for k, d in enumerate(draws)]
-        )
-    return interleaved(runs, n)
+    draws the same stream) in the suite's layout: item k is cell k mod 6's item k // 6; the script
+    draws every item of a cell before the next cell."""
+
+    def make(rng: random.Random, cell: int, k: int) -> DonorPair:
+        d = draw(rng, *CELLS[cell])
+        return build(f"paper-kv_vartrack-s{seed}-c{cell}-{k:05d}", d, paper_partner(d))
+
+    return condition_major(seed, n, len(CELLS), PAPER_ITEMS, items, make)
 
 
 SUITE = SUITES.register("var_tracking")(
