@@ -121,3 +121,14 @@ def test_the_store_readme_counts_the_runs_of_each_collection():
     }
     counted = {"contract": CONTRACT, "experiments": EXPERIMENTS, "replication": REPLICATION_RUNS, "audit": AUDIT}
     assert {k.split("/")[0].strip("`"): v for k, v in rows.items() if v} == {k: str(len(v)) for k, v in counted.items()}
+
+
+def test_the_replication_readings_count_is_the_reports():
+    """The reading's "N of M judged metrics agree" sums the replication reports' agreement."""
+    agree = judged = 0
+    for path in REPLICATIONS:
+        for report in json.loads(path.read_text())["by_readout"].values():
+            agree += report["agreement"]["agree"]
+            judged += report["agreement"]["judged"]
+    readme = " ".join((RESULTS / "replication" / "README.md").read_text().split())
+    assert f"So {agree} of {judged} judged metrics agree." in readme
