@@ -7,6 +7,8 @@ header when the tokenizer would add one and the chat head does not already carry
 
 from __future__ import annotations
 
+import hashlib
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +51,9 @@ class Renderer:
     bos_ids: list[int] = field(init=False)
     # text -> its ids (see MEMO_ENTRIES); a tokenizer is a pure function of the text.
     _memo: dict[str, tuple[int, ...]] = field(init=False, default_factory=dict, repr=False)
+    # Sequences that passed the piecewise check, by digest of (text, piece ids): the questions of
+    # one long dialog render the same members, which need one one-shot tokenization, not one each.
+    _checked: set[bytes] = field(init=False, default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         frame = _chat_frame(self.tokenizer)
@@ -111,15 +116,31 @@ class Renderer:
     ) -> None:
         """`check_piecewise` of several sequences (the members of a batch of pairs), their one-shot
         tokenizations in one tokenizer call (a fast tokenizer encodes them on several threads);
-        whole texts are not remembered, each is unique. `names` say which sequence failed."""
-        wholes = self.tokenizer(["".join(pieces) for pieces, _ in sequences], add_special_tokens=False).input_ids
-        for k, ((_, piece_ids), whole_ids) in enumerate(zip(sequences, wholes, strict=True)):
-            joined = [t for ids in piece_ids for t in ids]
-            whole = (self.bos_ids if from_start else []) + whole_ids
-            if joined != whole:
-                at = next((i for i, (a, b) in enumerate(zip(joined, whole)) if a != b), min(len(joined), len(whole)))
+        a sequence checked before (same text, same piece ids) is not tokenized again. `names` say
+        which sequence failed."""
+        joined = [[t for ids in piece_ids for t in ids] for _, piece_ids in sequences]
+        texts = ["".join(pieces) for pieces, _ in sequences]
+        digests = [_digest(text, ids, from_start) for text, ids in zip(texts, joined)]
+        todo = [k for k, d in enumerate(digests) if d not in self._checked]
+        unique = list(dict.fromkeys(texts[k] for k in todo))
+        encoded = dict(zip(unique, self.tokenizer(unique, add_special_tokens=False).input_ids)) if unique else {}
+        for k in todo:
+            whole = (self.bos_ids if from_start else []) + encoded[texts[k]]
+            if joined[k] != whole:
+                at = next(
+                    (i for i, (a, b) in enumerate(zip(joined[k], whole)) if a != b), min(len(joined[k]), len(whole))
+                )
                 where = f"{names[k]}: " if names else ""
                 raise MatbenchError(
                     f"{where}piecewise tokenization differs from one-shot tokenization at token {at}: a BPE merge "
                     "crosses an event boundary for this tokenizer; events must end in a newline"
                 )
+            if len(self._checked) >= MEMO_ENTRIES:
+                self._checked.clear()
+            self._checked.add(digests[k])
+
+
+def _digest(text: str, ids: list[int], from_start: bool) -> bytes:
+    """A digest of a check: the text, its piece ids and whether a BOS opens it (sha256: a skipped
+    check must not be a collision)."""
+    return hashlib.sha256(b"%d\0" % from_start + text.encode() + b"\0" + array("q", ids).tobytes()).digest()
