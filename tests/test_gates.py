@@ -156,7 +156,7 @@ def test_control_gate_catches_a_non_causal_prefill_without_prefix_sharing(tiny_l
     def sees_the_future(self, query_coords, key_coords, key_valid):
         return original_mask(self, torch.full_like(query_coords, 10**6), key_coords, key_valid)
 
-    def unshared(runner, layouts, chunk_size=None):  # members share only their first token
+    def unshared(runner, layouts, chunk_size=None, store=None):  # members share only their first token
         return original_prefill(runner, [dataclasses.replace(lay, prefix_tokens=1) for lay in layouts], chunk_size)
 
     monkeypatch.setattr(ModelRunner, "build_masks", sees_the_future)

@@ -172,3 +172,14 @@ def test_pairs_share_a_prefill_key_exactly_when_their_members_render_alike():
     assert flipped.prefill_key() != pair.prefill_key()
     harvest_like = [dataclasses.replace(pair, item_id=f"q{i}") for i in range(3)]
     assert len({p.prefill_key() for p in harvest_like}) == 1
+    # Unpaired items over one dialog that call different turns their source render alike: one prefill.
+    events = pair.member(0).events
+    asked = [
+        dataclasses.replace(
+            pair, paired=False, events=events, source=i, source_bodies=(events[i],) * 2, donor_events=()
+        )
+        for i in (1, 2)
+    ]
+    assert asked[0].prefill_key() == asked[1].prefill_key()
+    # Paired items that branch at different sources do not: the second member is computed from there.
+    assert dataclasses.replace(pair, source=pair.source + 1).prefill_key() != pair.prefill_key()

@@ -20,6 +20,7 @@ from matbench.engine.layout import PairLayout, layout_pairs
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.policies.setting import PolicySetting, setting_for
+from matbench.engine.prefixes import PrefixStore
 from matbench.engine.probe import ProbeScorer, batched_log_probs, first_token_answers, first_token_ids
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
@@ -54,12 +55,19 @@ class PairEngine:
     _scorers: dict = field(init=False, default_factory=dict)
     _first_ids: dict = field(init=False, default_factory=dict)
     _last_prefill: tuple | None = field(init=False, default=None)
+    _prefixes: PrefixStore = field(init=False, default_factory=PrefixStore)  # members to start from
     _layouts: dict = field(init=False, default_factory=dict)  # prefetched, by pair
     # Tokens (pairs x longest member) per batched prefill forward: bounds activation memory
     # (long dialogs prefill alone); None = 65,536 on a GPU, 8,192 on the CPU.
     prefill_batch_tokens: int | None = None
+    # Start a member from the rows of an earlier member it begins with (matbench.engine.prefixes);
+    # None = on a GPU. Off, every member is prefilled whole, as a one-pair run does.
+    share_prefixes: bool | None = None
 
     def __post_init__(self) -> None:
+        on_gpu = self.loaded.device.startswith("cuda")
+        if self.share_prefixes is None:
+            self.share_prefixes = on_gpu
         if self.prefill_batch_tokens is None:
             self.prefill_batch_tokens = 65536 if self.loaded.device.startswith("cuda") else 8192
         self.runner = ModelRunner(self.loaded.model, self.loaded.text_config, decode_graphs=self.loaded.decode_graphs)
@@ -95,7 +103,9 @@ class PairEngine:
     def prepare_many(self, pairs: list[DonorPair]) -> list[tuple[DonorPair, PairLayout, tuple[EventCache, EventCache]]]:
         """Layouts and global prefills of `pairs`: one batched prefill of the distinct token
         layouts (`matbench.engine.prefill`). Items over one long dialog (harvest) share their
-        layout, within the group and with the last prefill of the previous group."""
+        layout, within the group and with the last prefill of the previous group; a member that
+        begins with a member prefilled before (the dialog with a turn appended) prefills only
+        what follows it (`matbench.engine.prefixes`)."""
         from matbench.engine.prefill import prefill_pairs
 
         layouts = self.prefetch_layouts(pairs)  # those not laid out ahead, in one batch
@@ -107,13 +117,36 @@ class PairEngine:
         for key, lay in zip(keys, layouts):
             if key not in cached and key not in todo:
                 todo[key] = lay
-        for group in self._prefill_groups(list(todo.items())):
-            cached.update(
-                zip([k for k, _ in group], prefill_pairs(self.runner, [g for _, g in group], self.chunk_size))
-            )
+        waves = self._waves(list(todo.items())) if self.share_prefixes else [list(todo.items())]
+        for wave in waves:
+            for group in self._prefill_groups(wave):
+                layouts_of = [g for _, g in group]
+                store = self._prefixes if self.share_prefixes else None
+                prefilled = prefill_pairs(self.runner, layouts_of, self.chunk_size, store)
+                cached.update(zip([k for k, _ in group], prefilled))
+        self._prefixes.trim()  # the last pair's members stay, as `_last_prefill` does
         if keys:
             self._last_prefill = (keys[-1], cached[keys[-1]])
         return [(p, lay, cached[key]) for p, lay, key in zip(pairs, layouts, keys)]
+
+    def _waves(self, items: list[tuple[Any, PairLayout]]) -> list[list[tuple[Any, PairLayout]]]:
+        """`items` in rounds of prefill: an item whose first member shares a longer prefix with an
+        earlier item's first member than with any stored member waits for the round after that
+        item's, so it can start from its rows."""
+        from matbench.engine.prefill import member_arrays
+        from matbench.engine.prefixes import shared_length, worth_reusing
+
+        firsts = [member_arrays(lay.members[0]) for _, lay in items]
+        rounds: list[int] = []
+        for i, first in enumerate(firsts):
+            _, best = self._prefixes.best(*first)
+            level = 0
+            for j in range(i):
+                shared = shared_length(firsts[j], first)
+                if shared > best and worth_reusing(shared, len(first[0])):
+                    best, level = shared, rounds[j] + 1
+            rounds.append(level)
+        return [[item for item, r in zip(items, rounds) if r == level] for level in range(max(rounds, default=-1) + 1)]
 
     def prefetch_layouts(self, pairs: list[DonorPair]) -> list[PairLayout]:
         """Lay out `pairs` (render and tokenize, on the CPU) for a later `prepare_many`, and return
@@ -134,6 +167,7 @@ class PairEngine:
     def release_memory(self) -> None:
         """Drop the remembered prefill and return cached accelerator memory (after an OOM)."""
         self._last_prefill = None
+        self._prefixes.clear()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 import itertools
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from matbench.engine.cache import EventCache
-from matbench.engine.layout import PairLayout
+from matbench.engine.layout import MemberLayout, PairLayout
+from matbench.engine.prefixes import Prefilled, PrefixStore
 from matbench.engine.rows import PAD_ID, device_copies, gather_rows
 from matbench.engine.runtime import (
     ModelRunner,
@@ -134,20 +136,30 @@ def _real_rows(cache: Any, past: list[Rows] | None, pos: torch.Tensor, lengths: 
     return out
 
 
+def head(rows: Rows, n: int) -> Rows:
+    """The first `n` of `rows` (views, no copy)."""
+    if n == int(rows.positions.shape[0]):
+        return rows
+    return Rows([x[:, :, :n] for x in rows.keys], [x[:, :, :n] for x in rows.values], rows.positions[:n])
+
+
 def prefill_pairs(
-    runner: ModelRunner, layouts: list[PairLayout], chunk_size: int | None = None
+    runner: ModelRunner,
+    layouts: list[PairLayout],
+    chunk_size: int | None = None,
+    store: PrefixStore | None = None,
 ) -> list[tuple[EventCache, EventCache]]:
     """`cache.prefill_pair` for several pairs at once: one batched forward of every first member,
     one of every second member's suffix after the first member's prefix rows (identical members,
-    an unpaired item, share one cache)."""
+    an unpaired item, share one cache). With a `store`, a first member that shares a long prefix
+    with a member prefilled before computes only its suffix after that member's rows
+    (`matbench.engine.prefixes`), and every member prefilled here joins the store."""
     for lay in layouts:
         a, b = lay.members
         split = lay.prefix_tokens
         if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:
             raise AssertionError("donor members differ before the source")  # guarded by layout_pair
-    firsts = prefill_rows(
-        runner, [(lay.members[0].input_ids, lay.members[0].positions) for lay in layouts], chunk_size=chunk_size
-    )
+    firsts = _first_members(runner, [lay.members[0] for lay in layouts], chunk_size, store)
     suffix_rows, pasts, owners = [], [], []
     seconds: dict[int, Rows] = {}
     for k, lay in enumerate(layouts):
@@ -156,11 +168,7 @@ def prefill_pairs(
             seconds[k] = firsts[k]
             continue
         split = lay.prefix_tokens
-        prefix = Rows(
-            [x[:, :, :split] for x in firsts[k].keys],
-            [x[:, :, :split] for x in firsts[k].values],
-            firsts[k].positions[:split],
-        )
+        prefix = head(firsts[k], split)
         if split == len(b.input_ids):
             seconds[k] = prefix
         else:
@@ -169,6 +177,10 @@ def prefill_pairs(
             owners.append(k)
     if suffix_rows:
         seconds.update(zip(owners, prefill_rows(runner, suffix_rows, pasts, chunk_size)))
+    if store is not None:
+        for k, lay in enumerate(layouts):
+            if seconds[k] is not firsts[k]:
+                store.add(Prefilled.of(lay.members[1].input_ids, lay.members[1].positions, seconds[k]))
     out = []
     for k, lay in enumerate(layouts):
         caches = [
@@ -179,3 +191,37 @@ def prefill_pairs(
         ]
         out.append((caches[0], caches[0] if seconds[k] is firsts[k] else caches[1]))
     return out
+
+
+def _first_members(
+    runner: ModelRunner, members: list[MemberLayout], chunk_size: int | None, store: PrefixStore | None
+) -> list[Rows]:
+    """Every first member's rows: those that share a prefix worth reusing with a stored member
+    take its rows and prefill their suffix in one batch, the others prefill whole in another."""
+    arrays = [member_arrays(m) for m in members] if store is not None else []
+    bases = [store.best(*a) for a in arrays] if store is not None else [(None, 0)] * len(members)
+    rows: dict[int, Rows] = {}
+    whole = [k for k, (base, _) in enumerate(bases) if base is None]
+    if whole:
+        new = [(members[k].input_ids, members[k].positions) for k in whole]
+        rows.update(zip(whole, prefill_rows(runner, new, chunk_size=chunk_size)))
+    suffixed = []
+    for k, (base, shared) in enumerate(bases):
+        if base is None:
+            continue
+        if shared == len(members[k].input_ids):
+            rows[k] = head(base.rows, shared)  # the whole member was prefilled before
+        else:
+            suffixed.append(k)
+    if suffixed:
+        new = [(members[k].input_ids[bases[k][1] :], members[k].positions[bases[k][1] :]) for k in suffixed]
+        pasts = [head(bases[k][0].rows, bases[k][1]) for k in suffixed]  # type: ignore[union-attr]
+        rows.update(zip(suffixed, prefill_rows(runner, new, pasts, chunk_size)))
+    if store is not None:
+        for k, (ids, positions) in enumerate(arrays):
+            store.add(Prefilled(ids, positions, rows[k]))
+    return [rows[k] for k in range(len(members))]
+
+
+def member_arrays(member: MemberLayout) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(member.input_ids, dtype=np.int64), np.asarray(member.positions, dtype=np.int64)

@@ -19,13 +19,14 @@ ENCODINGS = ("joint", "isolated", "headless", "headless_runs", "anchored", "text
 # How kept rows are laid out for the query (SPEC 2.3; matbench.engine.serving implements them).
 ServingMode = Literal["compact", "native"]
 SERVING_MODES: tuple[ServingMode, ...] = get_args(ServingMode)
-# What two pairs that share one global prefill have in common: frame, events, source bodies, donor
-# events, slot alternatives and padded slots (`DonorPair.prefill_key`).
+# What two pairs that share one global prefill have in common: frame, both members' events, the
+# source where the members differ (the second member branches there), slot alternatives and
+# padded slots (`DonorPair.prefill_key`).
 PrefillKey = tuple[
     str,
     tuple[str, ...],
-    tuple[str, str],
-    tuple[tuple[int, str, str], ...],
+    tuple[str, ...],
+    int,
     tuple[tuple[int, tuple[str, ...]], ...],
     tuple[tuple[int, tuple[str, ...]], ...],
 ]
@@ -141,9 +142,11 @@ class DonorPair:
         return arm.trace or self.trace
 
     def prefill_key(self) -> PrefillKey:
-        """Equal for pairs whose two members render to the same texts, and so share one global
-        prefill (items asking different questions of one long dialog)."""
-        return (self.frame, self.events, self.source_bodies, self.donor_events, self.slot_alternatives, self.padded)
+        """Equal for pairs whose two members render to the same texts (and, where the members
+        differ, branch at the same source), and so share one global prefill: items asking
+        different questions of one long dialog, whichever turns each calls its source."""
+        a, b = self.member(0).events, self.member(1).events
+        return (self.frame, a, b, self.source if a != b else -1, self.slot_alternatives, self.padded)
 
     def varying(self) -> dict[int, tuple[str, str]]:
         """Every donor-dependent event: index -> (body in A, body in B); the source included."""
@@ -226,3 +229,20 @@ class DonorPair:
                         raise MatbenchError(
                             f"{where}, arm {arm.name}: served event {i} leaks the source ({self.events[i]!r})"
                         )
+
+
+def prefill_order(pairs: list[DonorPair]) -> list[DonorPair]:
+    """`pairs` reordered so that those which share prefilled rows run one after another: pairs
+    that open with the same event (the questions of one dialog, the items of one construction)
+    together, where the first of them stands, and within them the pairs of one prefill together
+    (`prefill_key`). The engine keeps only the last pair's rows to start from
+    (`matbench.engine.prefixes`), so adjacency is what makes them shared."""
+    contexts: dict[tuple[str, tuple[str, ...]], int] = {}
+    keys: dict[PrefillKey, int] = {}
+    return sorted(
+        pairs,
+        key=lambda p: (
+            contexts.setdefault((p.frame, p.events[:1]), len(contexts)),
+            keys.setdefault(p.prefill_key(), len(keys)),
+        ),
+    )

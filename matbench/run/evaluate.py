@@ -14,6 +14,7 @@ from typing import Any
 
 from matbench.engine.memory import cap_memory, check_memory_fraction, choose_batch_pairs, reset_peak
 from matbench.errors import MatbenchError
+from matbench.protocol.pairs import prefill_order
 from matbench.protocol.runspec import RunSpec
 from matbench.results.attempts import AttemptLog, attempts_path, totals
 from matbench.results.files import item_hash, legacy_run_key, rekey_lines, run_key, write_json
@@ -437,18 +438,15 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
     for run in runs:
         run.log.check_items(hashes)  # a logged item must be the same item, not just the same id
     todo = [p for p in pairs if any(p.item_id not in run.log for run in runs)]
-    # Items that share a global prefill (harvest: the questions of one dialog) run together, each
-    # group where its first item stands, so consecutive items reuse the prefill; logs are
-    # written back in suite order.
-    first_seen: dict[tuple, int] = {}
-    todo.sort(key=lambda p: first_seen.setdefault(p.prefill_key(), len(first_seen)))
+    # Items that share prefilled rows (harvest: the questions of one dialog) run together, each
+    # group where its first item stands (`prefill_order`); logs are written back in suite order.
+    todo = prefill_order(todo)
     mine = shard.block(todo)
     if shard.independent:
         # Its slice of every item in that order, not of what is left to do: a shard resumed
         # alone must keep the same slice. One after the other, the slices are the order one
         # process logs a fresh run in, and so the merged log.
-        grouped: dict[tuple, int] = {}
-        slice_ = shard.block(sorted(pairs, key=lambda p: grouped.setdefault(p.prefill_key(), len(grouped))))
+        slice_ = shard.block(prefill_order(pairs))
         for run in runs:
             _describe_shard(run, cfg, shard, slice_, pairs)
         mine = [p for p in slice_ if any(p.item_id not in run.log for run in runs)]
