@@ -295,3 +295,22 @@ def test_a_record_that_does_not_say_how_it_was_made_is_named_in_one_line(tmp_pat
     (tmp_path / "x.json").write_text("{not json")
     with pytest.raises(MatbenchError, match=r"x.json is not a JSON record \(.*\); write it with matbench bench"):
         read_bench_records(tmp_path)
+
+
+def test_contract_bench_times_every_contract_suite_of_one_loaded_model(tiny_dir, tmp_path):
+    from matbench.run.config import EvalConfig
+    from matbench.run.evaluate import contract_suites
+
+    out, results = tmp_path / "contract.json", tmp_path / "results"
+    argv = ["bench", "contract", "--model", str(tiny_dir), "--n", "2", "--device", "cpu"]
+    assert main([*argv, "--results", str(results), "--output", str(out)]) == 0
+    record = json.loads(out.read_text())
+    names = contract_suites(EvalConfig(model="x"))  # harvest left out: no dialog copies given
+    assert [s["suite"] for s in record["suites"]] == names
+    assert all(s["pairs"] == 2 for s in record["suites"]) and record["pairs"] == 2 * len(names)
+    # every suite's run is there, one results file per combination the record counts
+    assert sum(s["results_files"] for s in record["suites"]) == len(list(results.glob("*.json")))
+    assert record["wall_s"] >= record["load_s"] + sum(s["wall_s"] for s in record["suites"])
+    assert record["scorecard_s"] is None and record["limit"] == 2  # a scorecard needs whole suites
+    assert record["peak_memory_gib"] == max(s["peak_memory_gib"] for s in record["suites"]) > 0
+    assert record["command"] == "matbench " + " ".join([*argv, "--results", str(results), "--output", str(out)])

@@ -21,22 +21,26 @@ def add(sub: argparse._SubParsersAction) -> None:
         "long-context: chunked prefill of one long context and sparse native serving; "
         "leaderboard: the site from N synthetic results files; "
         "patch-cost: an appended patch against re-prefilling the log (kv_timing); "
-        "policies: each serving policy's scoring against the prefill, its serving against the oracle's.",
+        "policies: each serving policy's scoring against the prefill, its serving against the oracle's; "
+        "contract: `eval --suite all` with the defaults, timed per suite with its peak memory.",
         epilog="examples:\n"
         "  matbench bench discovery --random-weights qwen3-8b --n 64 --naive-n 8 --output benchmarks/x.json\n"
         "  torchrun --nproc-per-node 2 -m matbench bench scaling --random-weights qwen3-8b --pairs 256\n"
         "  matbench bench long-context --random-weights gemma3-12b --context 32768 --chunk-size 4096\n"
         "  matbench bench patch-cost --model smollm2-135m --n 5\n"
-        "  matbench bench policies --random-weights qwen3-8b --n 32 --device cuda --dtype bfloat16",
+        "  matbench bench policies --random-weights qwen3-8b --n 32 --device cuda --dtype bfloat16\n"
+        "  matbench bench contract --model DIR --locomo locomo10.json --realtalk realtalk/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("name", help="benchmark: discovery, scaling, long-context, leaderboard, patch-cost or policies")
+    p.add_argument(
+        "name", help="benchmark: contract, discovery, scaling, long-context, leaderboard, patch-cost or policies"
+    )
     p.add_argument(
         "--n",
         "--pairs",
         dest="n",
         type=int,
-        help="pairs (discovery 64, scaling 128, policies 8), results files (leaderboard 1000) or timed repetitions "
+        help="pairs (discovery 64, scaling 128, policies 8, contract: per suite, default all), results files (leaderboard 1000) or timed repetitions "
         "(patch-cost 5); spell it --pairs "
         "under torchrun, whose own parser takes --n for --nnodes",
     )
@@ -79,6 +83,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         choices=["auto", *SERVING_MODES],
         help="how kept rows are served (default auto: native on a model with sliding-window layers, else compact)",
     )
+    p.add_argument("--locomo", help="contract: your LoCoMo copy (locomo10.json) for the harvest suite")
+    p.add_argument("--realtalk", help="contract: your REALTALK folder for the harvest suite")
+    p.add_argument("--results", help="contract: keep the run's results in this folder (default: a temporary one)")
     p.add_argument("--output", help="write the record (JSON) to this file")
     p.set_defaults(func=run)
 

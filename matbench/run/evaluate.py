@@ -35,16 +35,11 @@ def run_contract(cfg: EvalConfig, shard: Shard | None = None) -> tuple[list[dict
     import sys
     from dataclasses import replace
 
-    from matbench.data_gen import SUITES
     from matbench.results.scorecard import build_scorecard
 
-    loaded = _load(cfg, shard)
-    names = [name for name in SUITES.names() if SUITES.get(name).contract]
-    if not (cfg.locomo or cfg.realtalk):
-        names.remove("harvest")
-        print("note: harvest left out (it reads your dialog copies: add --locomo PATH --realtalk DIR)", file=sys.stderr)
+    loaded = load_eval_model(cfg, shard)
     payloads = []
-    for name in names:
+    for name in contract_suites(cfg):
         payloads += run_eval(replace(cfg, suite=name), loaded=loaded, shard=shard)
     if not shard.is_main:
         return payloads, {}
@@ -61,7 +56,20 @@ def run_contract(cfg: EvalConfig, shard: Shard | None = None) -> tuple[list[dict
     return payloads, card
 
 
-def _load(cfg: EvalConfig, shard: Shard):
+def contract_suites(cfg: EvalConfig) -> list[str]:
+    """The suites `--suite all` runs, in order: every contract suite, harvest only with the dialog copies."""
+    import sys
+
+    from matbench.data_gen import SUITES
+
+    names = [name for name in SUITES.names() if SUITES.get(name).contract]
+    if not (cfg.locomo or cfg.realtalk):
+        names.remove("harvest")
+        print("note: harvest left out (it reads your dialog copies: add --locomo PATH --realtalk DIR)", file=sys.stderr)
+    return names
+
+
+def load_eval_model(cfg: EvalConfig, shard: Shard):
     from matbench.models.loading import load_model
 
     if cfg.memory_fraction is not None:  # before the weights arrive, so they count against the cap
@@ -111,7 +119,7 @@ def load_model_for(cfg: EvalConfig, shard: Shard | None = None):
     that can be refused without it has been checked."""
     shard = shard if shard is not None else Shard()
     check_config(cfg, shard)
-    return _load(cfg, shard)
+    return load_eval_model(cfg, shard)
 
 
 def check_config(cfg: EvalConfig, shard: Shard) -> None:
@@ -418,7 +426,7 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
     # A judge of its own loads first, so a misspelt one fails in seconds, not after the model's weights.
     own_judge = bool(cfg.judge) and not _judge_is_model(cfg)
     judge = _load_judge(cfg, shard) if own_judge else None
-    loaded = loaded if loaded is not None else _load(cfg, shard)
+    loaded = loaded if loaded is not None else load_eval_model(cfg, shard)
     if cfg.judge and not own_judge:
         from matbench.run.judge import Judge
 
