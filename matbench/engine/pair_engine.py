@@ -63,11 +63,16 @@ class PairEngine:
     # Start a member from the rows of an earlier member it begins with (matbench.engine.prefixes);
     # None = on a GPU. Off, every member is prefilled whole, as a one-pair run does.
     share_prefixes: bool | None = None
+    # Build the isolated and text encodings of a whole batch in a few batched forwards
+    # (matbench.engine.encodings); None = on a GPU. Off, one forward per encoded event.
+    batch_encodings: bool | None = None
 
     def __post_init__(self) -> None:
         on_gpu = self.loaded.device.startswith("cuda")
         if self.share_prefixes is None:
             self.share_prefixes = on_gpu
+        if self.batch_encodings is None:
+            self.batch_encodings = on_gpu
         if self.prefill_batch_tokens is None:
             self.prefill_batch_tokens = 65536 if self.loaded.device.startswith("cuda") else 8192
         self.runner = ModelRunner(self.loaded.model, self.loaded.text_config, decode_graphs=self.loaded.decode_graphs)
@@ -305,6 +310,50 @@ class PairEngine:
             out[arm.name] = made[key]
         return out
 
+    def derived_many(
+        self, items: list[tuple[DonorPair, PairLayout, Any]]
+    ) -> list[dict[str, tuple[EventCache, EventCache]]]:
+        """`derived_caches` of every item of a batch; with `batch_encodings`, every re-encoding
+        of the batch in a few batched forwards (`matbench.engine.encodings`), each arm's cache
+        holding only the rows it serves, and one encoding per joint cache, encoding and served set."""
+        if not self.batch_encodings:
+            return [self.derived_caches(pair, layout, caches) for pair, layout, caches in items]
+        from matbench.engine.encodings import Encoding, encode_many
+
+        wanted: list[Encoding] = []
+        made: dict[tuple, tuple[int, int]] = {}
+        plans: list[dict[str, tuple[int, int]]] = []
+        swapped: list[dict[str, tuple[EventCache, EventCache]]] = []
+        for pair, layout, caches in items:
+            plan, swaps = {}, {}
+            for arm in pair.arms:
+                if arm.swapped:
+                    swaps[arm.name] = (
+                        spliced_cache(caches[0], layout.members[0], caches[1], layout.members[1], arm.swapped),
+                        spliced_cache(caches[1], layout.members[1], caches[0], layout.members[0], arm.swapped),
+                    )
+                    continue
+                if arm.encoding == "joint":
+                    continue
+                served = tuple(sorted(arm.served))
+                key = (arm.encoding, served, id(caches[0]), id(caches[1]) if arm.uses_source else None)
+                if key not in made:
+                    first = len(wanted)
+                    wanted.append(Encoding(arm.encoding, caches[0], layout.members[0], arm.served))
+                    second = first
+                    if arm.uses_source:
+                        second = len(wanted)
+                        wanted.append(Encoding(arm.encoding, caches[1], layout.members[1], arm.served))
+                    made[key] = (first, second)
+                plan[arm.name] = made[key]
+            plans.append(plan)
+            swapped.append(swaps)
+        built = encode_many(self.runner, wanted, self.batch_tokens)
+        return [
+            {**swaps, **{name: (built[a], built[b]) for name, (a, b) in plan.items()}}
+            for plan, swaps in zip(plans, swapped)
+        ]
+
     def run_pair(self, pair: DonorPair) -> PairRecord:
         layout, caches = self.prepare(pair)
         return self.score(pair, layout, caches)
@@ -328,7 +377,7 @@ class PairEngine:
         source, kept_from) (`setting_of`), serving every arm x member of every item in one batch.
         The probe (and with it the donor shift) runs once per serving mode and setting and is
         shared by every readout; greedy decoding advances all rows together."""
-        derived = [self.derived_caches(pair, layout, caches) for pair, layout, caches in items]
+        derived = self.derived_many(items)
         memos: list[dict] = [{} for _ in items]
         by_setting: dict[PolicySetting, list[dict]] = {}
         merged: dict[PolicySetting, list[dict]] = {}  # a merging policy's caches, per governed arm
