@@ -41,9 +41,15 @@ def contract_bench(
     from matbench.run.config import EvalConfig
     from matbench.run.distributed import Shard
     from matbench.run.evaluate import contract_suites, load_eval_model, run_eval
+    from matbench.run.preflight import preflight
 
     if model is None:
         raise MatbenchError("bench contract runs a checkpoint: pass --model (an alias, a Hub id or a directory)")
+    if results and Path(results).exists() and any(Path(results).iterdir()):
+        raise MatbenchError(
+            f"--results {results} already holds files: a suite found there resumes from its logs and would "
+            "be timed at their speed; pass an empty or new folder"
+        )
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(results or scratch)
         cfg = EvalConfig(
@@ -57,6 +63,7 @@ def contract_bench(
             realtalk=realtalk,
             limit=n,
         )
+        preflight(cfg)  # a mistyped option or a missing dialog copy fails before the weights load
         started = time.perf_counter()
         loaded = load_eval_model(cfg, Shard())
         load_s = time.perf_counter() - started
