@@ -112,7 +112,20 @@ def test_prefill_order_puts_the_pairs_of_one_context_together():
     pairs = SUITES.get("discovery").generate(0, 3)
     other = [dataclasses.replace(p, item_id=p.item_id + "-q2", arms=p.arms[:1]) for p in pairs]
     mixed = [pairs[0], pairs[1], other[0], pairs[2], other[1]]
-    ordered = [p.item_id for p in prefill_order(mixed)]
     # one context or three, the pairs of one prefill end up side by side, each where its first stood
     expected = [pairs[0].item_id, other[0].item_id, pairs[1].item_id, other[1].item_id, pairs[2].item_id]
-    assert ordered == expected
+    for by_context in (False, True):
+        assert [p.item_id for p in prefill_order(mixed, by_context)] == expected
+
+
+def test_by_context_the_pairs_that_open_alike_run_together_and_otherwise_not():
+    pairs = SUITES.get("discovery").generate(0, 40)
+    opening = [p.events[:1] for p in pairs]
+    first = next(k for k in range(1, len(pairs)) if opening[k] == opening[0] and opening[k - 1] != opening[0])
+    together = prefill_order(pairs, by_context=True)
+    ones = [k for k, p in enumerate(together) if p.events[:1] == opening[0]]
+    assert ones == list(range(len(ones))) and len(ones) == opening.count(opening[0]) > 1
+    # without it the suite order stands (every discovery pair is its own prefill): a CPU run keeps
+    # the batches, and so the numbers, of the committed runs
+    assert [p.item_id for p in prefill_order(pairs)] == [p.item_id for p in pairs]
+    assert together[1].item_id == pairs[first].item_id

@@ -231,18 +231,17 @@ class DonorPair:
                         )
 
 
-def prefill_order(pairs: list[DonorPair]) -> list[DonorPair]:
-    """`pairs` reordered so that those which share prefilled rows run one after another: pairs
-    that open with the same event (the questions of one dialog, the items of one construction)
-    together, where the first of them stands, and within them the pairs of one prefill together
-    (`prefill_key`). The engine keeps only the last pair's rows to start from
-    (`matbench.engine.prefixes`), so adjacency is what makes them shared."""
+def prefill_order(pairs: list[DonorPair], by_context: bool = False) -> list[DonorPair]:
+    """`pairs` with those of one prefill (`prefill_key`) together, each group where its first pair
+    stands. `by_context`: first the pairs that open with the same event together (the questions
+    of one dialog, the items of one construction), for an engine that starts a member from the
+    rows of the one before (`matbench.engine.prefixes` keeps only the last pair's rows, so
+    adjacency is what makes them shared)."""
     contexts: dict[tuple[str, tuple[str, ...]], int] = {}
     keys: dict[PrefillKey, int] = {}
-    return sorted(
-        pairs,
-        key=lambda p: (
-            contexts.setdefault((p.frame, p.events[:1]), len(contexts)),
-            keys.setdefault(p.prefill_key(), len(keys)),
-        ),
-    )
+
+    def order(p: DonorPair) -> tuple[int, int]:
+        context = contexts.setdefault((p.frame, p.events[:1]), len(contexts)) if by_context else 0
+        return context, keys.setdefault(p.prefill_key(), len(keys))
+
+    return sorted(pairs, key=order)

@@ -446,8 +446,9 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
     for run in runs:
         run.log.check_items(hashes)  # a logged item must be the same item, not just the same id
     todo = [p for p in pairs if any(p.item_id not in run.log for run in runs)]
-    # Items that share prefilled rows (harvest: the questions of one dialog) run together, each
-    # group where its first item stands (`prefill_order`); logs are written back in suite order.
+    # Items of one prefill (harvest: the questions of one dialog) run together, each group where
+    # its first item stands (`prefill_order`); logs are written back in suite order. This order
+    # is the same on every device, so shards slice alike.
     todo = prefill_order(todo)
     mine = shard.block(todo)
     if shard.independent:
@@ -459,6 +460,8 @@ def run_eval(cfg: EvalConfig, loaded: Any = None, shard: Shard | None = None) ->
             _describe_shard(run, cfg, shard, slice_, pairs)
         mine = [p for p in slice_ if any(p.item_id not in run.log for run in runs)]
         todo = mine  # the progress bar counts the slice
+    if engine.share_prefixes:  # and the items that open alike together, to start from each other's rows
+        mine = prefill_order(mine, by_context=True)
     group = cfg.batch_pairs or choose_batch_pairs(loaded, mine, engine.prefetch_layouts, cfg.memory_fraction)
     reset_peak(loaded.device)
     clock = AttemptClock.start(
