@@ -314,3 +314,42 @@ def test_the_logit_tolerance_grows_past_1024_tokens_as_measured():
     short = compare_logits("A", zero, rounding, True, length=700)
     assert not short.passed and short.detail == "max |dlogit| 5.00e-03 (tol 0.001)"
     assert not compare_logits("A", zero, fault, True, length=65536).passed
+
+
+def _encoded_pair():
+    from matbench.data_gen import SUITES
+
+    return SUITES.get("var_tracking").generate(0, 1)[0]  # isolated, anchored and text arms
+
+
+def test_encodings_gate_runs_where_encodings_are_batched_and_passes(tiny):
+    from matbench.engine.gates import encodings_gate
+
+    pair = _encoded_pair()
+    one = engine_for(tiny, batch_encodings=False)
+    layout, caches = one.prepare(pair)
+    assert encodings_gate(one, pair, layout, caches) is None
+    batched = engine_for(tiny, batch_encodings=True)
+    result = encodings_gate(batched, pair, layout, caches)
+    assert result is not None and result.passed and result.max_abs_diff is not None
+    record = batched.score(pair, layout, caches)
+    assert "encodings" in [g.name for g in run_gates(batched, pair, layout, caches, record)]
+
+
+def test_encodings_gate_catches_a_re_encoding_one_position_late(tiny_llama, monkeypatch):
+    from matbench.engine import encodings
+    from matbench.engine.gates import encodings_gate
+
+    original = encodings.prefill_rows
+    shifted = []
+
+    def late(runner, new, past=None, chunk_size=None):
+        shifted.append(len(new))
+        return original(runner, [(ids, tuple(p + 1 for p in pos)) for ids, pos in new], past, chunk_size)
+
+    monkeypatch.setattr(encodings, "prefill_rows", late)
+    pair = _encoded_pair()
+    engine = engine_for(tiny_llama, batch_encodings=True)
+    layout, caches = engine.prepare(pair)
+    result = encodings_gate(engine, pair, layout, caches)
+    assert shifted and result is not None and not result.passed

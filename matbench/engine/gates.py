@@ -308,6 +308,23 @@ def keep_all_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cache
     )
 
 
+def encodings_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, caches) -> GateResult | None:
+    """The batched re-encodings (`PairEngine.batch_encodings`, compact caches of the served rows)
+    serve what the caches built one arm at a time serve: the probe logits of every re-encoded arm,
+    both members, within the gate A/B tolerance. None where the engine builds them one at a time
+    or the pair re-encodes nothing."""
+    arms = [arm for arm in pair.arms if arm.encoding != "joint" and not arm.swapped]
+    if not engine.batch_encodings or not arms:
+        return None
+    batched = engine.derived_many([(pair, layout, caches)])[0]
+    one_at_a_time = engine.derived_caches(pair, layout, caches)
+    got = probe_logits_arms(engine, pair, caches, arms, caches_for=lambda arm: batched[arm.name])
+    want = probe_logits_arms(engine, pair, caches, arms, caches_for=lambda arm: one_at_a_time[arm.name])
+    diffs = [compare_logits("encodings", g.cpu(), w.cpu(), _exact(engine), _length(layout)) for g, w in zip(got, want)]
+    worst = max(diffs, key=_compared)
+    return GateResult("encodings", all(r.passed for r in diffs), worst.max_abs_diff, worst.detail)
+
+
 def run_gates(
     engine: PairEngine, pair: DonorPair, layout: PairLayout, caches, record: PairRecord | None = None, settings=None
 ) -> list[GateResult]:
@@ -319,9 +336,12 @@ def run_gates(
         *native_layout_gates(engine, pair, layout, caches),
     ]
     results += per_head_gates(engine, pair, layout, caches, settings)
-    keep_all = keep_all_gate(engine, pair, layout, caches, settings)
-    if keep_all is not None:
-        results.append(keep_all)
+    for optional in (
+        keep_all_gate(engine, pair, layout, caches, settings),
+        encodings_gate(engine, pair, layout, caches),
+    ):
+        if optional is not None:
+            results.append(optional)
     if record is not None and "control" in record.arms:
         results.append(control_gate(record))
     return results
