@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from matbench.data_gen import SUITES
+from matbench.engine.layout import layout_pair
 from matbench.engine.prefixes import MIN_SHARED_TOKENS, Prefilled, PrefixStore, shared_length
 from matbench.engine.runtime import ModelRunner
 from matbench.protocol.pairs import prefill_order
@@ -78,6 +79,18 @@ def test_a_member_with_an_event_appended_prefills_only_that_event(tiny_llama, mo
     # the first member's rows before the appended event are the earlier member's own tensors' values
     n = len(first.members[0].input_ids)
     assert torch.equal(caches[0].keys[0][:, :, :n], first_caches[0].keys[0])
+
+
+def test_after_a_batch_the_last_pairs_first_member_is_still_there_to_start_from(tiny_llama, monkeypatch):
+    first, pair = SUITES.get("discovery").generate(0, 2)
+    longer = dataclasses.replace(pair, item_id="longer", events=pair.events + ("A note appended later.\n",))
+    engine = engine_for(tiny_llama, share_prefixes=True)
+    engine.prepare_many([first, pair])  # two pairs: four members stored, two kept
+    widths = _widths(monkeypatch)
+    ((_, layout, _),) = engine.prepare_many([longer])
+    # A after the earlier A's rows, not after a second member's rows up to its source
+    appended = len(layout.members[0].input_ids) - len(layout_pair(pair, engine.renderer).members[0].input_ids)
+    assert widths == [appended, len(layout.members[1].input_ids) - layout.prefix_tokens]
 
 
 def test_a_batch_waits_a_round_for_a_prefix_another_item_of_it_computes(tiny_llama, monkeypatch):

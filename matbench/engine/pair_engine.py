@@ -20,7 +20,7 @@ from matbench.engine.layout import PairLayout, layout_pairs
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.policies.setting import PolicySetting, setting_for
-from matbench.engine.prefixes import PrefixStore
+from matbench.engine.prefixes import PrefixStore, shared_length, token_arrays, worth_reusing
 from matbench.engine.probe import ProbeScorer, batched_log_probs, first_token_answers, first_token_ids
 from matbench.engine.render import Renderer
 from matbench.engine.runtime import ModelRunner
@@ -129,7 +129,7 @@ class PairEngine:
                 store = self._prefixes if self.share_prefixes else None
                 prefilled = prefill_pairs(self.runner, layouts_of, self.chunk_size, store)
                 cached.update(zip([k for k, _ in group], prefilled))
-        self._prefixes.trim()  # the last pair's members stay, as `_last_prefill` does
+        self._prefixes.trim()  # the last prefilled pair's members stay
         if keys:
             self._last_prefill = (keys[-1], cached[keys[-1]])
         return [(p, lay, cached[key]) for p, lay, key in zip(pairs, layouts, keys)]
@@ -138,10 +138,7 @@ class PairEngine:
         """`items` in rounds of prefill: an item whose first member shares a longer prefix with an
         earlier item's first member than with any stored member waits for the round after that
         item's, so it can start from its rows."""
-        from matbench.engine.prefill import member_arrays
-        from matbench.engine.prefixes import shared_length, worth_reusing
-
-        firsts = [member_arrays(lay.members[0]) for _, lay in items]
+        firsts = [token_arrays(lay.members[0].input_ids, lay.members[0].positions) for _, lay in items]
         rounds: list[int] = []
         for i, first in enumerate(firsts):
             _, best = self._prefixes.best(*first)

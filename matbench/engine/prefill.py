@@ -23,7 +23,7 @@ import torch
 
 from matbench.engine.cache import EventCache
 from matbench.engine.layout import MemberLayout, PairLayout
-from matbench.engine.prefixes import Prefilled, PrefixStore
+from matbench.engine.prefixes import Prefilled, PrefixStore, token_arrays
 from matbench.engine.rows import PAD_ID, device_copies, gather_rows
 from matbench.engine.runtime import (
     ModelRunner,
@@ -159,7 +159,7 @@ def prefill_pairs(
         split = lay.prefix_tokens
         if a.input_ids[:split] != b.input_ids[:split] or a.positions[:split] != b.positions[:split]:
             raise AssertionError("donor members differ before the source")  # guarded by layout_pair
-    firsts = _first_members(runner, [lay.members[0] for lay in layouts], chunk_size, store)
+    firsts, arrays = _first_members(runner, [lay.members[0] for lay in layouts], chunk_size, store)
     suffix_rows, pasts, owners = [], [], []
     seconds: dict[int, Rows] = {}
     for k, lay in enumerate(layouts):
@@ -177,10 +177,11 @@ def prefill_pairs(
             owners.append(k)
     if suffix_rows:
         seconds.update(zip(owners, prefill_rows(runner, suffix_rows, pasts, chunk_size)))
-    if store is not None:
+    if store is not None:  # pair by pair, so that the last pair's members are the last entries
         for k, lay in enumerate(layouts):
+            store.add(Prefilled(*arrays[k], firsts[k]))
             if seconds[k] is not firsts[k]:
-                store.add(Prefilled.of(lay.members[1].input_ids, lay.members[1].positions, seconds[k]))
+                store.add(Prefilled(*token_arrays(lay.members[1].input_ids, lay.members[1].positions), seconds[k]))
     out = []
     for k, lay in enumerate(layouts):
         caches = [
@@ -195,10 +196,11 @@ def prefill_pairs(
 
 def _first_members(
     runner: ModelRunner, members: list[MemberLayout], chunk_size: int | None, store: PrefixStore | None
-) -> list[Rows]:
+) -> tuple[list[Rows], list[tuple[np.ndarray, np.ndarray]]]:
     """Every first member's rows: those that share a prefix worth reusing with a stored member
-    take its rows and prefill their suffix in one batch, the others prefill whole in another."""
-    arrays = [member_arrays(m) for m in members] if store is not None else []
+    take its rows and prefill their suffix in one batch, the others prefill whole in another.
+    With a store, also each member's token arrays (`prefixes.token_arrays`), for its entry."""
+    arrays = [token_arrays(m.input_ids, m.positions) for m in members] if store is not None else []
     bases = [store.best(*a) for a in arrays] if store is not None else [(None, 0)] * len(members)
     rows: dict[int, Rows] = {}
     whole = [k for k, (base, _) in enumerate(bases) if base is None]
@@ -217,11 +219,4 @@ def _first_members(
         new = [(members[k].input_ids[bases[k][1] :], members[k].positions[bases[k][1] :]) for k in suffixed]
         pasts = [head(bases[k][0].rows, bases[k][1]) for k in suffixed]  # type: ignore[union-attr]
         rows.update(zip(suffixed, prefill_rows(runner, new, pasts, chunk_size)))
-    if store is not None:
-        for k, (ids, positions) in enumerate(arrays):
-            store.add(Prefilled(ids, positions, rows[k]))
-    return [rows[k] for k in range(len(members))]
-
-
-def member_arrays(member: MemberLayout) -> tuple[np.ndarray, np.ndarray]:
-    return np.asarray(member.input_ids, dtype=np.int64), np.asarray(member.positions, dtype=np.int64)
+    return [rows[k] for k in range(len(members))], arrays

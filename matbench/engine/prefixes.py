@@ -31,9 +31,10 @@ class Prefilled:
     positions: np.ndarray  # [T] int64
     rows: Rows
 
-    @classmethod
-    def of(cls, ids: tuple[int, ...], positions: tuple[int, ...], rows: Rows) -> Prefilled:
-        return cls(np.asarray(ids, dtype=np.int64), np.asarray(positions, dtype=np.int64), rows)
+
+def token_arrays(ids: tuple[int, ...], positions: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """A member's token ids and positions as the arrays `shared_length` compares."""
+    return np.asarray(ids, dtype=np.int64), np.asarray(positions, dtype=np.int64)
 
 
 def shared_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
@@ -51,8 +52,9 @@ def worth_reusing(shared: int, length: int) -> bool:
 class PrefixStore:
     """The members prefilled last, searched for the longest prefix a new member shares with one.
 
-    Bounded by `keep` entries (the caller trims after each batch): the rows stay alive as long as
-    they are stored, so the store holds what the previous batch already held."""
+    Bounded by `keep` entries (the caller trims after each batch; `prefill.prefill_pairs` adds
+    pair by pair, so the last pair's two members stay): the rows stay alive while stored, and
+    those of the last pair are the ones the engine keeps anyway (`PairEngine._last_prefill`)."""
 
     keep: int = 2
     entries: list[Prefilled] = field(default_factory=list)
