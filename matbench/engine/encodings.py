@@ -21,6 +21,7 @@ import torch
 
 from matbench.engine.cache import ANCHOR_WINDOW, EventCache, served_runs, text_layout
 from matbench.engine.layout import MemberLayout
+from matbench.engine.memory import token_groups
 from matbench.engine.prefill import Rows, head, prefill_rows
 from matbench.engine.runtime import ModelRunner
 
@@ -54,17 +55,18 @@ class _Job:
     positions: tuple[int, ...]
 
 
-def encode_many(runner: ModelRunner, wanted: list[Encoding], batch_tokens: int) -> list[EventCache]:
+def encode_many(
+    runner: ModelRunner, wanted: list[Encoding], batch_tokens: int, chunk_size: int | None = None
+) -> list[EventCache]:
     """The cache of each of `wanted`, its forwards batched (at most `batch_tokens` tokens, rows
-    times the longest, per forward)."""
-    jobs: list[list[_Job]] = [_jobs(w) for w in wanted]
-    flat = [job for js in jobs for job in js]
-    rows = _run(runner, flat, batch_tokens)
+    times the longest, per forward; `chunk_size` as the engine's prefills take it)."""
+    plans = [_plan(w) for w in wanted]
+    rows = _run(runner, [job for jobs, _ in plans for job in jobs], batch_tokens, chunk_size)
     out, at = [], 0
-    for w, js in zip(wanted, jobs):
-        done = rows[at : at + len(js)]
-        at += len(js)
-        out.append(_text(w, done[0]) if w.encoding == "text" else _isolated(w, js, done))
+    for w, (jobs, placed) in zip(wanted, plans):
+        done = rows[at : at + len(jobs)]
+        at += len(jobs)
+        out.append(_text(placed, done[0]) if placed is not None else _isolated(w, jobs, done))
     return out
 
 
@@ -74,11 +76,12 @@ def _header(cache: EventCache, end: int | None = None) -> Rows:
     return head(rows, cache.header_span[1] if end is None else end)
 
 
-def _jobs(w: Encoding) -> list[_Job]:
+def _plan(w: Encoding) -> tuple[list[_Job], EventCache | None]:
+    """The forward rows of one encoding, and for a text encoding where `text_layout` places it."""
     if w.encoding == "text":
         text_ids, placed = text_layout(w.cache, w.member, w.served)
         n = w.cache.header_span[1]
-        return [_Job(_header(w.cache), tuple(text_ids), tuple(placed.positions[n:].tolist()))]
+        return [_Job(_header(w.cache), tuple(text_ids), tuple(placed.positions[n:].tolist()))], placed
     after_header, anchor, runs = _ISOLATED[w.encoding]
     jobs = []
     for run in served_runs(w.served, runs):
@@ -88,10 +91,10 @@ def _jobs(w: Encoding) -> list[_Job]:
         ids = tuple(t for a, b in spans for t in w.member.input_ids[a:b])
         positions = tuple(p for a, b in spans for p in w.member.positions[a:b])
         jobs.append(_Job(past, ids, positions))
-    return jobs
+    return jobs, None
 
 
-def _run(runner: ModelRunner, jobs: list[_Job], batch_tokens: int) -> list[Rows]:
+def _run(runner: ModelRunner, jobs: list[_Job], batch_tokens: int, chunk_size: int | None) -> list[Rows]:
     """Each job's rows (its past's, then its own), in order: jobs with a past and jobs without
     run in separate forwards, longest first so that a forward pads little."""
     out: dict[int, Rows] = {}
@@ -100,10 +103,10 @@ def _run(runner: ModelRunner, jobs: list[_Job], batch_tokens: int) -> list[Rows]
             (k for k, job in enumerate(jobs) if (job.past is not None) == with_past and job.ids),
             key=lambda k: -_size(jobs[k]),
         )
-        for group in _groups(todo, jobs, batch_tokens):
+        for group in token_groups(todo, lambda k: _size(jobs[k]), batch_tokens):
             new = [(jobs[k].ids, jobs[k].positions) for k in group]
             pasts = [jobs[k].past for k in group] if with_past else None
-            out.update(zip(group, prefill_rows(runner, new, pasts)))  # type: ignore[arg-type]
+            out.update(zip(group, prefill_rows(runner, new, pasts, chunk_size)))  # type: ignore[arg-type]
     for k, job in enumerate(jobs):
         if not job.ids:  # nothing to encode (a served event of no tokens): the past alone
             out[k] = job.past if job.past is not None else Rows([], [], torch.empty(0, dtype=torch.long))
@@ -114,23 +117,8 @@ def _size(job: _Job) -> int:
     return len(job.ids) + (int(job.past.positions.shape[0]) if job.past is not None else 0)
 
 
-def _groups(order: list[int], jobs: list[_Job], batch_tokens: int) -> list[list[int]]:
-    """Consecutive jobs of `order` while rows x (past + longest new) stays within the budget."""
-    groups: list[list[int]] = []
-    width = 0
-    for k in order:
-        size = _size(jobs[k])
-        if groups and (len(groups[-1]) + 1) * max(width, size) <= batch_tokens:
-            groups[-1].append(k)
-            width = max(width, size)
-        else:
-            groups.append([k])
-            width = size
-    return groups
-
-
-def _text(w: Encoding, rows: Rows) -> EventCache:
-    _, placed = text_layout(w.cache, w.member, w.served)
+def _text(placed: EventCache, rows: Rows) -> EventCache:
+    """`placed` (`text_layout`'s row-less cache) with the header's and the re-read text's rows."""
     return EventCache(
         tuple(rows.keys), tuple(rows.values), placed.positions, placed.header_span, placed.event_spans, placed.length
     )

@@ -316,8 +316,8 @@ def encodings_gate(engine: PairEngine, pair: DonorPair, layout: PairLayout, cach
     arms = [arm for arm in pair.arms if arm.encoding != "joint" and not arm.swapped]
     if not engine.batch_encodings or not arms:
         return None
-    batched = engine.derived_many([(pair, layout, caches)])[0]
-    one_at_a_time = engine.derived_caches(pair, layout, caches)
+    batched = engine.derived_many([(pair, layout, caches)], batched=True)[0]
+    one_at_a_time = engine.derived_many([(pair, layout, caches)], batched=False)[0]
     got = probe_logits_arms(engine, pair, caches, arms, caches_for=lambda arm: batched[arm.name])
     want = probe_logits_arms(engine, pair, caches, arms, caches_for=lambda arm: one_at_a_time[arm.name])
     diffs = [compare_logits("encodings", g.cpu(), w.cpu(), _exact(engine), _length(layout)) for g, w in zip(got, want)]

@@ -12,7 +12,8 @@ the estimate misses, without losing items.
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from matbench.errors import MatbenchError
 
@@ -23,6 +24,7 @@ SHARE_OF_FREE = 0.5
 # not a share of free memory, so that a run chunks alike on any card.
 ATTENTION_TRANSIENT_BYTES = 4 * 2**30
 CHUNK_STEP = 256
+T = TypeVar("T")
 
 
 def kv_bytes_per_token(text_config: Any, dtype_bytes: int) -> int:
@@ -83,6 +85,23 @@ def prefill_chunk(
     per_query = attention_transient(rows, 1, keys, heads, dtype_bytes, eager, masks)
     chunk = max(CHUNK_STEP, budget // per_query // CHUNK_STEP * CHUNK_STEP)
     return chunk if chunk < width else None
+
+
+def token_groups(items: Sequence[T], size: Callable[[T], int], budget: int) -> list[list[T]]:
+    """Consecutive `items` batched while (items in the batch) x (the largest `size`) stays within
+    `budget` tokens: what one forward of right-padded rows costs. An item over the budget alone
+    is a batch of its own."""
+    groups: list[list[T]] = []
+    width = 0
+    for item in items:
+        n = size(item)
+        if groups and (len(groups[-1]) + 1) * max(width, n) <= budget:
+            groups[-1].append(item)
+            width = max(width, n)
+        else:
+            groups.append([item])
+            width = n
+    return groups
 
 
 def batch_pairs_for(

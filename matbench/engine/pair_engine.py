@@ -16,7 +16,9 @@ import torch
 
 from matbench.engine.cache import ANCHOR_WINDOW, EventCache, isolated_cache, spliced_cache, text_cache
 from matbench.engine.decode import greedy_decode
+from matbench.engine.encodings import Encoding, encode_many
 from matbench.engine.layout import PairLayout, layout_pairs
+from matbench.engine.memory import token_groups
 from matbench.engine.policies import ServingPolicy
 from matbench.engine.policies.oracle import OracleEvents
 from matbench.engine.policies.setting import PolicySetting, setting_for
@@ -175,17 +177,7 @@ class PairEngine:
 
     def _prefill_groups(self, items: list[tuple[Any, PairLayout]]) -> list[list[tuple[Any, PairLayout]]]:
         """Consecutive layouts batched while pairs x longest member stays within the budget."""
-        groups: list[list[tuple[Any, PairLayout]]] = []
-        width = 0
-        for item in items:
-            longest = max(len(m.input_ids) for m in item[1].members)
-            if groups and (len(groups[-1]) + 1) * max(width, longest) <= self.batch_tokens:
-                groups[-1].append(item)
-                width = max(width, longest)
-            else:
-                groups.append([item])
-                width = longest
-        return groups
+        return token_groups(items, lambda item: max(len(m.input_ids) for m in item[1].members), self.batch_tokens)
 
     def selections(
         self,
@@ -273,9 +265,49 @@ class PairEngine:
 
     def derived_caches(self, pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[EventCache, EventCache]]:
         """Per arm with a non-joint encoding, the caches its rows come from (isolated or text
-        re-encodings, or rows swapped across members); arms with the same encoding and served set
-        share them. An arm that does not
-        serve donor-dependent events gets one cache for both members (bit-identical rows)."""
+        re-encodings, or rows swapped across members), built one arm at a time (`derived_many`)."""
+        return self.derived_many([(pair, layout, caches)], batched=False)[0]
+
+    def derived_many(
+        self, items: list[tuple[DonorPair, PairLayout, Any]], batched: bool | None = None
+    ) -> list[dict[str, tuple[EventCache, EventCache]]]:
+        """Per item of a batch and per arm with a non-joint encoding, the caches its rows come
+        from: rows swapped across members, or the arm's re-encoding, one per joint cache, encoding
+        and served set (an arm that serves no donor-dependent event gets one cache for both
+        members: bit-identical rows). `batched` (default `batch_encodings`): every re-encoding of
+        the batch in a few forwards as compact caches (`matbench.engine.encodings`); else one
+        forward per event, on a copy of the joint cache (`cache.isolated_cache`, `text_cache`)."""
+        wanted: list[Encoding] = []
+        made: dict[tuple, tuple[int, int]] = {}
+        plans: list[dict[str, tuple[int, int]]] = []
+        for pair, layout, caches in items:
+            plan = {}
+            for arm in pair.arms:
+                if arm.swapped or arm.encoding == "joint":
+                    continue
+                key = (
+                    arm.encoding,
+                    tuple(sorted(arm.served)),
+                    id(caches[0]),
+                    id(caches[1]) if arm.uses_source else None,
+                )
+                if key not in made:
+                    wanted.append(Encoding(arm.encoding, caches[0], layout.members[0], arm.served))
+                    if arm.uses_source:  # the second member's own rows differ
+                        wanted.append(Encoding(arm.encoding, caches[1], layout.members[1], arm.served))
+                    made[key] = (len(wanted) - 2 if arm.uses_source else len(wanted) - 1, len(wanted) - 1)
+                plan[arm.name] = made[key]
+            plans.append(plan)
+        if self.batch_encodings if batched is None else batched:
+            built = encode_many(self.runner, wanted, self.batch_tokens, self.chunk_size)
+        else:
+            built = [self._encode_one(w) for w in wanted]
+        return [
+            {**self._swapped(pair, layout, caches), **{name: (built[a], built[b]) for name, (a, b) in plan.items()}}
+            for (pair, layout, caches), plan in zip(items, plans)
+        ]
+
+    def _encode_one(self, w: Encoding) -> EventCache:
         build: dict[str, Callable[..., EventCache]] = {
             "isolated": isolated_cache,
             "headless": partial(isolated_cache, alone=True),
@@ -283,73 +315,20 @@ class PairEngine:
             "anchored": partial(isolated_cache, anchor=ANCHOR_WINDOW),
             "text": text_cache,
         }
-        out: dict[str, tuple[EventCache, EventCache]] = {}
-        made: dict[tuple, tuple[EventCache, EventCache]] = {}
-        for arm in pair.arms:
-            if arm.swapped:
-                out[arm.name] = (
-                    spliced_cache(caches[0], layout.members[0], caches[1], layout.members[1], arm.swapped),
-                    spliced_cache(caches[1], layout.members[1], caches[0], layout.members[0], arm.swapped),
-                )
-                continue
-            if arm.encoding == "joint":
-                continue
-            key = (arm.encoding, tuple(sorted(arm.served)))
-            if key not in made:
-                make = build[arm.encoding]
-                first = make(self.runner, caches[0], layout.members[0], arm.served, self.chunk_size)
-                second = (
-                    make(self.runner, caches[1], layout.members[1], arm.served, self.chunk_size)
-                    if arm.uses_source
-                    else first
-                )
-                made[key] = (first, second)
-            out[arm.name] = made[key]
-        return out
+        return build[w.encoding](self.runner, w.cache, w.member, w.served, self.chunk_size)
 
-    def derived_many(
-        self, items: list[tuple[DonorPair, PairLayout, Any]]
-    ) -> list[dict[str, tuple[EventCache, EventCache]]]:
-        """`derived_caches` of every item of a batch; with `batch_encodings`, every re-encoding
-        of the batch in a few batched forwards (`matbench.engine.encodings`), each arm's cache
-        holding only the rows it serves, and one encoding per joint cache, encoding and served set."""
-        if not self.batch_encodings:
-            return [self.derived_caches(pair, layout, caches) for pair, layout, caches in items]
-        from matbench.engine.encodings import Encoding, encode_many
-
-        wanted: list[Encoding] = []
-        made: dict[tuple, tuple[int, int]] = {}
-        plans: list[dict[str, tuple[int, int]]] = []
-        swapped: list[dict[str, tuple[EventCache, EventCache]]] = []
-        for pair, layout, caches in items:
-            plan, swaps = {}, {}
-            for arm in pair.arms:
-                if arm.swapped:
-                    swaps[arm.name] = (
-                        spliced_cache(caches[0], layout.members[0], caches[1], layout.members[1], arm.swapped),
-                        spliced_cache(caches[1], layout.members[1], caches[0], layout.members[0], arm.swapped),
-                    )
-                    continue
-                if arm.encoding == "joint":
-                    continue
-                served = tuple(sorted(arm.served))
-                key = (arm.encoding, served, id(caches[0]), id(caches[1]) if arm.uses_source else None)
-                if key not in made:
-                    first = len(wanted)
-                    wanted.append(Encoding(arm.encoding, caches[0], layout.members[0], arm.served))
-                    second = first
-                    if arm.uses_source:
-                        second = len(wanted)
-                        wanted.append(Encoding(arm.encoding, caches[1], layout.members[1], arm.served))
-                    made[key] = (first, second)
-                plan[arm.name] = made[key]
-            plans.append(plan)
-            swapped.append(swaps)
-        built = encode_many(self.runner, wanted, self.batch_tokens)
-        return [
-            {**swaps, **{name: (built[a], built[b]) for name, (a, b) in plan.items()}}
-            for plan, swaps in zip(plans, swapped)
-        ]
+    @staticmethod
+    def _swapped(pair: DonorPair, layout: PairLayout, caches) -> dict[str, tuple[EventCache, EventCache]]:
+        """Per arm with rows swapped across members, each member's cache with the other's rows."""
+        a, b = layout.members
+        return {
+            arm.name: (
+                spliced_cache(caches[0], a, caches[1], b, arm.swapped),
+                spliced_cache(caches[1], b, caches[0], a, arm.swapped),
+            )
+            for arm in pair.arms
+            if arm.swapped
+        }
 
     def run_pair(self, pair: DonorPair) -> PairRecord:
         layout, caches = self.prepare(pair)
