@@ -16,6 +16,13 @@ def machine() -> dict[str, Any]:
     return {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count()}
 
 
+def gpu_name(device: str) -> str | None:
+    """The card `device` names, or None off a GPU."""
+    import torch
+
+    return torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None
+
+
 # Dense bf16 peak of the cards we measure on (vendor datasheets); MFU is reported against these.
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from matbench.bench.common import BENCHMARKS, machine
+from matbench.bench.common import BENCHMARKS, gpu_name, machine
 
 
 @BENCHMARKS.register("contract")
@@ -36,11 +36,9 @@ def contract_bench(
     default: every pair)."""
     from matbench.engine.memory import peak_memory, reset_peak
     from matbench.errors import MatbenchError
-    from matbench.results.files import write_json
-    from matbench.results.scorecard import build_scorecard
     from matbench.run.config import EvalConfig
     from matbench.run.distributed import Shard
-    from matbench.run.evaluate import contract_suites, load_eval_model, run_eval
+    from matbench.run.evaluate import contract_suites, load_eval_model, run_eval, write_scorecard
     from matbench.run.preflight import preflight
 
     if model is None:
@@ -89,12 +87,12 @@ def contract_bench(
         scorecard_s = None
         if n is None:  # a scorecard needs every suite whole
             t0 = time.perf_counter()
-            write_json(out / "scorecard.json", build_scorecard(out, "probe"))
+            write_scorecard(cfg)
             scorecard_s = round(time.perf_counter() - t0, 2)
         total = time.perf_counter() - started
     return {
         "benchmark": "contract",
-        "machine": {**machine(), "device": loaded.device, "gpu": _gpu(loaded.device)},
+        "machine": {**machine(), "device": loaded.device, "gpu": gpu_name(loaded.device)},
         "model": loaded.describe(),
         "limit": n,
         "peak_memory_kind": kind,
@@ -105,9 +103,3 @@ def contract_bench(
         "wall_s": round(total, 2),
         "peak_memory_gib": max(s["peak_memory_gib"] for s in suites),
     }
-
-
-def _gpu(device: str) -> str | None:
-    import torch
-
-    return torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None

@@ -5,7 +5,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench.common import BENCHMARKS, decode_label, decode_settings, load_for_bench, machine, peak_tflops, sync
+from matbench.bench.common import (
+    BENCHMARKS,
+    decode_label,
+    decode_settings,
+    gpu_name,
+    load_for_bench,
+    machine,
+    peak_tflops,
+    sync,
+)
 from matbench.engine.memory import peak_memory, reset_peak
 
 
@@ -36,7 +45,6 @@ def discovery(
     and the agreement of the two paths' outcome classes (probe and short) with the probe margin of
     every disagreement (near-ties explain bf16 flips). `decode_graphs` compare times the engine
     twice, decoding eagerly then from CUDA graphs, and reports both and their classes' agreement."""
-    import torch
 
     from matbench.data_gen import SUITES
     from matbench.engine.naive import naive_pair
@@ -79,7 +87,7 @@ def discovery(
         "gpus_used": sorted({str(p.device) for p in loaded.model.parameters()}),
         "n_parameters": n_params,
         "device": device,
-        "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
+        "gpu": gpu_name(device),
         "dtype": loaded.dtype,
         "attn_implementation": loaded.attn_implementation,
         "fused_kernels": loaded.fused_kernels,

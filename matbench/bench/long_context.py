@@ -14,7 +14,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench.common import BENCHMARKS, decode_label, decode_settings, load_for_bench, machine, peak_tflops, sync
+from matbench.bench.common import (
+    BENCHMARKS,
+    decode_label,
+    decode_settings,
+    gpu_name,
+    load_for_bench,
+    machine,
+    peak_tflops,
+    sync,
+)
 from matbench.engine.memory import peak_memory, reset_peak
 from matbench.errors import MatbenchError
 
@@ -86,7 +95,7 @@ def long_context(
         "model": loaded.source.name,
         "n_parameters": n_params,
         "device": device,
-        "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
+        "gpu": gpu_name(device),
         "dtype": loaded.dtype,
         "attn_implementation": loaded.attn_implementation,
         "fused_kernels": loaded.fused_kernels,

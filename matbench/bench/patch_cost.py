@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any
 
-from matbench.bench.common import BENCHMARKS, load_for_bench, machine, sync
+from matbench.bench.common import BENCHMARKS, gpu_name, load_for_bench, machine, sync
 from matbench.data_gen.base import REGISTER_POOL
 from matbench.protocol.frames import TOOL_SEPARATOR
 from matbench.protocol.pairs import Arm, DonorPair
@@ -131,7 +131,6 @@ def patch_cost(
     """`n`: measured repetitions per path (the median is kept; kv_timing: 5); `events`: steps of
     the long log (kv_timing: 384); `serving`: how the kept rows are served (auto: native where the
     model has sliding-window layers, as the protocol serves them, else compact)."""
-    import torch
 
     from matbench.engine.pair_engine import PairEngine
 
@@ -142,7 +141,7 @@ def patch_cost(
         "benchmark": "patch-cost",
         "model": loaded.source.name,
         "device": loaded.device,
-        "gpu": torch.cuda.get_device_name(torch.device(loaded.device)) if loaded.device.startswith("cuda") else None,
+        "gpu": gpu_name(loaded.device),
         "dtype": loaded.dtype,
         "attn_implementation": loaded.attn_implementation,
         "serving": engine.serving,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from matbench.bench.common import BENCHMARKS, load_for_bench, machine, sync
+from matbench.bench.common import BENCHMARKS, gpu_name, load_for_bench, machine, sync
 
 POLICIES = (
     "random",
@@ -45,7 +45,6 @@ def policies_bench(
     serving: str = "auto",
 ) -> dict[str, Any]:
     """`n`: discovery pairs; `batch_pairs`: pairs prefilled and served together."""
-    import torch
 
     from matbench.data_gen import SUITES
     from matbench.engine.pair_engine import PairEngine
@@ -93,7 +92,7 @@ def policies_bench(
         "benchmark": "policies",
         "model": loaded.source.name,
         "device": device,
-        "gpu": torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else None,
+        "gpu": gpu_name(device),
         "dtype": loaded.dtype,
         "attn_implementation": loaded.attn_implementation,
         "serving": engine.serving,

@@ -32,10 +32,7 @@ def run_contract(cfg: EvalConfig, shard: Shard | None = None) -> tuple[list[dict
     """`--suite all`: every contract suite through one loaded model (harvest only with the dialog copies),
     then the memory-contract scorecard of the run, written as DIR/scorecard.json."""
     shard = shard or Shard()
-    import sys
     from dataclasses import replace
-
-    from matbench.results.scorecard import build_scorecard
 
     loaded = load_eval_model(cfg, shard)
     payloads = []
@@ -43,17 +40,27 @@ def run_contract(cfg: EvalConfig, shard: Shard | None = None) -> tuple[list[dict
         payloads += run_eval(replace(cfg, suite=name), loaded=loaded, shard=shard)
     if not shard.is_main:
         return payloads, {}
+    return payloads, write_scorecard(cfg)
+
+
+def write_scorecard(cfg: EvalConfig) -> dict[str, Any]:
+    """The memory-contract scorecard of the `--suite all` run in `cfg.output`, written as
+    DIR/scorecard.json; none (an empty dict) for runs under a policy other than the oracle."""
+    import sys
+
+    from matbench.results.scorecard import build_scorecard
+
     if cfg.policies != ("oracle",):  # the contract is the model's under the paper's protocol, not a policy's
         print(
             f"note: no scorecard: runs under --policy {' --policy '.join(cfg.policies)} measure that policy, and "
             "the scorecard counts oracle runs only",
             file=sys.stderr,
         )
-        return payloads, {}
+        return {}
     readout = "probe" if "probe" in cfg.readouts else cfg.readouts[0]
     card = build_scorecard(Path(cfg.output), readout)
     write_json(Path(cfg.output) / "scorecard.json", card)
-    return payloads, card
+    return card
 
 
 def contract_suites(cfg: EvalConfig) -> list[str]:
