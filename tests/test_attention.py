@@ -74,7 +74,8 @@ def test_causal_forward_equals_the_explicit_mask(tiny, impl, monkeypatch):
         assert torch.allclose(got[b, :n], ref[b, :n], atol=1e-5)
         for x, y in zip(gk + gv, rk + rv):
             assert torch.allclose(x[b, :, :n], y[b, :, :n], atol=1e-5)
-    with pytest.raises(ValueError, match="empty cache"):
+    assert not runner.causal_past  # the CPU: every mask after a past is explicit
+    with pytest.raises(ValueError, match="after a past needs causal_past"):
         runner.forward(
             ids[:, :1],
             pos[:, :1],
@@ -84,6 +85,53 @@ def test_causal_forward_equals_the_explicit_mask(tiny, impl, monkeypatch):
             key_valid=torch.ones(3, 13, dtype=torch.bool),
             causal=True,
         )
+
+
+@pytest.mark.parametrize("tiny", ["llama", "qwen3"], indirect=True)  # no sliding windows
+def test_causal_after_a_past_equals_the_explicit_mask(tiny, monkeypatch):
+    """A chunk after a contiguous past with `causal=True`: under `sdpa_grouped` the mask is left
+    out (the attention sees None with a past) and rows and logits equal the explicit mask's."""
+    from transformers import AttentionInterface
+
+    from matbench.engine.runtime import ModelRunner, cache_rows, new_cache
+
+    loaded = _with_attn(tiny, "sdpa_grouped")
+    runner = ModelRunner(loaded.model, loaded.text_config)
+    runner.causal_past = True  # as on a GPU (where flash takes the mask); the CPU falls back to the explicit one
+    seen = []
+
+    def spy(module, query, key, *args, **kwargs):
+        seen.append(
+            (args[1] if len(args) > 1 else kwargs.get("attention_mask")) is None and key.shape[2] > query.shape[2]
+        )
+        return grouped_sdpa_forward(module, query, key, *args, **kwargs)
+
+    monkeypatch.setitem(AttentionInterface._global_mapping, "sdpa_grouped", spy)
+    torch.manual_seed(2)
+    ids = torch.randint(5, 100, (2, 14))
+    pos = torch.stack([torch.arange(14) * 3, torch.arange(14) + 7])  # gaps, an offset
+    out = {}
+    for causal in (True, False):
+        cache = new_cache()
+        kw = {"key_valid": torch.ones(2, 6, dtype=torch.bool), "logits_to_keep": 0}
+        runner.forward(ids[:, :6], pos[:, :6], cache, query_coords=pos[:, :6], key_coords=pos[:, :6], **kw)
+        seen.clear()
+        logits = runner.forward(
+            ids[:, 6:],
+            pos[:, 6:],
+            cache,
+            query_coords=pos[:, 6:],
+            key_coords=pos,
+            key_valid=torch.ones(2, 14, dtype=torch.bool),
+            logits_to_keep=0,
+            causal=causal,
+        )
+        assert seen == [causal] * tiny.text_config.num_hidden_layers  # the mask really was left out
+        out[causal] = logits, cache_rows(cache)
+    (got, (gk, gv)), (ref, (rk, rv)) = out[True], out[False]
+    assert torch.allclose(got, ref, atol=1e-5)
+    for x, y in zip(gk + gv, rk + rv):
+        assert torch.allclose(x, y, atol=1e-5)
 
 
 @pytest.mark.parametrize("serving", ["compact", "native"])

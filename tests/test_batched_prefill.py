@@ -114,3 +114,62 @@ def test_the_gpu_batch_estimate_reads_prefetched_layouts(tiny_llama, monkeypatch
     assert chosen == batch_pairs_for(
         8 << 30, tiny_llama.text_config, 4, longest, len(pairs[0].arms), tiny_llama.attn_implementation == "eager"
     )
+
+
+@pytest.mark.parametrize("lone", [1, 2**40])
+def test_suffixes_after_pasts_of_different_lengths(tiny_llama, lone, monkeypatch):
+    """Under `sdpa_grouped`, suffixes after pasts of different lengths that attend over enough
+    pairs run one length at a time on the causal path (two rows share a length: one forward for
+    them); the rows equal those of one batched forward through explicit masks (eager)."""
+    import copy
+
+    from matbench.engine import prefill
+    from matbench.engine.prefill import prefill_rows
+    from matbench.engine.runtime import ModelRunner
+    from matbench.models.loading import resolve_attn
+
+    model = copy.deepcopy(tiny_llama.model)
+    model.config._attn_implementation = resolve_attn("sdpa_grouped")
+    grouped = ModelRunner(model, tiny_llama.text_config)
+    grouped.causal_past = True  # as on a GPU; on the CPU the attention builds the causal mask in full
+    eager = ModelRunner(tiny_llama.model, tiny_llama.text_config)
+    torch.manual_seed(3)
+
+    def rows(n, start=0):
+        return tuple(torch.randint(5, 100, (n,)).tolist()), tuple(range(start, start + n))
+
+    heads = [rows(n) for n in (9, 5, 9, 12)]
+    past = prefill_rows(eager, heads)
+    new = [rows(n, len(h[0])) for n, h in zip((7, 11, 3, 6), heads)]
+    batches, causal = [], []
+    real_batch, real_forward = prefill._prefill_batch, ModelRunner.forward
+    monkeypatch.setattr(prefill, "LONE_ATTENTION", lone)
+    monkeypatch.setattr(prefill, "_prefill_batch", lambda r, n, p, c: batches.append(len(n)) or real_batch(r, n, p, c))
+    monkeypatch.setattr(
+        ModelRunner, "forward", lambda s, *a, **k: causal.append(k["causal"]) or real_forward(s, *a, **k)
+    )
+    got = prefill_rows(grouped, new, past)
+    if lone == 1:  # past lengths 9 (rows 0 and 2), 5 and 12: three forwards, each causal over slots
+        assert sorted(batches) == [1, 1, 2] and causal == [True] * 3
+    else:  # too little attention to pay for a forward of its own: one batch, explicit masks
+        assert batches == [4] and causal == [False]
+    monkeypatch.undo()
+    ref = prefill_rows(eager, new, past)
+    for g, r in zip(got, ref):
+        assert torch.equal(g.positions, r.positions)
+        for x, y in zip(g.keys + g.values, r.keys + r.values):
+            assert torch.allclose(x, y, atol=1e-5)
+
+
+def test_slot_causal_needs_unpadded_pasts_and_increasing_coordinates(tiny_llama):
+    from matbench.engine.prefill import Rows, _slot_causal
+
+    def past(n, start=0):
+        return Rows([], [], torch.arange(start, start + n))
+
+    assert _slot_causal([((1, 2), (5, 6)), ((1,), (9,))], [past(5), past(5, 3)])
+    assert not _slot_causal([((1, 2), (5, 6)), ((1,), (9,))], [past(5), past(4)])  # a padded slot first
+    assert _slot_causal([((1, 2), (5, 6)), ((), ())], [past(5), past(4)])  # no new tokens: nothing to see
+    assert not _slot_causal([((1, 2), (4, 6))], [past(5)])  # coordinate 4 after 4
+    assert not _slot_causal([((1, 2), (7, 6))], None)
+    assert _slot_causal([((1, 2), (7, 9))], None)

@@ -8,14 +8,16 @@ little; it has no past and is exactly causal, so on models without sliding windo
 attention kernel's causal path. Rows of different lengths are right-padded. A padded token gets
 the coordinate right after the last real token of its row and is marked invalid as a key, so no
 real token ever attends to it (causality alone already hides it from the row's real tokens; the
-validity mask keeps it hidden from the suffix tokens that come later). Each row's real slots are
+validity mask keeps it hidden from the suffix tokens that come later). Under `sdpa_grouped` a
+suffix whose past is contiguous is causal over slots too and runs on the flash kernel's
+lower-right causal path; long suffixes after pasts of different lengths run one length at a time
+for it (`_causal_groups`). Each row's real slots are
 gathered back on the device: the result is the `EventCache` that `cache.prefill_pair` builds one
 pair at a time.
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,22 +45,89 @@ class Rows(NamedTuple):
     positions: torch.Tensor
 
 
+# A row whose new tokens attend over at least this many (query, key) pairs runs in a forward of its
+# own when the pasts of its batch differ in length (`_causal_groups`): 4k queries over 4k keys.
+LONE_ATTENTION = 2**24
+
+
 def prefill_rows(
     runner: ModelRunner,
     new: list[tuple[tuple[int, ...], tuple[int, ...]]],
     past: list[Rows] | None = None,
     chunk_size: int | None = None,
 ) -> list[Rows]:
-    """Append token rows `new[b] = (ids, positions)` after `past[b]` (or nothing), all in one
-    batch; returns each row's real keys/values and positions."""
+    """Append token rows `new[b] = (ids, positions)` after `past[b]` (or nothing), in as few
+    batched forwards as pay; returns each row's real keys/values and positions."""
+    groups = _causal_groups(runner, new, past)
+    if len(groups) == 1:
+        return _prefill_batch(runner, new, past, chunk_size)
+    rows: dict[int, Rows] = {}
+    for group in groups:
+        group_past = [past[b] for b in group] if past else None
+        rows.update(zip(group, _prefill_batch(runner, [new[b] for b in group], group_past, chunk_size)))
+    return [rows[b] for b in range(len(new))]
+
+
+def _causal_groups(
+    runner: ModelRunner, new: list[tuple[tuple[int, ...], tuple[int, ...]]], past: list[Rows] | None
+) -> list[list[int]]:
+    """The batches `prefill_rows` runs, as row indices. Right-padding pasts of different lengths
+    puts invalid slots before a row's new tokens, so its mask is no longer causal over slots and
+    the attention kernel computes every (query, key) block through an explicit mask. Where the
+    kernel takes a causal mask after a past (`runner.causal_past`), each length of past whose rows
+    attend over at least LONE_ATTENTION pairs runs alone, causal; the other rows stay together."""
+    everything = [list(range(len(new)))]
+    if not past or not runner.causal_past:
+        return everything
+    by_length: dict[int, list[int]] = {}
+    for b, p in enumerate(past):
+        by_length.setdefault(int(p.positions.shape[0]), []).append(b)
+    if len(by_length) == 1:
+        return everything
+    lone, rest = [], []
+    for length, group in by_length.items():
+        attention = sum(len(new[b][0]) * (length + len(new[b][0])) for b in group)
+        if attention >= LONE_ATTENTION:
+            lone.append(group)
+        else:
+            rest.extend(group)
+    return sorted([*lone, *([sorted(rest)] if rest else [])])
+
+
+def _slot_causal(new: list[tuple[tuple[int, ...], tuple[int, ...]]], past: list[Rows] | None) -> bool:
+    """Whether every row's explicit mask is the causal one over cache slots for its real tokens
+    (`ModelRunner.forward(causal=True)`): each row with new tokens has a past as long as the
+    batch's longest (no padded slot before its new tokens) and coordinates that strictly
+    increase over its past and its new tokens."""
+    width = max(int(p.positions.shape[0]) for p in past) if past else 0
+    for b, (_, positions) in enumerate(new):
+        if not positions:
+            continue
+        before = past[b].positions if past else torch.empty(0, dtype=torch.long)
+        if before.shape[0] != width:
+            return False
+        coords = torch.cat([before, torch.tensor(positions, dtype=torch.long)])
+        if not bool((coords[1:] > coords[:-1]).all()):
+            return False
+    return True
+
+
+def _prefill_batch(
+    runner: ModelRunner,
+    new: list[tuple[tuple[int, ...], tuple[int, ...]]],
+    past: list[Rows] | None,
+    chunk_size: int | None,
+) -> list[Rows]:
+    """`prefill_rows` in one batch (in chunks of queries where it is too long)."""
     ids, pos, valid = _padded(new, past)
     width = ids.shape[1]
     cache, past_coords, past_valid = _past_cache(past, len(new), width)
     device = runner.device
     ids_d, pos_d, valid_d = (to_device(t, device) for t in (ids, pos, valid))
     past_coords, past_valid = to_device(past_coords, device), to_device(past_valid, device)
-    # No past and strictly increasing positions: the explicit mask is the causal one.
-    causal = not past and all(all(a < b for a, b in itertools.pairwise(p)) for _, p in new)
+    # The explicit mask is the causal one over slots: the kernel's, where it takes one after a
+    # past (a chunk after the first has the earlier chunks as its past).
+    causal = (runner.causal_past or not past) and _slot_causal(new, past)
     # A prefill too long to attend at once runs in chunks of queries (on a GPU, by its memory).
     step = chunk_size or runner.prefill_chunk(len(new), width, int(past_coords.shape[1])) or width
     for start in range(0, width, step):
@@ -70,7 +139,7 @@ def prefill_rows(
             query_coords=pos_d[:, start:end],
             key_coords=torch.cat([past_coords, pos_d[:, :end]], dim=1),
             key_valid=torch.cat([past_valid, valid_d[:, :end]], dim=1),
-            causal=causal and start == 0,
+            causal=causal and (start == 0 or runner.causal_past),
         )
     return _real_rows(cache, past, pos, [len(row_ids) for row_ids, _ in new])
 

@@ -144,6 +144,10 @@ class ModelRunner:
         self._mask_by_type = "sliding_attention" in set(layer_types)
         impl = getattr(self.model.config, "_attn_implementation", None) or "eager"
         self._bool_masks = impl in ("sdpa", GROUPED_SDPA)
+        # Whether a causal mask after a past is left to the attention kernel: `sdpa_grouped` on a
+        # GPU, whose flash kernel takes it (`kernels.attention`). Elsewhere it would be built in
+        # full as the explicit one is, so the CPU keeps its batches and its numbers.
+        self.causal_past = impl == GROUPED_SDPA and not any(self.windows) and self.device.type == "cuda"
         if impl.startswith("flash"):
             raise MatbenchError(
                 f"attn_implementation {impl!r} takes no arbitrary masks; sparse serving needs {GROUPED_SDPA!r}, 'sdpa' or 'eager'"
@@ -261,12 +265,13 @@ class ModelRunner:
         """One forward step appending `input_ids` `[B, T]` to `cache` (in place).
 
         `key_coords`/`key_valid` are `[B, K]` with K = cache length + T (the new tokens included).
-        `causal=True` is the caller's word that the cache is empty, each row's valid tokens come
-        first and their coordinates strictly increase: the explicit mask is then the plain causal
-        one for every valid token (a padded key sits after them all), so on a model without
-        sliding windows it is left to the attention kernel (causal kernels skip the blocks above
-        the diagonal). Sliding windows are counted in coordinates, which transformers' own masks
-        would count in slots, so those models always get the explicit masks.
+        `causal=True` is the caller's word that in every row the cache's rows (if any) are all
+        valid, the new valid tokens come next and the coordinates strictly increase over both:
+        the explicit mask is then the plain causal one over cache slots for every valid token (a
+        padded key sits after them all), so on a model without sliding windows it is left to the
+        attention kernel (causal kernels skip the blocks above the diagonal). After a past this
+        needs `causal_past` (`sdpa_grouped`). Sliding windows are counted in coordinates, which
+        transformers' own masks would count in slots, so those models always get the explicit masks.
         `head_valid` `[L, B, H_kv, K]` (a per-layer, per-KV-head selection) further hides, in
         layer l, from the query heads of KV head h every key whose entry is False.
         Returns logits `[B, logits_to_keep or T, vocab]` in float32.
@@ -278,8 +283,8 @@ class ModelRunner:
         if position_ids.shape != input_ids.shape or query_coords.shape != input_ids.shape:
             raise ValueError("position_ids and query_coords must have the shape of input_ids")
         device = self.device
-        if causal and past:
-            raise ValueError("causal=True needs an empty cache")
+        if causal and past and not self.causal_past:
+            raise ValueError("causal=True after a past needs causal_past (sdpa_grouped on a GPU, no sliding windows)")
         if causal and not any(self.windows):
             # No mask: transformers makes the causal one (none at all for SDPA kernels). It reads
             # position gaps as packed sequences only when called without a cache, never here; a

@@ -10,6 +10,10 @@ Here the query heads of a group are folded into the query axis instead,
 
 so SDPA's memory-efficient kernel reads each KV head once and still takes an arbitrary mask.
 The arithmetic is the same attention, so the faithfulness gates apply unchanged.
+A forward whose mask is plain causal over the cache slots (no past, or a past of contiguous rows:
+`ModelRunner.forward(causal=True)`) takes no mask at all: the causal kernels skip the blocks above
+the diagonal, and after a past the flash kernel aligns the diagonal to the lower right
+(`causal_lower_right`). `grouped_mask` is the mask function that leaves such a mask out.
 cuDNN attention is left out on purpose: it builds an execution plan for every new shape, and
 matbench's shapes change with every batch (on an H200 at Qwen3-8B shape, 8 pairs per batch,
 prefill ran at 15.1k tokens/s with cuDNN and 20.8k without: benchmarks/discovery-qwen3-8b-sdpa-grouped-cudnn.json
@@ -23,7 +27,9 @@ import functools
 
 import torch
 import torch.nn.functional as F
+from torch.backends.cuda import SDPAParams, can_use_flash_attention
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 from matbench.errors import MatbenchError
 
@@ -56,7 +62,14 @@ def grouped_sdpa_forward(
                 query, key, value, dropout_p=0.0, scale=scaling, is_causal=True, enable_gqa=True
             )
         return out.transpose(1, 2).contiguous(), None
-    if attention_mask is None:  # causal with a past: lower right, explicit
+    if attention_mask is None and can_use_flash_attention(SDPAParams(query, key, value, None, 0.0, False, True)):
+        # Causal after a past: the flash kernel's lower-right diagonal, without a [T, K] mask
+        # (the memory-efficient kernel with a mask computes every block, the masked ones too).
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=causal_lower_right(length, kv_length), scale=scaling, enable_gqa=True
+        )
+        return out.transpose(1, 2).contiguous(), None
+    if attention_mask is None:  # causal with a past, where flash does not apply (CPU, float32): explicit
         attention_mask = torch.ones(length, kv_length, dtype=torch.bool, device=query.device).tril(kv_length - length)
         attention_mask = attention_mask[None, None].expand(batch, 1, length, kv_length)
     if attention_mask.dtype != torch.bool:
@@ -75,14 +88,32 @@ def grouped_sdpa_forward(
     return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None
 
 
+def grouped_mask(
+    *args,
+    mask_function=None,
+    attention_mask: torch.Tensor | None = None,
+    allow_is_causal_skip: bool = True,
+    **kwargs,
+) -> torch.Tensor | None:
+    """transformers' `sdpa_mask`, except that a causal mask without padding is left out after a
+    past too (transformers' own skips it only without one): over the cache slots it is the
+    lower-right causal mask, which `grouped_sdpa_forward` applies itself. A sliding window, a
+    padding mask or any other mask function is built as `sdpa_mask` builds it."""
+    from transformers.masking_utils import causal_mask_function, sdpa_mask
+
+    if allow_is_causal_skip and attention_mask is None and mask_function in (None, causal_mask_function):
+        return None
+    if mask_function is not None:
+        kwargs["mask_function"] = mask_function
+    return sdpa_mask(*args, attention_mask=attention_mask, allow_is_causal_skip=allow_is_causal_skip, **kwargs)
+
+
 @functools.cache
 def register() -> str:
     """Make `NAME` a valid `attn_implementation` for transformers models; idempotent."""
     from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
     AttentionInterface.register(NAME, grouped_sdpa_forward)
-    # A purely causal mask (no past, no padding) is skipped, as for transformers' own sdpa, so the
-    # forward above takes the causal kernel path.
-    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, grouped_mask)
     return NAME
