@@ -88,24 +88,18 @@ def grouped_sdpa_forward(
     return out.reshape(batch, heads, length, dim).transpose(1, 2).contiguous(), None
 
 
-def grouped_mask(
-    *args,
-    mask_function=None,
-    attention_mask: torch.Tensor | None = None,
-    allow_is_causal_skip: bool = True,
-    **kwargs,
-) -> torch.Tensor | None:
-    """transformers' `sdpa_mask`, except that a causal mask without padding is left out after a
-    past too (transformers' own skips it only without one): over the cache slots it is the
-    lower-right causal mask, which `grouped_sdpa_forward` applies itself. A sliding window, a
-    padding mask or any other mask function is built as `sdpa_mask` builds it."""
+def grouped_mask(**kwargs) -> torch.Tensor | None:
+    """transformers' `sdpa_mask` (which transformers calls with keywords only), except that a
+    causal mask without padding is left out after a past too (transformers' own skips it only
+    without one): over the cache slots it is the lower-right causal mask, which
+    `grouped_sdpa_forward` applies itself. A sliding window, a padding mask or any other mask
+    function is built as `sdpa_mask` builds it."""
     from transformers.masking_utils import causal_mask_function, sdpa_mask
 
-    if allow_is_causal_skip and attention_mask is None and mask_function in (None, causal_mask_function):
+    plain = kwargs.get("mask_function", causal_mask_function) is causal_mask_function
+    if kwargs.get("allow_is_causal_skip", True) and kwargs.get("attention_mask") is None and plain:
         return None
-    if mask_function is not None:
-        kwargs["mask_function"] = mask_function
-    return sdpa_mask(*args, attention_mask=attention_mask, allow_is_causal_skip=allow_is_causal_skip, **kwargs)
+    return sdpa_mask(**kwargs)
 
 
 @functools.cache
