@@ -274,12 +274,37 @@ def test_the_benchmarks_readme_lists_every_record_as_its_files_say():
     from pathlib import Path
 
     from matbench.bench.records import history_table
+    from matbench.bench.targets import TARGETS, cited, current_table
 
     folder = Path(__file__).resolve().parents[1] / "benchmarks"
     readme = (folder / "README.md").read_text()
-    table = history_table(folder)
-    assert readme.rstrip().endswith(table)  # the README closes with the generated table
-    assert table.count("\n") - 1 == len(list(folder.glob("*.json")))  # a row per record
+    current, history = current_table(folder), history_table(folder, cited())
+    assert "## Current targets\n" in readme and current in readme  # the generated targets table
+    assert readme.rstrip().endswith(history)  # the README closes with the generated history
+    assert current.count("\n") - 1 == len(TARGETS)  # a row per target
+    # every record once: cited by a target, or a row of the history
+    assert history.count("\n") - 1 + len(cited()) == len(list(folder.glob("*.json")))
+    assert all((folder / name).is_file() for name in cited())
+
+
+def test_a_target_reads_its_figure_from_its_record(tmp_path):
+    from matbench.bench.targets import Target, current_table
+
+    record = {
+        "command": "matbench bench discovery",
+        "recorded": {"date": "2026-12-07", "commit": "abc1234", "hardware": "H"},
+    }
+    (tmp_path / "d.json").write_text(json.dumps({**record, "engine": {"pairs_per_s": 31.456}}))
+    faster = Target("discovery", 30, "pairs/s", False, "d.json", lambda r: r["engine"]["pairs_per_s"])
+    share = Target("share", 0.25, "%", True, "d.json", lambda r: r["engine"]["pairs_per_s"] / 100)
+    pending = Target("contract", 10, "min", True, None)
+    lines = current_table(tmp_path, (faster, share, pending)).splitlines()[2:]
+    assert lines[0] == (
+        "| discovery | ≥ 30 pairs/s | 31.46 pairs/s | yes | `d.json` | 2026-12-07 | abc1234 | H "
+        "| `matbench bench discovery` |"
+    )
+    assert lines[1].startswith("| share | ≤ 25% | 31% | no | `d.json` |")
+    assert lines[2] == "| contract | ≤ 10 min | not measured yet | | | | | | |"
 
 
 def test_a_record_that_does_not_say_how_it_was_made_is_named_in_one_line(tmp_path):

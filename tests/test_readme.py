@@ -65,3 +65,11 @@ def test_the_quickstart_time_and_output_are_the_records():
     )
     printed = re.findall(r"```text\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.DOTALL)[0]
     assert printed.splitlines() == record["printed"]
+
+
+def test_the_performance_section_is_the_targets_table():
+    from matbench.bench.targets import readme_table
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Performance") : readme.index("## Tests")]
+    assert readme_table(ROOT / "benchmarks") in section

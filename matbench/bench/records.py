@@ -80,12 +80,16 @@ def read_bench_records(folder: Path) -> list[BenchRecord]:
     return sorted(records, key=lambda r: (r.date, r.file))
 
 
-def history_table(folder: Path) -> str:
-    """The Markdown table of the records of `folder`, oldest first."""
-    return "\n".join([*HEADER, *(r.row() for r in read_bench_records(folder))])
+def history_table(folder: Path, current: set[str] | frozenset[str] = frozenset()) -> str:
+    """The Markdown table of the records of `folder` but the `current` ones, oldest first."""
+    rows = [r.row() for r in read_bench_records(folder) if r.file not in current]
+    return "\n".join([*HEADER, *rows])
 
 
-if __name__ == "__main__":  # python -m matbench.bench.records benchmarks
+if __name__ == "__main__":  # python -m matbench.bench.records benchmarks: the README's two tables
     import sys
 
-    print(history_table(Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks")))
+    from matbench.bench.targets import cited, current_table
+
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks")
+    print(current_table(folder), history_table(folder, cited()), sep="\n\n")
