@@ -173,3 +173,35 @@ def test_slot_causal_needs_unpadded_pasts_and_increasing_coordinates(tiny_llama)
     assert not _slot_causal([((1, 2), (4, 6))], [past(5)])  # coordinate 4 after 4
     assert not _slot_causal([((1, 2), (7, 6))], None)
     assert _slot_causal([((1, 2), (7, 9))], None)
+
+
+def test_chunks_after_the_first_run_causal_and_equal_one_forward(tiny_llama, monkeypatch):
+    """A chunked prefill of right-padded rows: with `causal_past`, every chunk after the first is
+    causal over slots too (a row whose real tokens ended in an earlier chunk has only padded
+    queries left), and the rows equal those of one explicit forward."""
+    import copy
+
+    from matbench.engine.prefill import prefill_rows
+    from matbench.engine.runtime import ModelRunner
+    from matbench.models.loading import resolve_attn
+
+    model = copy.deepcopy(tiny_llama.model)
+    model.config._attn_implementation = resolve_attn("sdpa_grouped")
+    grouped = ModelRunner(model, tiny_llama.text_config)
+    grouped.causal_past = True
+    eager = ModelRunner(tiny_llama.model, tiny_llama.text_config)
+    torch.manual_seed(4)
+    new = [(tuple(torch.randint(5, 100, (n,)).tolist()), tuple(range(3, 3 + 2 * n, 2))) for n in (9, 5, 12)]
+    causal = []
+    real_forward = ModelRunner.forward
+    monkeypatch.setattr(
+        ModelRunner, "forward", lambda s, *a, **k: causal.append(k["causal"]) or real_forward(s, *a, **k)
+    )
+    got = prefill_rows(grouped, new, chunk_size=4)
+    assert causal == [True, True, True]  # 12 tokens in chunks of 4
+    monkeypatch.undo()
+    ref = prefill_rows(eager, new)
+    for g, r in zip(got, ref):
+        assert torch.equal(g.positions, r.positions)
+        for x, y in zip(g.keys + g.values, r.keys + r.values):
+            assert torch.allclose(x, y, atol=1e-5)
