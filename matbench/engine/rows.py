@@ -19,9 +19,12 @@ def gather_rows(
     """Per layer, keys and values `[B, H, W + spare, D]` whose slot w < W of row b is `sources[b]`'s
     (an `EventCache` or prefill `Rows`: per-layer `keys`/`values` `[1, H, T, D]` and `positions`)
     row `slots[b, w]` (the last `spare` slots are room for `runtime.cache_from_rows(..., length=W)`):
-    one index_select per layer and tensor over the distinct source caches, on their device,
-    whatever the number of requests. A slot of -1 (padding) takes an arbitrary row: callers mark
-    it an invalid key, so its content never reaches an output."""
+    on a GPU one index_select per layer and tensor over the distinct source caches, whatever the
+    number of requests; on the CPU one per request, into the buffer (`_gather_per_row`). A slot of
+    -1 (padding) takes an arbitrary row: callers mark it an invalid key, so its content never
+    reaches an output."""
+    if sources[0].keys[0].device.type == "cpu":
+        return _gather_per_row(sources, slots, spare)
     distinct: dict[int, int] = {}
     pool: list[Any] = []
     for cache in sources:
@@ -43,6 +46,25 @@ def gather_rows(
             gathered = rows_pool.index_select(1, on_device(rows_pool.device))
             buffer = gathered.new_empty(batch, heads, width + spare, dim)
             buffer[:, :, :width] = gathered.view(heads, batch, width, dim).transpose(0, 1)
+            target.append(buffer)
+    return out
+
+
+def _gather_per_row(
+    sources: Sequence[Any], slots: torch.Tensor, spare: int
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """`gather_rows` on the CPU: each request's rows selected straight into its part of the buffer,
+    one pass over the memory (the pooled gather writes every row twice, and the CPU's memory
+    bandwidth pays for both); on a GPU the per-row calls would each be a kernel launch."""
+    batch, width = slots.shape
+    index = slots.clamp(min=0)
+    out: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
+    for layer in range(len(sources[0].keys)):
+        for name, target in (("keys", out[0]), ("values", out[1])):
+            first = getattr(sources[0], name)[layer]
+            buffer = first.new_empty(batch, first.shape[1], width + spare, first.shape[3])
+            for b, cache in enumerate(sources):
+                torch.index_select(getattr(cache, name)[layer][0], 1, index[b], out=buffer[b, :, :width])
             target.append(buffer)
     return out
 
