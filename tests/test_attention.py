@@ -163,3 +163,17 @@ def test_unknown_attention_is_one_line():
 
     with pytest.raises(MatbenchError, match="unknown attention implementation 'flash'"):
         resolve_attn("flash")
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_default_attention_is_grouped_sdpa_unless_logits_are_soft_capped(device):
+    from transformers import Gemma2Config
+
+    from matbench.models.loading import default_attn
+    from tests.helpers import tiny_config
+
+    assert default_attn(tiny_config("llama"), device) == "sdpa_grouped"
+    assert default_attn(tiny_config("gemma3"), device) == "sdpa_grouped"
+    capped = Gemma2Config(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2)
+    assert capped.attn_logit_softcapping  # Gemma 2 soft-caps by default: SDPA cannot apply it
+    assert default_attn(capped, device) == "eager"

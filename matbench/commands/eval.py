@@ -126,7 +126,7 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--attn-implementation",
         choices=ATTN_IMPLEMENTATIONS,
-        help="attention kernel (default: sdpa_grouped on CPU = SDPA without per-head K/V copies, eager on GPU; see docs/running.md)",
+        help="attention kernel (default: sdpa_grouped = SDPA without per-head K/V copies, eager for soft-capped logits; see docs/running.md)",
     )
     p.add_argument(
         "--decode-graphs",

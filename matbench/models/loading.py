@@ -149,15 +149,13 @@ ATTN_IMPLEMENTATIONS = ("sdpa_grouped", "sdpa", "eager")  # sdpa_grouped: matben
 
 
 def default_attn(config: Any, device: str) -> str:
-    """`sdpa_grouped` on the CPU (half the serving time of transformers' `sdpa`, which copies K/V
-    per query head), eager for logit soft-capping (Gemma 2) and on GPUs. On GPUs: with CUDA SDPA,
-    gate A once failed on 1 Gemma 3 270M pair in 64 (|dlogit| 2.45; H200, torch 2.11) where eager
-    passed every gate; `sdpa_grouped` passes every gate on the H200 at Qwen3-8B and Gemma-3-12B
-    shapes (benchmarks/gpu-gates-random-shapes.json) and is 1.3x (discovery) to 2x (32k contexts)
-    faster, but stays opt-in
-    (`--attn-implementation sdpa_grouped --check`) until that Gemma pair is rerun with it."""
+    """`sdpa_grouped` (SDPA without transformers' per-head K/V copies; flash with lower-right
+    causality where a prefill's past is contiguous), eager for logit soft-capping (Gemma 2, which
+    SDPA cannot apply). On GPUs it passes every gate with the offline models' real weights and
+    gives eager's outcome classes (benchmarks/gpu-default-attention.json); `--attn-implementation
+    eager` stays available."""
     text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    if device.startswith("cuda") or getattr(text, "attn_logit_softcapping", None):
+    if getattr(text, "attn_logit_softcapping", None):
         return "eager"
     return "sdpa_grouped"
 
