@@ -342,6 +342,17 @@ def test_contract_bench_times_every_contract_suite_of_one_loaded_model(tiny_dir,
     assert record["command"] == "matbench " + " ".join([*argv, "--results", str(results), "--output", str(out)])
 
 
+def test_a_record_names_the_device_a_benchmark_chose_itself(tiny_dir, tmp_path, monkeypatch):
+    from matbench.bench import records
+
+    monkeypatch.setattr(records, "hardware", lambda device: f"hardware of {device}")
+    out = tmp_path / "contract.json"
+    argv = ["bench", "contract", "--model", str(tiny_dir), "--n", "1", "--output", str(out)]  # no --device
+    assert main(argv) == 0
+    record = json.loads(out.read_text())
+    assert record["machine"]["device"] == "cpu" and record["recorded"]["hardware"] == "hardware of cpu"
+
+
 def test_contract_bench_refuses_a_results_folder_that_would_resume(tmp_path, capsys):
     (tmp_path / "old.json").write_text("{}")
     argv = ["bench", "contract", "--model", "smollm2-135m", "--results", str(tmp_path)]

@@ -117,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
     if record.get("processes"):
         command = f"torchrun --nproc-per-node {record['processes']} -m {command}"
     record["command"] = command
-    record[RECORDED] = recorded_now(getattr(args, "device", None))
+    # the device it ran on: a benchmark left to the default device (contract) names it itself
+    ran_on = (record.get("machine") or {}).get("device") or getattr(args, "device", None)
+    record[RECORDED] = recorded_now(ran_on)
     if args.output:
         write_json(Path(args.output), record)
     print(json.dumps(record, indent=1))
