@@ -5,9 +5,12 @@
 # output difference. `python benchmarks/scripts/attention_paths.py --out OUT.json`
 import argparse
 import json
+import shlex
+import sys
 
 import torch
 
+from matbench.bench.records import recorded_now
 from matbench.kernels.attention import grouped_sdpa_forward
 
 parser = argparse.ArgumentParser()
@@ -58,5 +61,7 @@ for queries in args.queries:
         rows.append(measure(queries, past))
         print(rows[-1], flush=True)
 out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "shape": "qwen3-8b heads", "rows": rows}
+out["command"] = "python " + shlex.join(sys.argv)
+out["recorded"] = recorded_now("cuda")
 with open(args.out, "w") as f:
     json.dump(out, f, indent=1)

@@ -6,10 +6,13 @@
 # (the offline aliases by default; --device cpu runs the same comparison on the CPU).
 import argparse
 import json
+import shlex
+import sys
 import time
 
 import torch
 
+from matbench.bench.records import recorded_now
 from matbench.data_gen import SUITES
 from matbench.engine.batches import score_in_batches
 from matbench.engine.gates import run_gates
@@ -73,5 +76,7 @@ for model in args.models:
     )
     out["models"][model] = by_attn
     print(model, "same outcome", by_attn["same_outcome"], "of", len(arms), flush=True)
+out["command"] = "python " + shlex.join(sys.argv)
+out["recorded"] = recorded_now(args.device)
 with open(args.out, "w") as fh:
     json.dump(out, fh, indent=1)

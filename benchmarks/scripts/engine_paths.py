@@ -6,10 +6,13 @@
 # (random Qwen3-8B weights in bf16 on cuda by default; --shape, --dtype, --device, --attn to change).
 import argparse
 import json
+import shlex
+import sys
 import time
 
 import torch
 
+from matbench.bench.records import recorded_now
 from matbench.data_gen import SUITES
 from matbench.data_gen.dialogs import DialogSources
 from matbench.engine.batches import score_in_batches
@@ -67,5 +70,7 @@ out["max_abs_probe_logp_diff"] = max(
     abs(p - q) for x, y in arms for u, v in zip(x.probe_logp, y.probe_logp) for p, q in zip(u, v)
 )
 print(json.dumps({k: v for k, v in out.items() if k != "gates"}), flush=True)
+out["command"] = "python " + shlex.join(sys.argv)
+out["recorded"] = recorded_now(args.device)
 with open(args.out, "w") as fh:
     json.dump(out, fh, indent=1)
