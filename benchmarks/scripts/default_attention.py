@@ -32,6 +32,8 @@ args = parser.parse_args()
 sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
 pairs = SUITES.get(args.suite).generate(0, args.n)
 out = {"suite": args.suite, "pairs": len(pairs), "device": args.device, "models": {}}
+out["command"] = "python " + shlex.join(sys.argv)
+out["recorded"] = recorded_now(args.device)
 if args.device.startswith("cuda"):
     out["gpu"] = torch.cuda.get_device_name()
 
@@ -76,7 +78,5 @@ for model in args.models:
     )
     out["models"][model] = by_attn
     print(model, "same outcome", by_attn["same_outcome"], "of", len(arms), flush=True)
-out["command"] = "python " + shlex.join(sys.argv)
-out["recorded"] = recorded_now(args.device)
-with open(args.out, "w") as fh:
-    json.dump(out, fh, indent=1)
+    with open(args.out, "w") as fh:  # after each model: a run stopped early keeps the models it finished
+        json.dump(out, fh, indent=1)
