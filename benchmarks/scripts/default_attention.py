@@ -24,9 +24,11 @@ parser.add_argument("--out", required=True)
 parser.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"])
 parser.add_argument("--attn", nargs=2, default=["sdpa_grouped", "eager"], help="candidate, then reference")
 parser.add_argument("--suite", default="discovery")
+parser.add_argument("--readout", default="probe", help="short where a tokenizer cannot tell the probe's answers apart")
 parser.add_argument("--n", type=int, default=64)
 parser.add_argument("--batch-pairs", type=int, default=32)
 parser.add_argument("--device", default="cuda")
+parser.add_argument("--dtype", default=None, help="default: the device's (bfloat16 on CUDA, float32 on the CPU)")
 args = parser.parse_args()
 
 sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
@@ -39,9 +41,9 @@ if args.device.startswith("cuda"):
 
 
 def run(model: str, attn: str) -> tuple[dict, list]:
-    loaded = load_model(model, device=args.device, attn_implementation=attn, progress=False)
+    loaded = load_model(model, device=args.device, dtype=args.dtype, attn_implementation=attn, progress=False)
     engine = PairEngine(loaded)
-    combos = [("probe", engine.serving)]
+    combos = [(args.readout, engine.serving)]
     failed, worst, records = [], {}, []
     start = time.perf_counter()
     for batch in score_in_batches(engine, pairs, combos, args.batch_pairs, sync=sync):
@@ -74,7 +76,8 @@ for model in args.models:
     by_attn["arms"] = len(arms)
     by_attn["same_outcome"] = sum(x.outcome == y.outcome for x, y in arms)
     by_attn["max_abs_probe_logp_diff"] = max(
-        abs(p - q) for x, y in arms for u, v in zip(x.probe_logp, y.probe_logp) for p, q in zip(u, v)
+        (abs(p - q) for x, y in arms for u, v in zip(x.probe_logp, y.probe_logp) for p, q in zip(u, v)),
+        default=None,
     )
     out["models"][model] = by_attn
     print(model, "same outcome", by_attn["same_outcome"], "of", len(arms), flush=True)
