@@ -50,7 +50,8 @@ def run(model: str, attn: str) -> tuple[dict, list]:
         for (pair, layout, caches), by_combo in batch:
             records.append(by_combo[combos[0]])
             for gate in run_gates(engine, pair, layout, caches, records[-1]):
-                worst[gate.name] = max(worst.get(gate.name, 0.0), gate.max_abs_diff)
+                if gate.max_abs_diff is not None:  # None: the gate does not apply to the pair (skipped)
+                    worst[gate.name] = max(worst.get(gate.name, 0.0), gate.max_abs_diff)
                 if not gate.passed:
                     failed.append([pair.item_id, gate.name, gate.max_abs_diff])
     sync()
