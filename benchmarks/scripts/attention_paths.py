@@ -10,6 +10,7 @@ import sys
 
 import torch
 
+from matbench.bench.common import machine
 from matbench.bench.records import recorded_now
 from matbench.kernels.attention import grouped_sdpa_forward
 
@@ -62,6 +63,7 @@ for queries in args.queries:
         print(rows[-1], flush=True)
 out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "shape": "qwen3-8b heads", "rows": rows}
 out["command"] = "python " + shlex.join(sys.argv)
+out["machine"] = {**machine(), "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 out["recorded"] = recorded_now("cuda")
 with open(args.out, "w") as f:
     json.dump(out, f, indent=1)

@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from matbench.bench.common import machine
 from matbench.bench.records import recorded_now
 from matbench.data_gen import SUITES
 from matbench.engine.batches import score_in_batches
@@ -35,6 +36,7 @@ sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: No
 pairs = SUITES.get(args.suite).generate(0, args.n)
 out = {"suite": args.suite, "pairs": len(pairs), "device": args.device, "models": {}}
 out["command"] = "python " + shlex.join(sys.argv)
+out["machine"] = {**machine(), "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 out["recorded"] = recorded_now(args.device)
 if args.device.startswith("cuda"):
     out["gpu"] = torch.cuda.get_device_name()

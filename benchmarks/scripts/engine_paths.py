@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from matbench.bench.common import machine
 from matbench.bench.records import recorded_now
 from matbench.data_gen import SUITES
 from matbench.data_gen.dialogs import DialogSources
@@ -71,6 +72,7 @@ out["max_abs_probe_logp_diff"] = max(
 )
 print(json.dumps({k: v for k, v in out.items() if k != "gates"}), flush=True)
 out["command"] = "python " + shlex.join(sys.argv)
+out["machine"] = {**machine(), "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 out["recorded"] = recorded_now(args.device)
 with open(args.out, "w") as fh:
     json.dump(out, fh, indent=1)
