@@ -123,6 +123,7 @@ FUSED_LONG = ("long-context-gemma3-12b-0443ee3.json", "long-context-gemma3-12b-f
 GRAPHS_LONG = "long-context-gemma3-12b-decode-graphs.json"
 GRAPHS_DISCOVERY = "discovery-qwen3-8b-decode-graphs-b32.json"
 LEADERBOARD = "leaderboard-build-1000.json"
+ATTENTION_PATHS = "gpu-attention-paths.json"
 
 FIGURES = (
     Figure(
@@ -141,6 +142,15 @@ FIGURES = (
         lambda: (
             f"{fixed(ratio(*SDPA_LONG, ('prefill', 'tokens_per_s')), 1)}× eager's prefill tokens/s on a "
             f"{context_k(SDPA_LONG[0])} Gemma-3-12B-shaped context ({cite(SDPA_LONG[0])} against {cite(SDPA_LONG[1])})"
+        ),
+    ),
+    Figure(
+        "docs/running.md",
+        "attention call at Qwen3-8B's heads 3.1-5.0x faster (`benchmarks/gpu-attention-paths.json`)",
+        lambda: (
+            "attention call at Qwen3-8B's heads "
+            f"{fixed(min(r['speedup'] for r in record(ATTENTION_PATHS)['rows']), 1)}-"
+            f"{fixed(max(r['speedup'] for r in record(ATTENTION_PATHS)['rows']), 1)}x faster ({cite(ATTENTION_PATHS)})"
         ),
     ),
     Figure(
