@@ -195,8 +195,9 @@ class ModelRunner:
         transformers itself hands each kernel. (Known open issue: on an H200 with torch 2.11 and
         CUDA SDPA, Gemma 3 270M fails gate A on 1 item in 64, |dlogit| 2.45, with either mask
         format; the same item passes with a one-forward prefill, so the suspect is SDPA on the
-        suffix prefill after the shared prefix (q_len < kv_len, explicit mask). Eager passes
-        every gate and is the GPU default; `--check` catches it.)
+        suffix prefill after the shared prefix (q_len < kv_len, explicit mask). `sdpa_grouped`,
+        the default, passes every gate on that model's 64 pairs
+        (benchmarks/gpu-gates-gemma3-270m-real-sdpa-grouped.json); `--check` catches it.)
         """
         q = query_coords[:, None, :, None]
         k = key_coords[:, None, None, :]

@@ -151,9 +151,10 @@ ATTN_IMPLEMENTATIONS = ("sdpa_grouped", "sdpa", "eager")  # sdpa_grouped: matben
 def default_attn(config: Any, device: str) -> str:
     """`sdpa_grouped` (SDPA without transformers' per-head K/V copies; flash with lower-right
     causality where a prefill's past is contiguous), eager for logit soft-capping (Gemma 2, which
-    SDPA cannot apply). On GPUs it passes every gate with the offline models' real weights and
-    gives eager's outcome classes (benchmarks/gpu-default-attention.json); `--attn-implementation
-    eager` stays available."""
+    SDPA cannot apply). On GPUs, in float32 with real weights, it passes every gate and gives
+    eager's outcome classes (benchmarks/gpu-default-attention-smollm2.json,
+    gpu-default-attention-qwen2.5-coder.json; Gemma 3: gpu-gates-gemma3-270m-real-sdpa-grouped.json);
+    `--attn-implementation eager` stays available."""
     text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
     if getattr(text, "attn_logit_softcapping", None):
         return "eager"
