@@ -229,7 +229,9 @@ def test_gate_a_under_a_chunk_size_uses_the_chunked_reference(tiny, pairs, monke
     ("attn", "dtype", "hint"),
     [
         ("sdpa", "float32", "; try --attn-implementation eager"),
-        ("sdpa_grouped", "bfloat16", "; try --attn-implementation eager"),
+        ("sdpa_grouped", "bfloat16", "; rerun with --dtype float32 (the gates' tolerances are float32's)"),
+        ("eager", "bfloat16", "; rerun with --dtype float32 (the gates' tolerances are float32's)"),
+        ("sdpa_grouped", "float32", "; try --attn-implementation eager"),
         ("eager", "float32", "; rerun with --dtype float64 to tell rounding from a fault"),
         ("eager", "float64", ""),
     ],
@@ -353,3 +355,12 @@ def test_encodings_gate_catches_a_re_encoding_one_position_late(tiny_llama, monk
     layout, caches = engine.prepare(pair)
     result = encodings_gate(engine, pair, layout, caches)
     assert shifted and result is not None and not result.passed
+
+
+def test_a_layout_gate_failing_in_bfloat16_offers_float32():
+    failed = GateResult("layout", False, 1.07, "max |dlogit| 1.07e+00; argmax flips 1 (near ties: 0)")
+    with pytest.raises(GateFailure, match=r"gate layout failed on s-3: .*; rerun with --dtype float32 \(the gates'"):
+        require([failed], "s-3", "sdpa_grouped", "bfloat16")
+    with pytest.raises(GateFailure) as info:  # in float32 a layout failure is the layout's: no hint
+        require([failed], "s-3", "sdpa_grouped", "float32")
+    assert str(info.value).endswith("(near ties: 0)")

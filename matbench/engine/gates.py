@@ -348,14 +348,19 @@ def run_gates(
 
 
 def require(results: list[GateResult], item_id: str, attn_implementation: str, dtype: str) -> None:
-    """Raise on the first failed gate. A logit gate failing under a fused attention kernel may be
-    the kernel's rounding, so the error offers eager attention; failing under eager attention in
-    float32, it offers float64 (README, Faithfulness gates): rounding shrinks with the precision
-    (1.42e-3 -> 1.31e-4 at 40k tokens on SmolLM2), a fault keeps its size."""
+    """Raise on the first failed gate. A logit gate failing in bfloat16 or float16 offers float32:
+    there rounding moves real-weight logits by up to ~1 and flips near-tied answers under every
+    kernel (benchmarks/gpu-default-attention-smollm2-bf16.json), and the gates' tolerances are
+    float32's. Failing under a fused attention kernel it may be the kernel's rounding, so the error
+    offers eager attention; failing under eager attention in float32, it offers float64 (README,
+    Faithfulness gates): rounding shrinks with the precision (1.42e-3 -> 1.31e-4 at 40k tokens on
+    SmolLM2), a fault keeps its size."""
     for r in results:
         if not r.passed:
             hint = ""
-            if r.name in ("A", "B") and attn_implementation != "eager":
+            if r.name in ("A", "B", "layout") and dtype not in ("float32", "float64"):
+                hint = "; rerun with --dtype float32 (the gates' tolerances are float32's)"
+            elif r.name in ("A", "B") and attn_implementation != "eager":
                 hint = "; try --attn-implementation eager"
             elif r.name in ("A", "B") and dtype == "float32":
                 hint = "; rerun with --dtype float64 to tell rounding from a fault"
