@@ -2,7 +2,7 @@
 # of one harvest dialog (its natural questions, then its injected items): every gate on the fast
 # path (gate A checks the shared rows against a plain forward, the encodings gate the batched
 # re-encodings), then both paths' outcome classes and probe log-probs compared, and their times.
-# `python benchmarks/scripts/engine_paths.py --locomo locomo10.json --tokenizer DIR --out OUT.json`
+# `python benchmarks/scripts/engine_paths.py --locomo locomo10.json --tokenizer DIR --out OUT.json [--natural N] [--injected N]`
 # (random Qwen3-8B weights in bf16 on cuda by default; --shape, --dtype, --device, --attn to change).
 import argparse
 import json
@@ -33,6 +33,7 @@ parser.add_argument("--attn", default="sdpa_grouped")
 parser.add_argument(
     "--natural", type=int, default=4, help="natural questions of the dialog (all its injected items run)"
 )
+parser.add_argument("--injected", type=int, default=None, help="injected items of the dialog (default: all)")
 parser.add_argument("--batch-pairs", type=int, default=8)
 args = parser.parse_args()
 
@@ -42,7 +43,7 @@ pairs = prefill_order(SUITES.get("harvest").generate(0, None, DialogSources(args
 dialog = pairs[0].variant.split("/")[2]
 ours = [p for p in pairs if p.variant.split("/")[2] == dialog]
 pairs = [p for p in ours if p.variant.startswith("natural")][: args.natural]
-pairs += [p for p in ours if p.variant.startswith("injected")]
+pairs += [p for p in ours if p.variant.startswith("injected")][: args.injected]
 out = {"shape": args.shape, "dtype": args.dtype, "attn": args.attn, "dialog": dialog, "pairs": len(pairs)}
 records = {}
 for fast in (True, False):
