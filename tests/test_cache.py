@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from matbench.cli import main
+from matbench.errors import MatbenchError
 from matbench.models.gguf import (
     SOURCE_FILE,
     convert_gguf,
@@ -81,11 +82,12 @@ def test_without_progress_the_dequantisation_bar_is_silenced_and_restored(capsys
     assert "dequantising" in capsys.readouterr().err
 
 
-def test_a_conversion_without_progress_loads_under_the_silenced_bar(tmp_path, monkeypatch):
-    from transformers import AutoModelForCausalLM
+def test_a_conversion_without_progress_loads_under_the_silenced_bar(tmp_path, monkeypatch, tokenizer):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
     monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda *args, **kwargs: tokenizer)  # read first
     source = resolve_source(str(write_gguf(tmp_path / "m.gguf", "M")))
     seen = []
 
@@ -178,12 +180,12 @@ def test_transformers_reads_each_gguf_files_metadata_once_inside_the_block(tmp_p
     assert gguf_utils.load_gguf_checkpoint is counting
 
 
-def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monkeypatch):
+def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monkeypatch, tokenizer):
     """load_model reads the config and converts under one `one_gguf_parse`; convert_gguf opens its own
     for the weights and tokenizer (a nested block keeps the outer one's readers); `matbench show`
     reads the config and the tokenizer under one."""
     import gguf
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from matbench.commands.show import weightless_engine
     from matbench.models import loading
@@ -199,6 +201,7 @@ def test_loading_and_converting_a_gguf_file_run_inside_one_parse(tmp_path, monke
         return record
 
     path = str(write_gguf(tmp_path / "m.gguf", "M"))
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda *args, **kwargs: tokenizer)  # read first
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", spy("weights"))
     with pytest.raises(Exception, match="could not load GGUF file 'm.gguf'"):
         convert_gguf(resolve_source(path), False)
@@ -298,3 +301,81 @@ def test_a_missing_gguf_package_is_named_before_any_conversion(tmp_path, monkeyp
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}")
     assert convert_gguf(source, False) == target  # already converted: no gguf needed
+
+
+def character_tokenizer():
+    """A tokenizer that splits text into single characters, as transformers 5.17.0 builds Gemma 3's
+    from its GGUF file."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    from matbench.models.gguf import SUBWORD_PROBE
+
+    chars = sorted(set(SUBWORD_PROBE))
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE({c: i for i, c in enumerate(chars)}, [])))
+
+
+def test_a_character_level_tokenizer_is_refused_before_the_weights_are_dequantised(tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from matbench.models.gguf import libraries
+
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    source = resolve_source(str(write_gguf(tmp_path / "m.gguf", "M")))
+    dequantised = []
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda *args, **kwargs: character_tokenizer())
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: dequantised.append(1))
+    with pytest.raises(MatbenchError) as info:
+        convert_gguf(source, False, progress=False)
+    assert str(info.value) == (
+        f"the tokenizer {libraries()} builds from m.gguf splits text into characters (44 tokens for 44 "
+        "characters of English), so every prompt would be tokenized wrongly: upgrade transformers and "
+        "tokenizers with `pip install -U transformers tokenizers`"
+    )
+    assert dequantised == [] and not list((tmp_path / "cache").rglob("config.json"))  # nothing cached
+
+
+def test_a_tokenizer_that_comes_back_wrong_from_its_saved_copy_is_not_cached(tmp_path, monkeypatch, tiny_dir):
+    """Built right in memory but read back character by character (transformers 5.17.0 with
+    tokenizers 0.23.3 on Gemma 3): refused after the conversion, and nothing is left in the cache."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    source = resolve_source(str(write_gguf(tmp_path / "m.gguf", "M")))
+    good = AutoTokenizer.from_pretrained(tiny_dir)
+    reads = []
+
+    def tokenizer_from(location, **kwargs):
+        reads.append("gguf" if kwargs.get("gguf_file") else "saved copy")
+        return good if kwargs.get("gguf_file") else character_tokenizer()
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", tokenizer_from)
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: model)
+    with pytest.raises(MatbenchError, match=r"builds from m.gguf, saved and read back, splits text into characters"):
+        convert_gguf(source, False, progress=False)
+    assert reads == ["gguf", "saved copy"] and not list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_a_cached_conversion_holding_a_character_level_tokenizer_names_the_copy_to_clear(
+    tmp_path, monkeypatch, tiny_dir
+):
+    from transformers import AutoConfig, AutoTokenizer
+
+    from matbench.models import loading
+
+    monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
+    write_gguf(tmp_path / "m.gguf", "M")
+    config = AutoConfig.from_pretrained(tiny_dir)
+    monkeypatch.setattr(loading, "load_config", lambda *a: config)
+    monkeypatch.setattr(loading, "check_servable", lambda *a: None)
+    monkeypatch.setattr(loading, "convert_gguf", lambda *a: tiny_dir)  # converted earlier
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda *a, **k: character_tokenizer())
+    with pytest.raises(MatbenchError) as info:
+        loading.load_model(str(tmp_path / "m.gguf"), device="cpu")
+    assert str(info.value) == (
+        f"the tokenizer in {tiny_dir} (converted from m.gguf) splits text into characters (44 tokens for 44 "
+        "characters of English), so every prompt would be tokenized wrongly: run `matbench cache clear` and "
+        "load the model again (if it comes back so, upgrade transformers and tokenizers with "
+        "`pip install -U transformers tokenizers`)"
+    )

@@ -203,6 +203,33 @@ def _record_source(folder: Path, source: ModelSource, file: Path) -> None:
     )
 
 
+# An English sentence that every subword vocabulary splits into a few tokens per word.
+SUBWORD_PROBE = " the quick brown fox jumps over the lazy dog"
+UPGRADE = "upgrade transformers and tokenizers with `pip install -U transformers tokenizers`"
+
+
+def libraries() -> str:
+    import tokenizers
+    import transformers
+
+    return f"transformers {transformers.__version__} (tokenizers {tokenizers.__version__})"
+
+
+def check_subword_tokenizer(tokenizer: Any, what: str, fix: str = UPGRADE) -> None:
+    """Refuse a tokenizer that splits text into single characters; `what` names it in the error.
+
+    Gemma 3's tokenizer built from its GGUF file comes back so once saved and read again under
+    transformers 5.17.0 with tokenizers 0.23.3 (44 tokens for `SUBWORD_PROBE`'s 44 characters;
+    9 under transformers 5.25.0): every prompt would then be tokenized differently from the
+    model's training, silently."""
+    n = len(tokenizer.encode(SUBWORD_PROBE, add_special_tokens=False))
+    if 2 * n > len(SUBWORD_PROBE):
+        raise MatbenchError(
+            f"{what} splits text into characters ({n} tokens for {len(SUBWORD_PROBE)} characters of English), "
+            f"so every prompt would be tokenized wrongly: {fix}"
+        )
+
+
 def require_gguf(source: ModelSource) -> None:
     """Refuse, in one line, to read a GGUF file without the gguf package: transformers' own message
     asks for torch too, and matbench's reading errors would blame the file."""
@@ -241,10 +268,14 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
     )
     try:
         with quiet_gguf_progress(progress), one_gguf_parse(source):
+            tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+            built = f"the tokenizer {libraries()} builds from {source.gguf_file}"
+            check_subword_tokenizer(tokenizer, built)  # before minutes of dequantising
             model = AutoModelForCausalLM.from_pretrained(
                 source.location, gguf_file=source.gguf_file, dtype=torch.float32, trust_remote_code=trust_remote_code
             )
-            tokenizer = AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+    except MatbenchError:
+        raise
     except Exception as exc:
         raise MatbenchError(
             f"could not load GGUF file {source.gguf_file!r} (truncated or corrupt?): {first_line(exc)}"
@@ -257,6 +288,11 @@ def convert_gguf(source: ModelSource, trust_remote_code: bool, progress: bool = 
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    try:  # what every later load reads: the saved copy, which some releases write wrongly
+        check_subword_tokenizer(AutoTokenizer.from_pretrained(tmp), f"{built}, saved and read back,")
+    except MatbenchError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     _record_source(tmp, source, file)
     try:
         tmp.replace(target)

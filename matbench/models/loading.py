@@ -16,6 +16,8 @@ from typing import Any
 
 from matbench.errors import MatbenchError, first_line
 from matbench.models.gguf import (
+    UPGRADE,
+    check_subword_tokenizer,
     convert_gguf,
     gguf_cache_dir,
     gguf_name,
@@ -272,6 +274,12 @@ def load_model(
         tokenizer = AutoTokenizer.from_pretrained(
             location, revision=source.revision, trust_remote_code=trust_remote_code
         )
+        if source.gguf_file:  # a copy converted earlier, perhaps by a release that saved it wrongly
+            check_subword_tokenizer(
+                tokenizer,
+                f"the tokenizer in {location} (converted from {source.gguf_file})",
+                f"run `matbench cache clear` and load the model again (if it comes back so, {UPGRADE})",
+            )
         try:
             model = auto.from_pretrained(location, revision=source.revision, **kwargs)
         except ValueError as exc:
