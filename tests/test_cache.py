@@ -328,8 +328,9 @@ def test_a_character_level_tokenizer_is_refused_before_the_weights_are_dequantis
     with pytest.raises(MatbenchError) as info:
         convert_gguf(source, False, progress=False)
     assert str(info.value) == (
-        f"the tokenizer {libraries()} builds from m.gguf splits text into characters (44 tokens for 44 "
-        "characters of English), so every prompt would be tokenized wrongly: upgrade transformers and "
+        f"the tokenizer {libraries()} builds from m.gguf splits common English into pieces (44 tokens for 9 "
+        "words, where a subword vocabulary gives about one each), so every prompt would be tokenized wrongly: "
+        "upgrade transformers and "
         "tokenizers with `pip install -U transformers tokenizers`"
     )
     assert dequantised == [] and not list((tmp_path / "cache").rglob("config.json"))  # nothing cached
@@ -352,7 +353,9 @@ def test_a_tokenizer_that_comes_back_wrong_from_its_saved_copy_is_not_cached(tmp
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", tokenizer_from)
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: model)
-    with pytest.raises(MatbenchError, match=r"builds from m.gguf, saved and read back, splits text into characters"):
+    with pytest.raises(
+        MatbenchError, match=r"builds from m.gguf, saved and read back, splits common English into pieces \(44 tokens"
+    ):
         convert_gguf(source, False, progress=False)
     assert reads == ["gguf", "saved copy"] and not list((tmp_path / "cache").rglob("*.json"))
 
@@ -374,8 +377,25 @@ def test_a_cached_conversion_holding_a_character_level_tokenizer_names_the_copy_
     with pytest.raises(MatbenchError) as info:
         loading.load_model(str(tmp_path / "m.gguf"), device="cpu")
     assert str(info.value) == (
-        f"the tokenizer in {tiny_dir} (converted from m.gguf) splits text into characters (44 tokens for 44 "
-        "characters of English), so every prompt would be tokenized wrongly: run `matbench cache clear` and "
+        f"the tokenizer in {tiny_dir} (converted from m.gguf) splits common English into pieces (44 tokens for 9 "
+        "words, where a subword vocabulary gives about one each), so every prompt would be tokenized wrongly: "
+        "run `matbench cache clear` and "
         "load the model again (if it comes back so, upgrade transformers and tokenizers with "
         "`pip install -U transformers tokenizers`)"
     )
+
+
+@pytest.mark.parametrize(("tokens", "refused"), [(9, False), (15, False), (16, True), (20, True)])
+def test_the_subword_check_allows_at_most_1_7_tokens_per_common_word(tokens, refused):
+    """20: Gemma 3's tokenizer as transformers 5.17.0 builds it from the GGUF file, in memory."""
+    from matbench.models.gguf import check_subword_tokenizer
+
+    class Counted:
+        def encode(self, text, add_special_tokens=True):
+            return list(range(tokens))
+
+    if refused:
+        with pytest.raises(MatbenchError, match=rf"^T splits common English into pieces \({tokens} tokens for 9 words"):
+            check_subword_tokenizer(Counted(), "T")
+    else:
+        check_subword_tokenizer(Counted(), "T")

@@ -203,8 +203,10 @@ def _record_source(folder: Path, source: ModelSource, file: Path) -> None:
     )
 
 
-# An English sentence that every subword vocabulary splits into a few tokens per word.
+# Nine common English words: a subword vocabulary gives about one token each (SmolLM2, Gemma 3 and
+# Qwen2.5 all give 9).
 SUBWORD_PROBE = " the quick brown fox jumps over the lazy dog"
+MAX_TOKENS_PER_WORD = 1.7
 UPGRADE = "upgrade transformers and tokenizers with `pip install -U transformers tokenizers`"
 
 
@@ -216,17 +218,18 @@ def libraries() -> str:
 
 
 def check_subword_tokenizer(tokenizer: Any, what: str, fix: str = UPGRADE) -> None:
-    """Refuse a tokenizer that splits text into single characters; `what` names it in the error.
+    """Refuse a tokenizer whose vocabulary has lost its merges; `what` names it in the error.
 
-    Gemma 3's tokenizer built from its GGUF file comes back so once saved and read again under
-    transformers 5.17.0 with tokenizers 0.23.3 (44 tokens for `SUBWORD_PROBE`'s 44 characters;
-    9 under transformers 5.25.0): every prompt would then be tokenized differently from the
+    transformers 5.17.0 (with tokenizers 0.23.3) builds Gemma 3's tokenizer from its GGUF file with
+    20 tokens for `SUBWORD_PROBE`, and the copy it saves reads back with 44, one per character;
+    5.18.0 and later give 9 both ways. Every prompt would be tokenized differently from the
     model's training, silently."""
     n = len(tokenizer.encode(SUBWORD_PROBE, add_special_tokens=False))
-    if 2 * n > len(SUBWORD_PROBE):
+    words = len(SUBWORD_PROBE.split())
+    if n > MAX_TOKENS_PER_WORD * words:
         raise MatbenchError(
-            f"{what} splits text into characters ({n} tokens for {len(SUBWORD_PROBE)} characters of English), "
-            f"so every prompt would be tokenized wrongly: {fix}"
+            f"{what} splits common English into pieces ({n} tokens for {words} words, where a subword "
+            f"vocabulary gives about one each), so every prompt would be tokenized wrongly: {fix}"
         )
 
 
