@@ -165,15 +165,15 @@ def test_unknown_attention_is_one_line():
         resolve_attn("flash")
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_default_attention_is_grouped_sdpa_unless_logits_are_soft_capped(device):
+def test_default_attention_is_grouped_sdpa_unless_logits_are_soft_capped():
+    """The same on every device: the choice reads the model's config only."""
     from transformers import Gemma2Config
 
     from matbench.models.loading import default_attn
     from tests.helpers import tiny_config
 
-    assert default_attn(tiny_config("llama"), device) == "sdpa_grouped"
-    assert default_attn(tiny_config("gemma3"), device) == "sdpa_grouped"
+    assert default_attn(tiny_config("llama")) == "sdpa_grouped"
+    assert default_attn(tiny_config("gemma3")) == "sdpa_grouped"
     capped = Gemma2Config(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2)
     assert capped.attn_logit_softcapping  # Gemma 2 soft-caps by default: SDPA cannot apply it
-    assert default_attn(capped, device) == "eager"
+    assert default_attn(capped) == "eager"

@@ -150,7 +150,7 @@ def resolve_device(device: str | None) -> str:
 ATTN_IMPLEMENTATIONS = ("sdpa_grouped", "sdpa", "eager")  # sdpa_grouped: matbench.attention.NAME
 
 
-def default_attn(config: Any, device: str) -> str:
+def default_attn(config: Any) -> str:
     """`sdpa_grouped` (SDPA without transformers' per-head K/V copies; flash with lower-right
     causality where a prefill's past is contiguous), eager for logit soft-capping (Gemma 2, which
     SDPA cannot apply). On GPUs, in float32 with real weights, it passes every gate and gives
@@ -267,7 +267,7 @@ def load_model(
         kwargs["config"] = with_yarn(config, rope_yarn, name)
     if device_map:
         kwargs["device_map"] = check_device_map(device_map, device)
-    chosen = attn_implementation or default_attn(config, device)
+    chosen = attn_implementation or default_attn(config)
     kwargs["attn_implementation"] = resolve_attn(chosen)
     auto = auto_model_class(config)
     try:

@@ -130,7 +130,7 @@ def random_model(
             f"vocabulary of {shape.sizes['vocab_size']}; pass a smaller --tokenizer"
         )
     config = AutoConfig.for_model(shape.model_type, **shape.sizes)
-    config._attn_implementation = resolve_attn(attn_implementation or default_attn(config, device))
+    config._attn_implementation = resolve_attn(attn_implementation or default_attn(config))
     torch.manual_seed(seed)
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype)).eval()
