@@ -359,3 +359,18 @@ def test_contract_bench_refuses_a_results_folder_that_would_resume(tmp_path, cap
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"--results {tmp_path} already holds files" in err
+
+
+def test_a_scripts_record_says_its_command_machine_and_when(monkeypatch):
+    import sys
+
+    from matbench.bench.common import machine
+    from matbench.bench.records import recorded_now, script_provenance
+
+    monkeypatch.setattr(sys, "argv", ["benchmarks/scripts/x.py", "--out", "a b.json"])
+    made = script_provenance("cpu")
+    assert made == {
+        "command": "python benchmarks/scripts/x.py --out 'a b.json'",
+        "machine": {**machine(), "gpu": None},
+        "recorded": recorded_now("cpu"),
+    }

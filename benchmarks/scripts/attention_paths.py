@@ -5,13 +5,10 @@
 # output difference. `python benchmarks/scripts/attention_paths.py --out OUT.json`
 import argparse
 import json
-import shlex
-import sys
 
 import torch
 
-from matbench.bench.common import machine
-from matbench.bench.records import recorded_now
+from matbench.bench.records import script_provenance
 from matbench.kernels.attention import grouped_sdpa_forward
 
 parser = argparse.ArgumentParser()
@@ -62,8 +59,6 @@ for queries in args.queries:
         rows.append(measure(queries, past))
         print(rows[-1], flush=True)
 out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "shape": "qwen3-8b heads", "rows": rows}
-out["command"] = "python " + shlex.join(sys.argv)
-out["machine"] = {**machine(), "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
-out["recorded"] = recorded_now("cuda")
+out.update(script_provenance("cuda"))
 with open(args.out, "w") as f:
     json.dump(out, f, indent=1)

@@ -6,14 +6,11 @@
 # (the offline aliases by default; --device cpu runs the same comparison on the CPU).
 import argparse
 import json
-import shlex
-import sys
 import time
 
 import torch
 
-from matbench.bench.common import machine
-from matbench.bench.records import recorded_now
+from matbench.bench.records import script_provenance
 from matbench.data_gen import SUITES
 from matbench.engine.batches import score_in_batches
 from matbench.engine.gates import run_gates
@@ -35,9 +32,7 @@ args = parser.parse_args()
 sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
 pairs = SUITES.get(args.suite).generate(0, args.n)
 out = {"suite": args.suite, "pairs": len(pairs), "device": args.device, "models": {}}
-out["command"] = "python " + shlex.join(sys.argv)
-out["machine"] = {**machine(), "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
-out["recorded"] = recorded_now(args.device)
+out.update(script_provenance(args.device))
 if args.device.startswith("cuda"):
     out["gpu"] = torch.cuda.get_device_name()
 

@@ -6,14 +6,11 @@
 # (random Qwen3-8B weights in bf16 on cuda by default; --shape, --dtype, --device, --attn to change).
 import argparse
 import json
-import shlex
-import sys
 import time
 
 import torch
 
-from matbench.bench.common import machine
-from matbench.bench.records import recorded_now
+from matbench.bench.records import script_provenance
 from matbench.data_gen import SUITES
 from matbench.data_gen.dialogs import DialogSources
 from matbench.engine.batches import score_in_batches
@@ -72,8 +69,6 @@ out["max_abs_probe_logp_diff"] = max(
     abs(p - q) for x, y in arms for u, v in zip(x.probe_logp, y.probe_logp) for p, q in zip(u, v)
 )
 print(json.dumps({k: v for k, v in out.items() if k != "gates"}), flush=True)
-out["command"] = "python " + shlex.join(sys.argv)
-out["machine"] = {**machine(), "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
-out["recorded"] = recorded_now(args.device)
+out.update(script_provenance(args.device))
 with open(args.out, "w") as fh:
     json.dump(out, fh, indent=1)

@@ -59,6 +59,22 @@ def recorded_now(device: str | None) -> dict[str, str]:
     }
 
 
+def script_provenance(device: str | None) -> dict[str, object]:
+    """The `command`, `machine` and `recorded` blocks of a record that a script (not `matbench
+    bench`) writes: this process's command line, the machine with its GPU, and `recorded_now`."""
+    import shlex
+    import sys
+
+    from matbench.bench.common import gpu_name, machine
+
+    ran_on = device if device and device.startswith("cuda") else "cpu"
+    return {
+        "command": "python " + shlex.join(sys.argv),
+        "machine": {**machine(), "gpu": gpu_name(ran_on)},
+        RECORDED: recorded_now(device),
+    }
+
+
 def read_bench_records(folder: Path) -> list[BenchRecord]:
     """Every record of `folder`, oldest first (then by name); one line naming a record that does
     not say when, where or how it was made."""
