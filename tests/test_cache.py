@@ -304,8 +304,8 @@ def test_a_missing_gguf_package_is_named_before_any_conversion(tmp_path, monkeyp
 
 
 def character_tokenizer():
-    """A tokenizer that splits text into single characters, as transformers 5.17.0 builds Gemma 3's
-    from its GGUF file."""
+    """A tokenizer that splits text into single characters, as Gemma 3's reads back from the copy
+    transformers 5.17.0 saves of it."""
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
@@ -337,8 +337,8 @@ def test_a_character_level_tokenizer_is_refused_before_the_weights_are_dequantis
 
 
 def test_a_tokenizer_that_comes_back_wrong_from_its_saved_copy_is_not_cached(tmp_path, monkeypatch, tiny_dir):
-    """Built right in memory but read back character by character (transformers 5.17.0 with
-    tokenizers 0.23.3 on Gemma 3): refused after the conversion, and nothing is left in the cache."""
+    """Built right in memory but read back character by character from its saved copy: refused
+    after the conversion, and nothing is left in the cache."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     monkeypatch.setenv("MATBENCH_CACHE", str(tmp_path / "cache"))
