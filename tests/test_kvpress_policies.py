@@ -22,6 +22,7 @@ from matbench.engine.layout import MemberLayout
 from matbench.engine.pair_engine import PairEngine
 from matbench.engine.policies import SelectionContext, parse_policy
 from matbench.engine.policies.kvpress_adapter import find_press, press_class
+from matbench.engine.policies.kvpress_calls import OWN_BUDGET, REFUSED
 from matbench.engine.runtime import cache_keyword
 
 CONTEXT = 200  # tokens: longer than SnapKV's 64-token window and Expected Attention's sinks
@@ -77,14 +78,7 @@ def kvpress_kept(model, ids: torch.Tensor, press, ratio: float) -> torch.Tensor:
 
     modules = [m for m in decoder.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in modules]
-    import inspect
-
-    layer_types = "layer_type" in inspect.signature(decoder.rotary_emb.forward).parameters and model.config.layer_types
-    for m in modules:  # what kvpress's context manager sets (Expected Attention reads it)
-        rotary = decoder.rotary_emb
-        if layer_types:  # Gemma 3's rotary takes the layer type, which kvpress does not pass
-            rotary = functools.partial(_typed_rotary, decoder.rotary_emb, layer_types[m.layer_idx])
-        object.__setattr__(m, "rotary_emb", rotary)
+    _with_rotary(decoder, modules, model)
     try:
         from transformers import DynamicCache
 
@@ -131,9 +125,9 @@ def matbench_kept(loaded, ids: torch.Tensor, spec: str, question: tuple[int, ...
 def test_each_shared_policy_keeps_exactly_kvpress_rows(tiny, spec, ratio):
     press_name, kwargs = BOTH[spec]
     if press_name == "AdaKVPress":
-        press = find_press(press_name)(press_class("KnormPress")(compression_ratio=ratio), **kwargs)
+        press = find_press(press_name)(find_press("KnormPress")(compression_ratio=ratio), **kwargs)
     else:
-        press = press_class(press_name)(compression_ratio=ratio, **kwargs)
+        press = find_press(press_name)(compression_ratio=ratio, **kwargs)
     # Observed attention reads the eager kernel's weights; AdaKV refuses eager.
     loaded = _double(tiny, "eager" if press_name == "ObservedAttentionPress" else "sdpa")
     ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(5))
@@ -155,7 +149,7 @@ def test_the_kvpress_policy_keeps_its_press_rows_and_never_patches_attention(tin
     assert policy.spec == "kvpress:SnapKVPress(window_size=32)@0.5"
     assert torch.equal(via_adapter, matbench_kept(loaded, ids, "snapkv:window=32@0.5")[0])
     assert torch.equal(
-        via_adapter, kvpress_kept(loaded.model, ids, press_class("SnapKVPress")(0.5, window_size=32), 0.5)
+        via_adapter, kvpress_kept(loaded.model, ids, find_press("SnapKVPress")(0.5, window_size=32), 0.5)
     )
     assert {name: ALL_ATTENTION_FUNCTIONS[name] for name in ALL_ATTENTION_FUNCTIONS} == before
     assert "kvpress.attention_patch" not in sys.modules and not hasattr(
@@ -196,3 +190,218 @@ def test_kvpress_missing_is_one_line(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "kvpress" else real(name, *a))
     with pytest.raises(MatbenchError, match=r"^the kvpress policy needs kvpress: pip install --no-deps kvpress$"):
         press_class("SnapKVPress")
+
+
+def kvpress_hook_kept(model, ids: torch.Tensor, press) -> torch.Tensor:
+    """`[L, H_kv, T]` bool: the rows kvpress keeps of a plain prefill, its own `forward_hook` run
+    after every attention module (with the keywords kvpress 0.5 reads: `past_key_values`,
+    `cache_position`), each surviving row found among the layer's rows by brute force, masked
+    rows (`masked_key_indices`) dropped. Random draws are seeded with the layer index."""
+    decoder = model.get_decoder()
+    kept: dict[int, torch.Tensor] = {}
+
+    def hook(module, args, kwargs, output):
+        cache = kwargs["cache"] if kwargs.get("cache") is not None else kwargs["past_key_values"]
+        layer = cache.layers[module.layer_idx]
+        keys, values = layer.keys.clone(), layer.values.clone()
+        total = keys.shape[2]
+        module.masked_key_indices = None
+        torch.manual_seed(module.layer_idx)
+        press.forward_hook(
+            module, args, {**kwargs, "past_key_values": cache, "cache_position": torch.arange(total)}, output
+        )
+        heads = keys.shape[1]
+        where = torch.full((heads, layer.keys.shape[2]), -1)
+        for h in range(heads):
+            for j in range(layer.keys.shape[2]):
+                hits = (keys[0, h] == layer.keys[0, h, j]).all(-1) & (values[0, h] == layer.values[0, h, j]).all(-1)
+                assert int(hits.sum()) == 1, f"layer {module.layer_idx} head {h}: row {j} is not one prefill row"
+                where[h, j] = int(hits.nonzero()[0])
+        mask = torch.zeros(heads, total, dtype=torch.bool)
+        for h in range(heads):
+            mask[h, where[h]] = True
+        if module.masked_key_indices is not None:
+            _, hs, slots = module.masked_key_indices
+            for h, slot in zip(hs.tolist(), slots.tolist()):
+                mask[h, where[h, slot]] = False
+        del module.masked_key_indices
+        kept[module.layer_idx] = mask
+
+    modules = [m for m in decoder.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
+    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in modules]
+    _with_rotary(decoder, modules, model)
+    try:
+        from transformers import DynamicCache
+
+        with torch.no_grad():
+            model(input_ids=ids, use_cache=True, **{cache_keyword(model): DynamicCache()})
+    finally:
+        for h in handles:
+            h.remove()
+        for m in modules:
+            object.__delattr__(m, "rotary_emb")
+    return torch.stack([kept[i] for i in range(len(modules))])
+
+
+def _with_rotary(decoder, modules, model) -> None:
+    """What kvpress's context manager sets on each attention module (`rotary_emb`); Gemma 3's
+    rotary takes the layer type, which kvpress does not pass."""
+    import inspect
+
+    typed = "layer_type" in inspect.signature(decoder.rotary_emb.forward).parameters and model.config.layer_types
+    for m in modules:
+        rotary = decoder.rotary_emb
+        if typed:
+            rotary = functools.partial(_typed_rotary, decoder.rotary_emb, typed[m.layer_idx])
+        object.__setattr__(m, "rotary_emb", rotary)
+
+
+def _press(text: str, ratio: float | None):
+    """The press `text` spells, built from kvpress's classes directly, at `ratio`."""
+    from matbench.engine.policies.kvpress_calls import PressCall
+
+    press = PressCall.parse(text).build()
+    if ratio is not None:
+        press.compression_ratio = ratio
+    return press
+
+
+# Presses driven through their own hook (or scored, for the plain scorers), each against the rows
+# kvpress keeps itself; None: the press keeps its own budget (no @ratio).
+HOOKED = {
+    "AdaKVPress(press=KnormPress())": 0.5,
+    "AdaKVPress(alpha_safeguard=0.1, press=SnapKVPress(window_size=16))": 0.75,
+    "CriticalKVPress(press=KnormPress())": 0.5,
+    "CriticalAdaKVPress(press=KeyDiffPress())": 0.5,
+    "ChunkPress(chunk_length=64, press=KnormPress())": 0.5,
+    "ChunkKVPress(chunk_length=20, press=KnormPress())": 0.5,
+    "EntropyGatedChunkKVPress(press=KeyDiffPress())": 0.75,
+    "BlockPress(block_size=64, press=KeyDiffPress())": 0.5,
+    "PyramidKVPress(window_size=16)": 0.5,
+    "CURPress()": 0.5,
+    "CapPress()": 0.5,
+    "LagKVPress(lag_size=16)": 0.5,
+    "LeverageScorePress()": 0.5,
+    "NonCausalAttnPress()": 0.5,
+    "CompactorPress()": 0.5,
+    "ComposedPress(presses=[StreamingLLMPress(compression_ratio=0.25), KnormPress(compression_ratio=0.5)])": None,
+    "DMSPress(press=RandomPress(seed=3), sliding_window_size=32, threshold=0.5)": None,
+    "SimLayerKVPress(lazy_threshold=0.0, n_initial=8, n_last=1, n_recent=32)": None,
+}
+
+
+@pytest.mark.parametrize("text", sorted(HOOKED))
+def test_every_supported_press_keeps_exactly_the_rows_kvpress_keeps(tiny, text):
+    """Per layer and KV head, the rows matbench serves for `kvpress:PRESS` equal the rows kvpress
+    leaves in the cache of a plain prefill (or does not mask), for wrappers, per-head and
+    per-layer budgets, chunked and masking presses and chains alike."""
+    ratio = HOOKED[text]
+    loaded = _double(tiny, "sdpa")
+    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(11))
+    theirs = kvpress_hook_kept(loaded.model, ids, _press(text, ratio))
+    spec = f"kvpress:{text}" + (f"@{ratio}" if ratio is not None else "")
+    ours, policy = matbench_kept(loaded, ids, spec)
+    assert parse_policy(policy.spec) == policy  # the spec rebuilds the policy
+    assert ours.shape == theirs.shape
+    assert torch.equal(ours, theirs), f"{text}: {(ours != theirs).sum().item()} rows differ"
+    assert 0 < int(theirs.sum()) < theirs.numel()  # the press dropped rows and kept some
+
+
+def test_per_layer_ratios_keep_exactly_kvpress_rows(tiny_llama):
+    layers = tiny_llama.model.config.num_hidden_layers
+    ratios = [round(0.2 + 0.6 * i / max(1, layers - 1), 2) for i in range(layers)]
+    text = f"PerLayerCompressionPress(compression_ratios={ratios}, press=KnormPress())"
+    loaded = _double(tiny_llama, "sdpa")
+    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(12))
+    theirs = kvpress_hook_kept(loaded.model, ids, _press(text, None))
+    ours, _ = matbench_kept(loaded, ids, f"kvpress:{text}")
+    assert torch.equal(ours, theirs)
+    per_layer = theirs.sum(dim=(1, 2)).tolist()
+    assert len(set(per_layer)) == layers > 1  # every layer kept its own count
+
+
+@pytest.mark.parametrize(
+    "text", ["AdaKVPress(press=SnapKVPress(window_size=8))", "ChunkKVPress(press=SnapKVPress(window_size=8))"]
+)
+def test_a_hooked_press_with_the_question_keeps_kvpress_rows_of_context_and_question(tiny_llama, text):
+    """Query-aware: the press compresses the context with the question after it, as kvpress's
+    pipeline does; matbench serves the context's rows the press kept (the question is asked
+    again), and they differ from the question-agnostic choice."""
+    loaded = _double(tiny_llama, "sdpa")
+    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(13))
+    question = torch.randint(0, 49152, (1, 12), generator=torch.Generator().manual_seed(14))
+    theirs = kvpress_hook_kept(loaded.model, torch.cat([ids, question], 1), _press(text, 0.5))[..., :CONTEXT]
+    inner = text[:-1] + (", " if not text.endswith("()") else "")
+    ours, policy = matbench_kept(loaded, ids, f"kvpress:{inner}question=True)@0.5", tuple(question[0].tolist()))
+    assert policy.question_aware and torch.equal(ours, theirs)
+    agnostic, _ = matbench_kept(loaded, ids, f"kvpress:{text}@0.5")
+    assert int((ours != agnostic).sum()) > 0
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_press_matbench_does_not_drive_is_refused_in_one_line_with_its_reason(name):
+    from matbench.errors import MatbenchError
+
+    with pytest.raises(MatbenchError, match=rf"^matbench does not audit kvpress {name}: it[s ][^\n]+$"):
+        parse_policy(f"kvpress:{name}()@0.5")
+    with pytest.raises(MatbenchError, match=rf"^matbench does not audit kvpress {name}: "):
+        parse_policy(f"kvpress:AdaKVPress(press={name}())@0.5")  # nested too
+
+
+def test_press_calls_errors_and_budgets_are_one_line():
+    from matbench.engine.policies.setting import PolicySetting
+    from matbench.errors import MatbenchError
+
+    own = {
+        "ComposedPress": "ComposedPress(presses=[KnormPress(compression_ratio=0.5)])",
+        "PerLayerCompressionPress": "PerLayerCompressionPress(compression_ratios=[0.5], press=KnormPress())",
+        "DMSPress": "DMSPress(press=KnormPress())",
+        "SimLayerKVPress": "SimLayerKVPress()",
+    }
+    assert set(own) == set(OWN_BUDGET)
+    for text in own.values():
+        policy = parse_policy(f"kvpress:{text}")
+        assert not policy.budgeted and policy.spec == f"kvpress:{text}"
+        with pytest.raises(MatbenchError, match=r"^policy 'kvpress' keeps what it declares and takes no budget"):
+            parse_policy(f"kvpress:{text}@0.5")
+    with pytest.raises(MatbenchError, match=r"^kvpress DMSPress takes no compression_ratio: threshold= "):
+        parse_policy("kvpress:DMSPress(press=KnormPress(), compression_ratio=0.5)")
+    with pytest.raises(MatbenchError, match=r"^kvpress press arguments are keywords"):
+        parse_policy("kvpress:AdaKVPress(KnormPress())@0.5")
+    with pytest.raises(MatbenchError, match=r"^kvpress press arguments must be literals or presses"):
+        parse_policy("kvpress:SnapKVPress(window_size=x)@0.5")
+    with pytest.raises(MatbenchError, match=r"^kvpress AdaKVPress\(press=1\) cannot be built: "):
+        parse_policy("kvpress:AdaKVPress(press=1)@0.5")
+    with pytest.raises(MatbenchError, match=r"^ScorerPress is kvpress's base class"):
+        parse_policy("kvpress:ScorerPress()@0.5")
+    with pytest.raises(MatbenchError, match=r"^kvpress has no press 'SnapPress'"):
+        parse_policy("kvpress:AdaKVPress(press=SnapPress())@0.5")
+    hooked, scored = (
+        parse_policy("kvpress:AdaKVPress(press=KnormPress())@0.5"),
+        parse_policy("kvpress:KnormPress()@0.5"),
+    )
+    assert hooked.spec == "kvpress:AdaKVPress(press=KnormPress())@0.5" and parse_policy(hooked.spec) == hooked
+    assert scored.honours_banned and not hooked.honours_banned
+    PolicySetting(scored, "evicted")
+    with pytest.raises(MatbenchError, match=r"chooses its rows in its own kvpress hook.*--source-mode evicted"):
+        PolicySetting(hooked, "evicted")
+    composed = parse_policy("kvpress:ComposedPress(presses=[KnormPress(compression_ratio=0.5), RandomPress()])")
+    assert composed.spec == "kvpress:ComposedPress(presses=[KnormPress(compression_ratio=0.5), RandomPress()])"
+
+
+def test_rows_a_press_changed_are_refused_and_kept_rows_are_found_exactly():
+    from matbench.engine.policies.kvpress_driver import find_rows
+    from matbench.errors import MatbenchError
+
+    g = torch.Generator().manual_seed(0)
+    keys, values = torch.randn(2, 50, 8, generator=g), torch.randn(2, 50, 8, generator=g)
+    picks = torch.stack([torch.randperm(50, generator=g)[:20] for _ in range(2)])
+    gather = picks[..., None].expand(-1, -1, 8)
+    assert torch.equal(find_rows(keys, values, keys.gather(1, gather), values.gather(1, gather), "P"), picks)
+    merged = values.gather(1, gather).clone()
+    merged[1, 3] += 1e-6  # one value folded into a kept row
+    with pytest.raises(MatbenchError, match=r"^kvpress P serves rows that are not the prefill's"):
+        find_rows(keys, values, keys.gather(1, gather), merged, "P")
+    twice = torch.cat([gather[:, :1], gather], 1)
+    with pytest.raises(MatbenchError, match=r"^kvpress P kept one row twice"):
+        find_rows(keys, values, keys.gather(1, twice), values.gather(1, twice), "P")

@@ -107,6 +107,12 @@ class ServingPolicy:
         tokenizes it for each governed arm (a scoring policy's `question=true`)."""
         return False
 
+    @property
+    def honours_banned(self) -> bool:
+        """Whether `keep` spends its budget around `SelectionContext.banned` (source mode
+        `evicted` needs it); a policy that cannot steer its own choice drops them after it."""
+        return True
+
     def with_budget(self, budget: Budget) -> ServingPolicy:
         raise MatbenchError(f"policy {self.name!r} takes no budget")
 

@@ -1,148 +1,178 @@
-"""Any kvpress `ScorerPress` as a matbench policy: `--policy 'kvpress:SnapKVPress(window_size=32)@0.5'`.
+"""Any kvpress press as a matbench policy: `--policy 'kvpress:SnapKVPress(window_size=32)@0.5'`,
+wrappers with their inner press (`'kvpress:AdaKVPress(press=KnormPress())@0.5'`), lists of presses
+(`'kvpress:ComposedPress(presses=[StreamingLLMPress(compression_ratio=0.25), KnormPress(compression_ratio=0.5)])'`).
 
-kvpress cannot report the rows a press keeps and its hooks read forward keywords transformers 5.17
-no longer passes; but a scorer's `score(module, hidden_states, keys, values, attentions, kwargs)`
-needs only the layer's attention input and rotary embeddings, which matbench's observation
-forward hands every layer (`observe`). So matbench calls `score` from its own hook and keeps the
-top rows itself. Importing the `kvpress` package patches every transformers attention function
-(`kvpress/__init__.py`): only the press modules are imported here, under a bare package entry, so
+kvpress cannot report the rows a press keeps and its hooks read forward keywords transformers 5
+no longer passes. matbench's observation forward hands every layer its attention input, keys,
+values and rotary embeddings (`observe`), and drives the press from there in one of two ways:
+
+- a plain scorer (a `ScorerPress` that keeps kvpress's top-k `compress`): its `score` is called
+  and matbench keeps the top rows itself, so one scoring serves every budget of a run and source
+  mode `evicted` spends the budget around the banned rows;
+- every other press (per-head budgets as AdaKV, chunked or block selection, per-layer budgets as
+  PyramidKV, masking presses as DMS, chains as ComposedPress): its own `forward_hook` runs on the
+  layer (`kvpress_driver`) and the rows it left, or did not mask, are the rows served.
+
+Presses matbench does not drive are refused by name with the reason (`kvpress_calls.REFUSED`).
+Importing the `kvpress` package patches every transformers attention function
+(`kvpress/__init__.py`): only the press modules are imported, under a bare package entry, so
 that patch never runs in matbench's process. Install kvpress with `pip install --no-deps kvpress`
-(its metadata pins transformers<5.3; its scorers run on 5.17-5.24 when driven this way).
+(its metadata pins transformers<5.3; its presses run on 5.17-5.25 when driven this way).
 
 `question=True` in the call is matbench's, not the press's (kvpress makes a press question-aware
 by compressing a context that ends with the question, in its pipeline): the arm's question is
 appended for scoring only, as for the built-in policies (`ScoredPolicy`), and the spec records it:
-`kvpress:SnapKVPress(window_size=32, question=True)@0.5`.
+`kvpress:SnapKVPress(window_size=32, question=True)@0.5`. A press driven through its hook may
+keep some of the question's rows: they are not served (the question is asked again), so it
+serves fewer of the member's rows than its budget.
+
+A press's random draws (RandomPress without a seed, LeverageScorePress's sketch) are seeded with
+the layer index on each call, so a run is reproducible.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from matbench.engine.policies.base import POLICIES
+from matbench.engine.policies.budget import Budget
+from matbench.engine.policies.kvpress_calls import OWN_BUDGET, PressCall, find_press, supported_press  # noqa: F401
+from matbench.engine.policies.scored import ScoredPolicy
+from matbench.errors import MatbenchError
 
 if TYPE_CHECKING:
     import torch
 
-import ast
-import importlib
-import importlib.util
-import re
-import sys
-import types
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+    from matbench.engine.policies.base import SelectionContext
 
-from matbench.engine.policies.base import POLICIES
-from matbench.engine.policies.budget import Budget
-from matbench.engine.policies.scored import ScoredPolicy
-from matbench.errors import MatbenchError
-
-CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+press_class = supported_press  # the name the tests and older callers use
 
 
-def find_press(name: str) -> type:
-    """kvpress's press class `name` (e.g. `SnapKVPress`), without running `kvpress/__init__.py`."""
-    if "kvpress" not in sys.modules:
-        spec = importlib.util.find_spec("kvpress")
-        if spec is None or not spec.submodule_search_locations:
-            raise MatbenchError("the kvpress policy needs kvpress: pip install --no-deps kvpress")
-        package = types.ModuleType("kvpress")  # a bare entry: the submodules load, __init__ never runs
-        package.__path__ = list(spec.submodule_search_locations)
-        sys.modules["kvpress"] = package
-    # kvpress's module names do not follow its class names (LeverageScorePress lives in
-    # leverage_press.py): find the file that defines the class.
-    folder = Path(sys.modules["kvpress"].__path__[0]) / "presses"
-    defining = [f.stem for f in sorted(folder.glob("*_press*.py")) if f"class {name}(" in f.read_text()]
-    if not defining:
-        raise MatbenchError(f"kvpress has no press {name!r}; name a class such as SnapKVPress or KnormPress")
-    return getattr(importlib.import_module(f"kvpress.presses.{defining[0]}"), name)
-
-
-def press_class(name: str) -> type:
-    """kvpress's scorer press `name`: one whose `score` matbench can call."""
-    cls = find_press(name)
+def plain_scorer(cls: type) -> bool:
+    """Whether `cls` chooses rows as kvpress's `ScorerPress` does: the top rows of its `score`."""
     scorer = importlib.import_module("kvpress.presses.scorer_press").ScorerPress
-    if not issubclass(cls, scorer):
-        raise MatbenchError(
-            f"{name} is not a kvpress ScorerPress (it chooses rows in its own compress); "
-            "matbench drives scorer presses only"
-        )
-    return cls
+    return issubclass(cls, scorer) and getattr(cls, "compress", None) is scorer.compress
 
 
 @POLICIES.register("kvpress")
 @dataclass(frozen=True)
 class KVPress(ScoredPolicy):
-    """A kvpress scorer press, its `score` called on every layer with the attention input of every
-    prefill token (kvpress scores a whole context). Its `compression_ratio` is the budget unless
-    `--budget` or `@BUDGET` gives one; `question=True` scores with the arm's question appended."""
+    """A kvpress press, driven on every layer with the attention input of every prefill token
+    (kvpress compresses a whole context): a plain scorer through its `score`, any other press
+    (AdaKVPress(press=...), ChunkKVPress, BlockPress, PyramidKVPress, DMSPress, ComposedPress,
+    ...) through its own forward hook. Its `compression_ratio` is the budget unless `--budget` or
+    `@BUDGET` gives one; `question=True` scores with the arm's question appended. A press that
+    changes rows, decodes, downloads or runs its own forward passes is refused, saying why."""
 
-    press: str = ""
-    kwargs: tuple[tuple[str, Any], ...] = field(default=())
+    call: PressCall = field(default_factory=lambda: PressCall(""))
     observe = 1 << 30
     name = "kvpress"
-    usage = "kvpress:PRESS(key=value,...,question=False)"
+    usage = "kvpress:PRESS(key=value,...,press=INNER(...),question=False)"
 
     @classmethod
     def from_args(cls, args: str | None) -> KVPress:
-        match = CALL.match(args or "")
-        if not match:
-            raise MatbenchError(
-                f"policy kvpress takes a press call, as kvpress:SnapKVPress(window_size=32) (got {args!r})"
-            )
-        try:
-            call = ast.parse(f"f({match.group(2) or ''})", mode="eval").body
-            kwargs = tuple((k.arg, ast.literal_eval(k.value)) for k in call.keywords)  # type: ignore[attr-defined]
-            if call.args or any(k is None for k, _ in kwargs):  # type: ignore[attr-defined]
-                raise ValueError
-        except (SyntaxError, ValueError):
-            raise MatbenchError(
-                f"kvpress press arguments must be keyword literals, as SnapKVPress(window_size=32) (got {args!r})"
-            ) from None
-        press_class(match.group(1))  # a missing kvpress or an unknown press fails here, in one line
-        given = dict(kwargs)
-        ratio = given.pop("compression_ratio", None)
-        question = given.pop("question", False)
+        call = PressCall.parse(args or "")
+        for inner in call.calls():  # a missing kvpress, an unknown or refused press: one line here
+            press_class(inner.name)
+        ratio, question = call.get("compression_ratio"), call.get("question", False)
         if not isinstance(question, bool):
             raise MatbenchError(f"kvpress question= takes True or False (got {question!r})")
-        return cls(
+        if ratio is not None and call.name in OWN_BUDGET:
+            raise MatbenchError(f"kvpress {call.name} takes no compression_ratio: {OWN_BUDGET[call.name]}")
+        if ratio is not None and not isinstance(ratio, (int, float)):
+            raise MatbenchError(f"kvpress compression_ratio= takes a number (got {ratio!r})")
+        policy = cls(
             budget=Budget(ratio=float(ratio)) if ratio is not None else None,
             question=question,
-            press=match.group(1),
-            kwargs=tuple(sorted(given.items())),
+            call=call.without("compression_ratio", "question"),
         )
+        policy._build(100)  # arguments the press does not take fail before any model loads
+        return policy
+
+    @property
+    def press(self) -> str:
+        return self.call.name
+
+    @property
+    def budgeted(self) -> bool:
+        return self.call.name not in OWN_BUDGET
+
+    @property
+    def honours_banned(self) -> bool:
+        return plain_scorer(press_class(self.call.name))
 
     def arguments(self) -> dict[str, Any]:
-        return {"press": self.press, **dict(self.kwargs), **({"question": True} if self.question else {})}
+        return {"press": self.call.render(), **({"question": True} if self.question else {})}
 
     @property
     def spec(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments().items() if k != "press")
-        return f"kvpress:{self.press}({args})@{self.budget.spec if self.budget else '?'}"
+        inside = self.call.render()[:-1]  # `Name(k=v, ...` without its closing parenthesis
+        question = f"{'' if inside.endswith('(') else ', '}question=True" if self.question else ""
+        budget = f"@{self.budget.spec if self.budget else '?'}" if self.budgeted else ""
+        return f"kvpress:{inside}{question}){budget}"
 
-    def build(self, total: int) -> Any:
+    def layer_budgets(self, total: int, layers: int) -> list[int]:
+        if not self.budgeted or not plain_scorer(press_class(self.call.name)):
+            return [total] * layers  # the press decides; `allocate` reads its choice
+        return super().layer_budgets(total, layers)
+
+    def scores_key(self) -> ScoredPolicy:
+        # A press run through its hook scores by choosing: its choice depends on the budget.
+        return super().scores_key() if plain_scorer(press_class(self.call.name)) else self
+
+    def allocate(self, scores: torch.Tensor, budgets: list[int]) -> torch.Tensor:
+        if plain_scorer(press_class(self.call.name)):
+            return super().allocate(scores, budgets)
+        return scores > 0  # the hook's choice, kept rows 1 (and the header, +inf)
+
+    def _build(self, total: int) -> Any:
         """The press, its `compression_ratio` the budget's over `total` rows (StreamingLLM's score
-        reads it)."""
+        reads it); a press that keeps its own budget as built."""
+        press = self.call.build()
+        if not self.budgeted:
+            return press
         budget = self.budget or Budget(ratio=0.0)
         ratio = budget.ratio if budget.ratio is not None else 1 - budget.n_kept(total) / total
-        return press_class(self.press)(compression_ratio=ratio, **dict(self.kwargs))
-
-    def score(self, view) -> torch.Tensor:
-        press = self.build(view.keys.shape[1])
-        module = view.module
-        # kvpress sets `module.rotary_emb` in its context manager (Expected Attention reads it); set
-        # as a plain instance attribute, never a registered submodule, and removed after the call.
-        object.__setattr__(module, "rotary_emb", _RotaryShim(view))
         try:
-            kwargs = {"position_embeddings": (view.rotary[0][None], view.rotary[1][None])}
-            return press.score(module, view.hidden[None], view.keys[None], view.values[None], None, kwargs)[0]
-        except AssertionError as err:
+            press.compression_ratio = ratio
+        except AttributeError:
             raise MatbenchError(
-                f"kvpress {self.press} refused this layer ({err}); presses that need eager "
-                "attention weights (ObservedAttentionPress) have a matbench policy (h2o)"
+                f"kvpress {self.call.name} takes no budget (its compression_ratio is read-only)"
             ) from None
-        finally:
-            object.__delattr__(module, "rotary_emb")
+        return press
+
+    def layer_scorer(self, total: int, context: SelectionContext) -> Callable[[Any], torch.Tensor]:
+        from matbench.engine.policies.kvpress_driver import run_hook
+
+        press = self._build(total)
+        if context.runner is not None:
+            press.post_init_from_model(context.runner.model)
+        plain = plain_scorer(type(press))
+
+        def scorer(view) -> torch.Tensor:
+            import torch
+
+            module = view.module
+            # kvpress sets `module.rotary_emb` in its context manager (Expected Attention reads it);
+            # set as a plain instance attribute, never a registered submodule, and removed after.
+            object.__setattr__(module, "rotary_emb", _RotaryShim(view))
+            devices = [view.keys.device] if view.keys.device.type == "cuda" else []
+            try:
+                with torch.random.fork_rng(devices=devices):
+                    torch.manual_seed(view.layer)
+                    if not plain:
+                        return run_hook(press, view, self.call.name).to(torch.float32)
+                    kwargs = {"position_embeddings": (view.rotary[0][None], view.rotary[1][None])}
+                    return press.score(module, view.hidden[None], view.keys[None], view.values[None], None, kwargs)[0]
+            except AssertionError as err:
+                raise MatbenchError(f"kvpress {self.call.name} refused this layer ({err})") from None
+            finally:
+                object.__delattr__(module, "rotary_emb")
+
+        return scorer
 
 
 @dataclass

@@ -8,6 +8,7 @@ source-evicted mode), always the header's.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -78,6 +79,16 @@ class ScoredPolicy(ServingPolicy):
         """`[H_kv, T]`: higher keeps. `view.keys`/`view.values` are `[H_kv, T, D]`."""
         raise NotImplementedError
 
+    def layer_scorer(self, total: int, context: SelectionContext) -> Callable[[LayerView], torch.Tensor]:
+        """What scores each layer of one member of `total` rows (default: `score`); a policy that
+        holds state across a member's layers makes it afresh here."""
+        return self.score
+
+    def scores_key(self) -> ScoredPolicy:
+        """What a member's scores depend on, as a memo key: not the budget (one scoring serves
+        every budget of a run), unless the policy's scores are its choice at that budget."""
+        return dataclasses.replace(self, budget=None)
+
     def layer_budgets(self, total: int, layers: int) -> list[int]:
         """Rows each layer keeps per KV head (PyramidKV gives lower layers more)."""
         if self.budget is None:
@@ -121,10 +132,11 @@ class ScoredPolicy(ServingPolicy):
             if key not in context.memo:
                 context.memo[key] = with_question(self._runner(context), cache, context.question)
             cache, ids = context.memo[key], (*ids, *context.question)
+        scorer = self.layer_scorer(total, context)
         if runner is not None:  # n > 0
-            per_layer = observe(runner, cache, ids, n, self.score)
+            per_layer = observe(runner, cache, ids, n, scorer)
         else:
-            per_layer = [self.score(view) for view in views(cache)]
+            per_layer = [scorer(view) for view in views(cache)]
         stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])[
             ..., :total
         ]  # the question's rows score nothing
@@ -140,7 +152,7 @@ class ScoredPolicy(ServingPolicy):
     def _choose(self, member, cache, context: SelectionContext) -> tuple[int, ...] | KeptRows:
         # Scores do not depend on the budget or the banned rows: one scoring per member serves
         # every budget and source mode of a run.
-        key = ("scores", dataclasses.replace(self, budget=None), id(cache), context.question if self.question else ())
+        key = ("scores", self.scores_key(), id(cache), context.question if self.question else ())
         if key not in context.memo:
             context.memo[key] = self.layer_scores(member, cache, context)
         scores = context.memo[key].clone()

@@ -29,6 +29,11 @@ class PolicySetting:
             raise MatbenchError(f"unknown source mode {self.source!r}; use {' or '.join(SOURCE_MODES)}")
         if self.kept_from not in KEPT_FROM:
             raise MatbenchError(f"unknown kept-from member {self.kept_from!r}; use {' or '.join(KEPT_FROM)}")
+        if self.source == "evicted" and not self.policy.honours_banned:
+            raise MatbenchError(
+                f"policy {self.policy.spec} chooses its rows in its own kvpress hook and cannot spend its budget "
+                "around the banned source rows: --source-mode evicted takes a scoring press or a built-in policy"
+            )
         if self.policy.is_oracle and (self.source, self.kept_from) != ("natural", "a"):
             raise MatbenchError(
                 "the oracle serves the suite's declared events: --source-mode and --kept-from "
