@@ -138,3 +138,24 @@ def test_the_report_names_a_missing_file_in_one_line(tmp_path):
     )
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert f"results file {tmp_path / 'nope.json'} not found" in done.stderr
+
+
+def test_the_whole_suite_command_is_quoted_for_a_shell(tiny_dir, tmp_path, capsys):
+    """A kvpress policy spec holds parentheses and spaces: the printed command splits back into
+    exactly the arguments of the run (less --limit, a new output)."""
+    import shlex
+
+    out = tmp_path / "run"
+    spec = "kvpress:AdaKVPress(press=KnormPress())@0.5"
+    argv = ["eval", "--model", str(tiny_dir), "--suite", "discovery", "--limit", "1", "--policy", spec]
+    assert main([*argv, "--no-progress", "--output", str(out)]) == 0
+    command = capsys.readouterr().out.strip().splitlines()[-1]
+    assert shlex.split(command) == [
+        "matbench",
+        *argv[:5],
+        "--policy",
+        spec,
+        "--no-progress",
+        "--output",
+        f"{out}-256",
+    ]

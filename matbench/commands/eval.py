@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -269,7 +270,8 @@ def full_run_hint(cfg: Any, argv: list[str], payloads: list[dict]) -> str | None
     payload = payloads[0]
     log = Path(cfg.output) / payload["items"]["log"]
     pace = AttemptLog(attempts_path(log), payload["config_hash"]).pace()
-    command = " ".join(["matbench", *_without_limit(argv, f"{cfg.output.rstrip('/')}-{full}")])
+    # quoted for a shell: policy specs such as kvpress:AdaKVPress(press=KnormPress()) hold parentheses
+    command = shlex.join(["matbench", *_without_limit(argv, f"{cfg.output.rstrip('/')}-{full}")])
     text = f"this was {cfg.limit} of {cfg.suite}'s {full} pairs"
     if pace is None:
         return f"{text}; the whole suite:\n  {command}"
