@@ -2,7 +2,7 @@
 (every parser's `--help`), the readouts and a page per suite (its description, sizes, readouts, contract metrics
 and the first arm of its first item as `matbench show` renders it for SmolLM2-135M).
 
-    python docs/generate.py           # rewrite docs/cli.md, docs/readouts.md and docs/suites/
+    python docs/generate.py           # rewrite docs/cli.md, readouts.md, errors.md, kvpress.md, suites/
     python docs/generate.py --check   # exit 1 naming each page that differs from the code's
 `tests/test_docs.py` holds the committed pages equal to these.
 """
@@ -189,6 +189,44 @@ def errors_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def kvpress_page() -> str:
+    """Every press of the installed kvpress and how the audit drives it (`kvpress_calls.press_table`)."""
+    from importlib.metadata import version
+
+    from matbench.engine.policies.kvpress_calls import press_table
+
+    rows = press_table()
+    how = {
+        "scored": "scored: its `score`, matbench keeps the top rows per layer and KV head",
+        "hooked": "its own forward hook: the rows it leaves or does not mask",
+        "refused": "refused",
+    }
+    lines = [
+        "# kvpress presses in the audit",
+        "",
+        "Any press of [kvpress](https://github.com/NVIDIA/kvpress) that chooses which rows to keep is a serving",
+        "policy: `--policy 'kvpress:PRESS(key=value, ...)@BUDGET'`, a wrapper with its inner press",
+        "(`'kvpress:AdaKVPress(press=SnapKVPress(window_size=32))@0.5'`), a chain as a list",
+        "(`'kvpress:ComposedPress(presses=[StreamingLLMPress(compression_ratio=0.25), KnormPress(compression_ratio=0.5)])'`).",
+        "A plain scorer is scored (one scoring serves every budget, and `--source-mode evicted` spends the",
+        "budget around the banned rows); every other press runs through its own forward hook on each layer,",
+        "and the rows it leaves in the cache, or does not mask, are the rows served (a hooked press takes",
+        "`--source-mode natural` only). Tests hold each supported press's rows equal to the rows kvpress's own",
+        "hook keeps in a plain prefill, per layer and KV head (`tests/test_kvpress_policies.py`). A press that",
+        "changes rows, compresses while decoding, downloads per-model data or runs forward passes of its own",
+        "is refused by name when the policy is parsed, before any model loads, with the reason below.",
+        "",
+        f"This page is generated from kvpress {version('kvpress')} by `python docs/generate.py`.",
+        "",
+        "| press | how matbench drives it | budget or reason |",
+        "|---|---|---|",
+    ]
+    for row in rows:
+        note = row.note or ("`@BUDGET` or `compression_ratio=`" if row.how != "refused" else "")
+        lines.append(f"| `{row.name}` | {how[row.how]} | {note} |")
+    return "\n".join(lines) + "\n"
+
+
 def pages() -> dict[Path, str]:
     from matbench.evaluators.base import suites_in_order
     from matbench.models.gguf import one_gguf_parse
@@ -199,6 +237,7 @@ def pages() -> dict[Path, str]:
         DOCS / "cli.md": cli_page(),
         DOCS / "readouts.md": readouts_page(),
         DOCS / "errors.md": errors_page(),
+        DOCS / "kvpress.md": kvpress_page(),
         DOCS / "suites" / "index.md": suites_index(names),
     }
     # every suite page renders through SHOW_MODEL's GGUF file: parse it once for all of them

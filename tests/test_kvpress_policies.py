@@ -405,3 +405,16 @@ def test_rows_a_press_changed_are_refused_and_kept_rows_are_found_exactly():
     twice = torch.cat([gather[:, :1], gather], 1)
     with pytest.raises(MatbenchError, match=r"^kvpress P kept one row twice"):
         find_rows(keys, values, keys.gather(1, twice), values.gather(1, twice), "P")
+
+
+def test_every_press_the_docs_call_supported_is_tested_against_kvpress():
+    """The presses docs/kvpress.md lists as scored or hooked are exactly those the equality tests
+    above run: a press a newer kvpress adds fails here until it is tested or refused."""
+    import re
+
+    from matbench.engine.policies.kvpress_calls import press_table
+
+    tested = {BOTH[s][0] for s in BOTH} | {re.match(r"\w+", t).group() for t in HOOKED} | {"PerLayerCompressionPress"}
+    tested -= {"ObservedAttentionPress"}  # compared with the built-in h2o; refused as a kvpress policy
+    supported = {row.name for row in press_table() if row.how != "refused"}
+    assert supported == tested

@@ -8,7 +8,7 @@ the default), `recent:N`, and the scoring policies (`scored.ScoredPolicy`, kvpre
 one `score` method each) `random`, `streaming_llm`, `knorm`, `keydiff`, `snapkv`, `tova`, `h2o`,
 `pyramidkv`, `expected_attention` and `adakv`, which keep a budget of rows per layer and KV head;
 `merging`, the positive control that folds dropped values into kept rows;
-and `kvpress:PRESS(...)`, any kvpress scorer press (`kvpress_adapter`).
+and `kvpress:PRESS(...)`, any kvpress press that chooses rows (`kvpress_adapter`).
 """
 
 from matbench.engine.policies import (  # noqa: F401  (they register)

@@ -32,14 +32,19 @@ the layer index on each call, so a run is reproducible.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from matbench.engine.policies.base import POLICIES
 from matbench.engine.policies.budget import Budget
-from matbench.engine.policies.kvpress_calls import OWN_BUDGET, PressCall, find_press, supported_press  # noqa: F401
+from matbench.engine.policies.kvpress_calls import (  # noqa: F401  (find_press: the tests' raw lookup)
+    OWN_BUDGET,
+    PressCall,
+    find_press,
+    plain_scorer_class,
+    supported_press,
+)
 from matbench.engine.policies.scored import ScoredPolicy
 from matbench.errors import MatbenchError
 
@@ -53,8 +58,7 @@ press_class = supported_press  # the name the tests and older callers use
 
 def plain_scorer(cls: type) -> bool:
     """Whether `cls` chooses rows as kvpress's `ScorerPress` does: the top rows of its `score`."""
-    scorer = importlib.import_module("kvpress.presses.scorer_press").ScorerPress
-    return issubclass(cls, scorer) and getattr(cls, "compress", None) is scorer.compress
+    return plain_scorer_class(cls)
 
 
 @POLICIES.register("kvpress")

@@ -101,6 +101,12 @@ def supported_press(name: str) -> type:
     return find_press(name)
 
 
+def plain_scorer_class(cls: type) -> bool:
+    """Whether `cls` chooses rows as kvpress's `ScorerPress` does: the top rows of its `score`."""
+    scorer = importlib.import_module("kvpress.presses.scorer_press").ScorerPress
+    return issubclass(cls, scorer) and getattr(cls, "compress", None) is scorer.compress
+
+
 @dataclass(frozen=True)
 class PressCall:
     """`name(key=value, ...)`: one press and its keyword arguments, sorted by key; a value is a
@@ -189,3 +195,31 @@ def _built(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_built(v) for v in value]
     return value
+
+
+@dataclass(frozen=True)
+class PressSupport:
+    """How matbench treats one press of the installed kvpress: `how` is "scored" (a plain
+    scorer: its `score`, matbench's top rows), "hooked" (its own forward hook) or "refused";
+    `note` the reason for a refusal, or what decides the budget of a press that keeps its own."""
+
+    name: str
+    how: str
+    note: str = ""
+
+
+def press_table() -> list[PressSupport]:
+    """Every press class the installed kvpress defines, in name order, with how matbench drives it."""
+    import re
+
+    folder = Path(kvpress_package().__path__[0]) / "presses"
+    text = "\n".join(f.read_text() for f in sorted(folder.glob("*.py")))
+    names = sorted(set(re.findall(r"^class (\w+Press)\(", text, re.MULTILINE)) - {"BasePress", "ScorerPress"})
+    out = []
+    for name in names:
+        if name in REFUSED:
+            out.append(PressSupport(name, "refused", REFUSED[name]))
+            continue
+        how = "scored" if plain_scorer_class(find_press(name)) else "hooked"
+        out.append(PressSupport(name, how, OWN_BUDGET.get(name, "")))
+    return out
