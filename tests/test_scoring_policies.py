@@ -256,7 +256,7 @@ def test_the_policies_command_lists_every_policy_with_its_usage(capsys):
     )
     assert entries["knorm"]["usage"] == "knorm@BUDGET"  # key-only: no question-aware mode
     assert entries["recent"]["usage"] == "recent:N" and not entries["recent"]["budget"]
-    assert entries["kvpress"]["usage"] == "kvpress:PRESS(key=value,...,question=False)@BUDGET"
+    assert entries["kvpress"]["usage"] == "kvpress:PRESS(key=value,...,press=INNER(...),question=False)@BUDGET"
     assert main(["policies"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert len(table) == 2 * len(entries) + 1 and table[0].split() == [
