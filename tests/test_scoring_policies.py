@@ -515,8 +515,9 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
         )
         == 0
     )
-    files = sorted(out.glob("*.json"))
-    assert len(files) == 2 * 2 * 2 * 2 + 2 * 2  # suites x policies x budgets x modes; recent: no budget
+    oracle_files = sorted(out.glob("*_probe_compact.json"))  # the oracle beside the policies, per suite
+    files = sorted(set(out.glob("*.json")) - set(oracle_files))
+    assert len(oracle_files) == 2 and len(files) == 2 * 2 * 2 * 2 + 2 * 2  # suites x policies x budgets x modes
     table = pd.read_csv(out / "audit.csv")
     arms = sum(len(json.loads(f.read_text())["metrics"]["selection"]) for f in files)
     assert len(table) == arms and set(table.suite) == {"discovery", "access"}
@@ -531,6 +532,19 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
     assert row["shift"] == pytest.approx(
         source["metrics"]["selection"]["root"]["materialization"]["all"]["shift"]["mean"]
     )
+
+    # against the oracle, pair by pair: the two per-item logs read here
+    def shifts(name: str) -> dict[str, float]:
+        lines = (out / name).read_text().splitlines()
+        return {r["item_id"]: r["arms"]["root"]["shift"] for r in map(json.loads, lines)}
+
+    ours, oracle = shifts(source["items"]["log"]), shifts("discovery_probe_compact.items.jsonl")
+    assert sorted(ours) == sorted(oracle) and len(ours) == 2
+    diffs = [ours[i] - oracle[i] for i in ours]
+    assert row["oracle_shift"] == pytest.approx(sum(oracle.values()) / 2)
+    assert row["vs_oracle"] == pytest.approx(sum(diffs) / 2) and row["vs_oracle"] != 0
+    assert row["vs_oracle_lo"] == pytest.approx(min(diffs)) and row["vs_oracle_hi"] == pytest.approx(max(diffs))
+    assert 0 < row["vs_oracle_p"] <= 1 and table.vs_oracle.notna().all()
     markdown = (out / "audit.md").read_text()
     assert markdown == capsys.readouterr().out and "## tiny-llama, discovery, arm root" in markdown.replace(
         str(tiny_dir), "tiny-llama"

@@ -10,9 +10,10 @@ AUDIT_EPILOG = """examples:
       --budget 0.25,0.5,0.75,0.875 --source-mode natural,evicted --check --output out/audit
   matbench audit --summarize results/audit
 
-outputs: every eval results file (one per suite x policy x budget x source mode, all of a suite
-served from one prefill per pair), then OUTPUT/audit.csv (one row per file and governed arm:
-leak rate, overlap, source retention, donor-visible share, follow rate, donor shift with its CI)
+outputs: every eval results file (one per suite x policy x budget x source mode, and the
+oracle's, all of a suite served from one prefill per pair), then OUTPUT/audit.csv (one row per
+file and governed arm: leak rate, overlap, source retention, donor-visible share, follow rate,
+donor shift with its CI, and the shift against the oracle's on the same pairs)
 and OUTPUT/audit.md (per model, suite and arm: policy x budget grids of the donor shift,
 natural / evicted)."""
 
@@ -88,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     base = eval_config(argparse.Namespace(**{**vars(args), "suite": suites[0]}))
     if base.policies == ("oracle",):
         raise MatbenchError("an audit runs serving policies: name at least one --policy (matbench policies lists them)")
+    if "oracle" not in base.policies:  # the reference every policy is compared with, pair by pair
+        base = replace(base, policies=(*base.policies, "oracle"))
     loaded = load_model_for(base)
     for suite in suites:
         run_eval(replace(base, suite=suite), loaded=loaded)

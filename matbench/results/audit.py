@@ -4,8 +4,11 @@ Reads `metrics.selection` (`matbench.results.selection`) of every policy run und
 folders into a pandas table: the selection (leak rate, mean per-layer overlap, source retention,
 donor-visible share; from schema 1.10 the leak at matched row counts and the bytes a served cache
 holds against those a per-head cache would need) beside materialization (follow rate, donor shift with its CI and sign test,
-the shift over the pairs whose served rows hid the donor, and the answers' accuracy and margin). `matbench audit` prints it and
-writes it as CSV and markdown.
+the shift over the pairs whose served rows hid the donor, and the answers' accuracy and margin),
+and, where the folders hold the oracle's run of the same suite (`matbench audit` runs it beside
+the policies, from the same prefills), each arm's donor shift against the oracle's on the same
+pairs: the oracle's mean, the mean paired difference (policy - oracle) with its bootstrap 95% CI
+and Wilcoxon signed-rank p. `matbench audit` prints it and writes it as CSV and markdown.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pandas as pd
 
 from matbench.errors import MatbenchError
 from matbench.protocol.runspec import budget_order, split_budget
-from matbench.results.schema import read_results
+from matbench.results.schema import ResultsFile, RunConfig, read_results
 
 COLUMNS = (
     "model",
@@ -44,21 +47,80 @@ COLUMNS = (
     "paired",
     "served_bytes",
     "needed_bytes",
+    "oracle_shift",
+    "vs_oracle",
+    "vs_oracle_lo",
+    "vs_oracle_hi",
+    "vs_oracle_p",
 )
+
+
+def _oracle_key(config: RunConfig) -> tuple[object, ...]:
+    """What a policy run and the oracle's run must share to be compared pair by pair."""
+    return (
+        config.model.model,
+        config.suite,
+        config.suite_version,
+        config.seed,
+        config.dataset,
+        config.readout,
+        config.serving,
+        config.template,
+    )
+
+
+def _shifts(path: Path, results: ResultsFile, arm: str) -> dict[str, float]:
+    """Item id -> the arm's donor shift in the run's per-item log (pairs with a shift only)."""
+    from matbench.results.rescore import log_records
+
+    out = {}
+    for record in log_records(path, results):
+        shift = record.arms[arm].shift if arm in record.arms else None
+        if shift is not None:
+            out[record.item_id] = float(shift)
+    return out
+
+
+def versus_oracle(
+    policy_path: Path, policy_results: ResultsFile, oracle_path: Path, oracle_results: ResultsFile, arm: str
+) -> dict[str, float]:
+    """The arm's donor shift under the policy against the oracle's, over the pairs both logged:
+    the oracle's mean, the mean paired difference, its bootstrap 95% CI and Wilcoxon p."""
+    from matbench.stats import bootstrap_mean_ci, wilcoxon_p
+
+    ours, theirs = _shifts(policy_path, policy_results, arm), _shifts(oracle_path, oracle_results, arm)
+    common = sorted(set(ours) & set(theirs))
+    if not common:
+        return {}
+    diffs = [ours[i] - theirs[i] for i in common]
+    ci = bootstrap_mean_ci(diffs)
+    return {
+        "oracle_shift": sum(theirs[i] for i in common) / len(common),
+        "vs_oracle": sum(diffs) / len(diffs),
+        "vs_oracle_lo": ci.low,
+        "vs_oracle_hi": ci.high,
+        "vs_oracle_p": wilcoxon_p(diffs),
+    }
 
 
 def audit_table(folders: list[Path]) -> pd.DataFrame:
     """Every policy run's governed arms under `folders` (recursively), sorted."""
-    rows = []
+    rows: list[dict[str, object]] = []
+    runs: list[tuple[Path, ResultsFile]] = []
+    oracles: dict[tuple[object, ...], tuple[Path, ResultsFile]] = {}
     for path in sorted(p for folder in folders for p in Path(folder).rglob("*.json") if p.name != "scorecard.json"):
         try:
             results = read_results(path)
         except MatbenchError:  # a folder may hold other JSON (summaries, scorecards): not a run
             continue
+        if not results.config.policy:
+            oracles.setdefault(_oracle_key(results.config), (path, results))
+        elif "selection" in results.metrics:
+            runs.append((path, results))
+    for path, results in runs:
         config = results.config
-        if not config.policy or "selection" not in results.metrics:
-            continue
-        name, budget = split_budget(config.policy)
+        name, budget = split_budget(config.policy or "")
+        oracle = oracles.get(_oracle_key(config))
         for arm, block in results.metrics["selection"].items():
             every, hidden = block["materialization"]["all"], block["materialization"]["donor_hidden"]
             overlap = block.get("overlap_by_layer") or [float("nan")]
@@ -92,6 +154,7 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
                     # schema 1.10 on: the K/V bytes one served member cache holds, and a per-head cache's
                     "served_bytes": block.get("served_bytes_mean"),
                     "needed_bytes": block.get("needed_bytes_mean"),
+                    **(versus_oracle(path, results, oracle[0], oracle[1], arm) if oracle else {}),
                 }
             )
     table = pd.DataFrame(rows, columns=list(COLUMNS))
