@@ -48,30 +48,42 @@ def _legend(series: Sequence[Series], x: float, y: float) -> list[str]:
 
 
 def line_chart(
-    xs: Sequence[str], series: Sequence[Series], title: str, reference: dict[str, float] | None = None
+    xs: Sequence[str],
+    series: Sequence[Series],
+    title: str,
+    reference: dict[str, float] | None = None,
+    ylim: tuple[float, float] = (0.0, 1.0),
+    ylabel: str = "accuracy",
+    reference_label: str = "chance",
 ) -> Markup:
-    """Values in [0, 1] per x category, with CI whiskers; `reference` drawn dashed grey (chance)."""
+    """Values per x category within `ylim`, with CI whiskers; `reference` drawn dashed grey
+    (chance, or the oracle's value), labelled `reference_label`."""
     w, h, left, top, plot_w, plot_h = 640, 260 + 14 * len(series), 50, 20, 300, 200
     step = plot_w / max(len(xs) - 1, 1)
     xpos = {x: left + i * step for i, x in enumerate(xs)}
+    low, high = ylim
+    span = (high - low) or 1.0
 
     def ypos(v: float) -> float:
-        return top + plot_h * (1 - v)
+        return top + plot_h * (1 - (min(max(v, low), high) - low) / span)
 
     body = [
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
-        _text(14, top + plot_h / 2, "accuracy", extra=f'transform="rotate(-90 14 {top + plot_h / 2})"'),
+        _text(14, top + plot_h / 2, ylabel, extra=f'transform="rotate(-90 14 {top + plot_h / 2})"'),
     ]
-    for tick in (0, 0.25, 0.5, 0.75, 1):
+    for k in range(5):
+        tick = low + span * k / 4
         body.append(_text(left - 6, ypos(tick) + 4, f"{tick:.2f}", "end", 9))
+    if low < 0 < high:  # a diverging axis: zero drawn across
+        body.append(f'<line x1="{left}" y1="{ypos(0):.1f}" x2="{left + plot_w}" y2="{ypos(0):.1f}" stroke="#ccc"/>')
     for x in xs:
         body.append(_text(xpos[x], top + plot_h + 16, x))
     if reference:
         pts = " ".join(f"{xpos[x]:.1f},{ypos(v):.1f}" for x, v in reference.items() if x in xpos)
         body.append(f'<polyline points="{pts}" fill="none" stroke="{GREY}" stroke-dasharray="2 3"/>')
         last = list(reference)[-1]
-        body.append(_text(xpos[last] + 6, ypos(reference[last]) + 4, "chance", "start", 9, f'fill="{GREY}"'))
+        body.append(_text(xpos[last] + 6, ypos(reference[last]) + 4, reference_label, "start", 9, f'fill="{GREY}"'))
     for i, s in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
         dash = ' stroke-dasharray="4 3"' if s.reported else ""

@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from matbench.evaluators import EVALUATORS
 from matbench.evaluators.base import suites_in_order
+from matbench.leaderboard import plots
 from matbench.leaderboard.collect import ModelEntry, Run
 from matbench.protocol.runspec import budget_order, split_budget
 from matbench.results.rescore import read_records
@@ -182,6 +185,7 @@ class AuditSection:
     arm: str
     maps: list[HeatMap]
     settings: tuple[str, ...] = ()  # how the model ran, beyond the protocol (`_model_settings`)
+    charts: tuple[Markup, ...] = ()  # the donor shift against the ratio removed, a chart per source mode
 
 
 def _color(metric: AuditMetric, value: float, scale: float) -> str:
@@ -250,7 +254,7 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
             )
             policies = sorted({p for p, _, _ in cells})
             oracle_block = _oracle_block(oracle, arm) if oracle else None
-            maps = []
+            maps, charts = [], ()
             for metric in AUDIT_METRICS:
                 reads = {k: metric.read(block) for k, (block, _) in cells.items()}
                 if all(v is None for v in reads.values()):
@@ -277,8 +281,47 @@ def audit_sections(entry: ModelEntry, links: dict[Path, tuple[str, str]]) -> lis
                         )
                     )
                 maps.append(HeatMap(metric, columns, rows))
-            sections.append(AuditSection(suite, readout, serving, arm, maps, settings))
+                if metric.key == "shift":
+                    charts = _ratio_charts(suite, arm, reads, oracle_read)
+            sections.append(AuditSection(suite, readout, serving, arm, maps, settings, charts))
     return sections
+
+
+Read = tuple[float, list[float] | None, int] | None  # an AuditMetric's (value, 95% CI, n)
+
+
+def _ratio_charts(
+    suite: str, arm: str, reads: dict[tuple[str, str, str], Read], oracle_read: Read
+) -> tuple[Markup, ...]:
+    """Per source mode, each policy's donor shift (95% CI) against the fraction of rows removed,
+    the oracle's shift as the dashed reference: a chart where two ratios or more were run."""
+    out = []
+    for mode in SOURCE_MODES:
+        points: dict[str, dict[str, tuple[float, float | None, float | None]]] = {}
+        for (policy, m, budget), read in reads.items():
+            if m == mode and read is not None and "." in budget:  # ratios only: a token count is no fraction
+                value, ci, _ = read
+                points.setdefault(policy, {})[budget] = (value, *(ci or (None, None)))
+        ratios = sorted({b for p in points.values() for b in p}, key=float)
+        if len(ratios) < 2:
+            continue
+        values = [v for p in points.values() for point in p.values() for v in point if v is not None]
+        values += [oracle_read[0]] if oracle_read else []
+        bound = max(max(abs(v) for v in values), 1e-3)
+        series = [plots.Series(policy, points[policy]) for policy in sorted(points)]
+        reference = {r: oracle_read[0] for r in ratios} if oracle_read else None
+        out.append(
+            plots.line_chart(
+                ratios,
+                series,
+                f"{suite}, arm {arm}, {mode}: donor margin shift against the fraction of rows removed",
+                reference=reference,
+                ylim=(-bound, bound),
+                ylabel="donor margin shift",
+                reference_label="oracle",
+            )
+        )
+    return tuple(out)
 
 
 def _headline_rank(suite: str, arm: str) -> tuple[int, str]:

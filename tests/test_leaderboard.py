@@ -541,6 +541,25 @@ def test_the_policies_page_shows_each_audit_cell_and_the_oracle_row_from_their_f
     cell = rows["snapkv"][shift.columns.index(("evicted", "0.75"))]
     assert cell.text == f"{hidden['shift']['mean']:+.3f}" and cell.href == f"r/{run.sha256}"
     assert cell.strong == (hidden["shift"]["ci"][0] > 0 or hidden["shift"]["ci"][1] < 0)
+    # the donor shift against the ratio removed: a chart per source mode, a line per policy and the
+    # oracle's dashed reference, each point the heat map's value with its CI
+    measured = {
+        mode
+        for mode in ("natural", "evicted")
+        for p, cells in rows.items()
+        if p != "oracle (whole events)"
+        and sum(c.value is not None for c, col in zip(cells, shift.columns) if col[0] == mode) >= 2
+    }
+    assert len(section.charts) == len(measured) >= 1
+    evicted = str(next(c for c in section.charts if "evicted: donor margin shift against the fraction" in c))
+    ratio_policies = {
+        p
+        for p, cells in rows.items()
+        if p != "oracle (whole events)"
+        and any(c.value is not None for c, col in zip(cells, shift.columns) if col[0] == "evicted")
+    }
+    assert evicted.count("<polyline") == len(ratio_policies) + 1 and "oracle</text>" in evicted
+    assert f"<title>snapkv 0.75: {hidden['shift']['mean']:.3f}</title>" in evicted
     oracle = next(
         r
         for r in entry.runs
