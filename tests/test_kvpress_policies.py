@@ -418,3 +418,40 @@ def test_every_press_the_docs_call_supported_is_tested_against_kvpress():
     tested -= {"ObservedAttentionPress"}  # compared with the built-in h2o; refused as a kvpress policy
     supported = {row.name for row in press_table() if row.how != "refused"}
     assert supported == tested
+
+
+def test_every_kvpress_press_and_budget_of_a_member_shares_one_observation(tiny_llama, monkeypatch):
+    """Scored and hooked presses at several budgets, scored with one memo (one pair): the member
+    is observed by one forward, and each press keeps the rows it keeps observed on its own."""
+    from transformers import DynamicCache
+
+    from matbench.engine.policies import observe as observe_module
+
+    loaded = _double(tiny_llama, "sdpa")
+    engine = PairEngine(loaded)
+    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(15))
+    cache = DynamicCache()
+    with torch.no_grad():
+        loaded.model(input_ids=ids, use_cache=True, **{cache_keyword(loaded.model): cache})
+    rows = EventCache(
+        tuple(layer.keys for layer in cache.layers),
+        tuple(layer.values for layer in cache.layers),
+        torch.arange(CONTEXT),
+        (0, 0),
+        (),
+        CONTEXT,
+    )
+    member = MemberLayout(tuple(ids[0].tolist()), tuple(range(CONTEXT)), (0, 0), ())
+    specs = [f"kvpress:{p}@{r}" for p in ("SnapKVPress()", "AdaKVPress(press=KnormPress())") for r in (0.5, 0.75)]
+    alone = [parse_policy(s).keep(None, member, rows, SelectionContext(engine.runner)) for s in specs]
+    calls = []
+    real = observe_module.observe
+    monkeypatch.setattr(observe_module, "observe", lambda *a, **k: calls.append(1) or real(*a, **k))
+    shared = SelectionContext(engine.runner)
+    together = [parse_policy(s).keep(None, member, rows, shared) for s in specs]
+    assert len(calls) == 1  # one observation forward for four press x budget settings
+
+    def text(kept) -> str:
+        return str((kept.slots, kept.heads.tolist())) if hasattr(kept, "heads") else str(kept)
+
+    assert [text(k) for k in together] == [text(k) for k in alone] and len({text(k) for k in together}) == 4

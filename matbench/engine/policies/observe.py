@@ -192,5 +192,21 @@ def observe(
     return scores  # type: ignore[return-value]
 
 
+def observed_views(runner: ModelRunner, cache: Any, input_ids: tuple[int, ...], n: int) -> list[LayerView]:
+    """Every layer's view of one observation (`observe`) with the observed tokens' attention input
+    kept, so that several policies score one forward: `layers x n x hidden` values held while
+    they are (the caller drops the list with the pair)."""
+    from dataclasses import replace
+
+    kept: list[LayerView] = []
+
+    def keep(view: LayerView) -> torch.Tensor:
+        kept.append(replace(view))
+        return torch.empty(0)
+
+    observe(runner, cache, input_ids, n, keep)
+    return sorted(kept, key=lambda v: v.layer)
+
+
 def _params(module: Any) -> set[str]:
     return set(inspect.signature(module.forward).parameters)

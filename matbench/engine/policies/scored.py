@@ -84,6 +84,21 @@ class ScoredPolicy(ServingPolicy):
         holds state across a member's layers makes it afresh here."""
         return self.score
 
+    def observed_scores(
+        self,
+        runner: ModelRunner,
+        cache,
+        ids: tuple[int, ...],
+        n: int,
+        scorer: Callable[[LayerView], torch.Tensor],
+        context: SelectionContext,
+    ) -> list[torch.Tensor]:
+        """`scorer` on every layer of one observation of the member's last `n` tokens (a forward
+        of those tokens, `observe`)."""
+        from matbench.engine.policies.observe import observe
+
+        return observe(runner, cache, ids, n, scorer)
+
     def scores_key(self) -> ScoredPolicy:
         """What a member's scores depend on, as a memo key: not the budget (one scoring serves
         every budget of a run), unless the policy's scores are its choice at that budget."""
@@ -120,7 +135,7 @@ class ScoredPolicy(ServingPolicy):
 
         # observe reads the model (transformers): imported when a policy first scores, so that
         # naming a policy (`--policy`) costs no torch import
-        from matbench.engine.policies.observe import observe, views, with_question
+        from matbench.engine.policies.observe import views, with_question
 
         n = self.observed_tokens()
         total, ids = int(cache.positions.shape[0]), tuple(member.input_ids)
@@ -134,7 +149,7 @@ class ScoredPolicy(ServingPolicy):
             cache, ids = context.memo[key], (*ids, *context.question)
         scorer = self.layer_scorer(total, context)
         if runner is not None:  # n > 0
-            per_layer = observe(runner, cache, ids, n, scorer)
+            per_layer = self.observed_scores(runner, cache, ids, n, scorer, context)
         else:
             per_layer = [scorer(view) for view in views(cache)]
         stacked = torch.stack([s.reshape(s.shape[-2:]) for s in per_layer])[
