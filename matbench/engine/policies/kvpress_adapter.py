@@ -148,20 +148,6 @@ class KVPress(ScoredPolicy):
             ) from None
         return press
 
-    def observed_scores(self, runner, cache, ids, n, scorer, context: SelectionContext) -> list[torch.Tensor]:
-        # Every kvpress press observes every token of the member: one observation forward per
-        # member (and question) serves every press and budget of the pair (the views live in
-        # the pair's memo), where each would otherwise run its own.
-        import torch
-
-        from matbench.engine.policies.observe import observed_views
-
-        key = ("kvpress views", id(cache), n)
-        if key not in context.memo:
-            context.memo[key] = observed_views(runner, cache, ids, n)
-        with torch.inference_mode():  # as inside the observation forward, whose tensors these are
-            return [scorer(view) for view in context.memo[key]]
-
     def layer_scorer(self, total: int, context: SelectionContext) -> Callable[[Any], torch.Tensor]:
         from matbench.engine.policies.kvpress_driver import run_hook
 

@@ -94,10 +94,18 @@ class ScoredPolicy(ServingPolicy):
         context: SelectionContext,
     ) -> list[torch.Tensor]:
         """`scorer` on every layer of one observation of the member's last `n` tokens (a forward
-        of those tokens, `observe`)."""
-        from matbench.engine.policies.observe import observe
+        of those tokens, `observe`). The observation's views live in the pair's memo: every
+        policy and budget that observes as many tokens of this member scores the same forward
+        (SnapKV, PyramidKV and AdaKV over SnapKV share one; every kvpress press shares one)."""
+        import torch
 
-        return observe(runner, cache, ids, n, scorer)
+        from matbench.engine.policies.observe import observed_views
+
+        key = ("views", id(cache), min(n, len(ids)))
+        if key not in context.memo:
+            context.memo[key] = observed_views(runner, cache, ids, n)
+        with torch.inference_mode():  # as inside the observation forward, whose tensors these are
+            return [scorer(view) for view in context.memo[key]]
 
     def scores_key(self) -> ScoredPolicy:
         """What a member's scores depend on, as a memo key: not the budget (one scoring serves
