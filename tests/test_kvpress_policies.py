@@ -455,3 +455,47 @@ def test_every_kvpress_press_and_budget_of_a_member_shares_one_observation(tiny_
         return str((kept.slots, kept.heads.tolist())) if hasattr(kept, "heads") else str(kept)
 
     assert [text(k) for k in together] == [text(k) for k in alone] and len({text(k) for k in together}) == 4
+
+
+def _member(loaded, seed: int):
+    """A plain prefill of CONTEXT random tokens as the engine holds a member: (engine, layout, rows)."""
+    from transformers import DynamicCache
+
+    engine = PairEngine(loaded)
+    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(seed))
+    cache = DynamicCache()
+    with torch.no_grad():
+        loaded.model(input_ids=ids, use_cache=True, **{cache_keyword(loaded.model): cache})
+    rows = EventCache(
+        tuple(layer.keys for layer in cache.layers),
+        tuple(layer.values for layer in cache.layers),
+        torch.arange(CONTEXT),
+        (0, 0),
+        (),
+        CONTEXT,
+    )
+    return engine, MemberLayout(tuple(ids[0].tolist()), tuple(range(CONTEXT)), (0, 0), ()), rows
+
+
+def test_an_observation_too_large_to_hold_is_run_by_each_policy(tiny_llama, monkeypatch):
+    """Over MAX_SHARED_VIEW_BYTES the views are not kept: each press of a pair observes on its
+    own, and keeps the rows it keeps with the views shared."""
+    from matbench.engine.policies import observe as observe_module
+    from matbench.engine.policies import scored
+
+    engine, member, rows = _member(_double(tiny_llama, "sdpa"), 16)
+    specs = ["kvpress:SnapKVPress()@0.5", "kvpress:ChunkKVPress(press=KnormPress())@0.5"]
+    calls = []
+    real = observe_module.observe
+    monkeypatch.setattr(observe_module, "observe", lambda *a, **k: calls.append(1) or real(*a, **k))
+    context = SelectionContext(engine.runner)
+    shared = [parse_policy(s).keep(None, member, rows, context) for s in specs]
+    assert len(calls) == 1
+    monkeypatch.setattr(scored, "MAX_SHARED_VIEW_BYTES", 0)
+    context = SelectionContext(engine.runner)
+    alone = [parse_policy(s).keep(None, member, rows, context) for s in specs]
+    assert len(calls) == 3 and [_kept_text(k) for k in alone] == [_kept_text(k) for k in shared]
+
+
+def _kept_text(kept) -> str:
+    return str((kept.slots, kept.heads.tolist())) if hasattr(kept, "heads") else str(kept)

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from matbench.engine.runtime import ModelRunner
 
 
+# The attention inputs one shared observation may hold (layers x tokens x hidden); a longer one
+# (a 32k-token member of a 12B model holds ~9 GB) is observed again by each policy instead.
+MAX_SHARED_VIEW_BYTES = 1 << 31
+
+
 @dataclass(frozen=True)
 class ScoredPolicy(ServingPolicy):
     """Scores every row of a member's prefill per layer and KV head and keeps the highest
@@ -99,9 +104,14 @@ class ScoredPolicy(ServingPolicy):
         (SnapKV, PyramidKV and AdaKV over SnapKV share one; every kvpress press shares one)."""
         import torch
 
-        from matbench.engine.policies.observe import observed_views
+        from matbench.engine.policies.observe import observe, observed_views
 
-        key = ("views", id(cache), min(n, len(ids)))
+        observed = min(n, len(ids))
+        config = runner.text_config
+        held = config.num_hidden_layers * observed * config.hidden_size * cache.keys[0].element_size()
+        if held > MAX_SHARED_VIEW_BYTES:  # a long context: each policy observes on its own
+            return observe(runner, cache, ids, n, scorer)
+        key = ("views", id(cache), observed)
         if key not in context.memo:
             context.memo[key] = observed_views(runner, cache, ids, n)
         with torch.inference_mode():  # as inside the observation forward, whose tensors these are
