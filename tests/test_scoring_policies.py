@@ -544,7 +544,16 @@ def test_the_audit_command_runs_the_grid_over_suites_and_summarizes_it(tiny_dir,
     assert row["oracle_shift"] == pytest.approx(sum(oracle.values()) / 2)
     assert row["vs_oracle"] == pytest.approx(sum(diffs) / 2) and row["vs_oracle"] != 0
     assert row["vs_oracle_lo"] == pytest.approx(min(diffs)) and row["vs_oracle_hi"] == pytest.approx(max(diffs))
-    assert 0 < row["vs_oracle_p"] <= 1 and table.vs_oracle.notna().all()
+    assert 0 < row["vs_oracle_p"] <= 1 and row["vs_oracle_n"] == 2
+    # natural mode: only the pairs whose served rows hid the donor are compared
+    natural = table[
+        (table.suite == "discovery") & (table.arm == "root") & (table.policy == "knorm") & (table.source == "natural")
+    ]
+    for _, cell in natural.iterrows():
+        log = json.loads((out / f"discovery_probe_compact_knorm-{cell['budget']}.json").read_text())["items"]["log"]
+        lines = [json.loads(line) for line in (out / log).read_text().splitlines()]
+        hidden = [r for r in lines if not r["arms"]["root"]["selection"]["donor_visible"]]
+        assert (cell["vs_oracle_n"] if cell["vs_oracle_n"] == cell["vs_oracle_n"] else 0) == len(hidden)
     markdown = (out / "audit.md").read_text()
     assert markdown == capsys.readouterr().out and "## tiny-llama, discovery, arm root" in markdown.replace(
         str(tiny_dir), "tiny-llama"

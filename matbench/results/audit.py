@@ -7,8 +7,8 @@ holds against those a per-head cache would need) beside materialization (follow 
 the shift over the pairs whose served rows hid the donor, and the answers' accuracy and margin),
 and, where the folders hold the oracle's run of the same suite (`matbench audit` runs it beside
 the policies, from the same prefills), each arm's donor shift against the oracle's on the same
-pairs: the oracle's mean, the mean paired difference (policy - oracle) with its bootstrap 95% CI
-and Wilcoxon signed-rank p. `matbench audit` prints it and writes it as CSV and markdown.
+pairs, those whose served rows hid the donor: their number, the oracle's mean, the mean paired
+difference (policy - oracle) with its bootstrap 95% CI and Wilcoxon signed-rank p. `matbench audit` prints it and writes it as CSV and markdown.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ COLUMNS = (
     "paired",
     "served_bytes",
     "needed_bytes",
+    "vs_oracle_n",
     "oracle_shift",
     "vs_oracle",
     "vs_oracle_lo",
@@ -70,22 +71,26 @@ def _oracle_key(config: RunConfig) -> tuple[object, ...]:
 
 
 def _shifts(path: Path, results: ResultsFile, arm: str) -> dict[str, float]:
-    """Item id -> the arm's donor shift in the run's per-item log (pairs with a shift only)."""
+    """Item id -> the arm's donor shift in the run's per-item log, over the pairs whose served
+    rows hid the donor (a shift where the arm saw the donor is no evidence of what the kept rows
+    carry; the oracle's arms never see it), as the heat maps' donor shift reads it."""
     from matbench.results.rescore import log_records
 
     out = {}
     for record in log_records(path, results):
-        shift = record.arms[arm].shift if arm in record.arms else None
-        if shift is not None:
-            out[record.item_id] = float(shift)
+        row = record.arms.get(arm)
+        if row is None or row.shift is None or (row.selection is not None and row.selection.donor_visible):
+            continue
+        out[record.item_id] = float(row.shift)
     return out
 
 
 def versus_oracle(
     policy_path: Path, policy_results: ResultsFile, oracle_path: Path, oracle_results: ResultsFile, arm: str
 ) -> dict[str, float]:
-    """The arm's donor shift under the policy against the oracle's, over the pairs both logged:
-    the oracle's mean, the mean paired difference, its bootstrap 95% CI and Wilcoxon p."""
+    """The arm's donor shift under the policy against the oracle's, over the pairs both logged
+    whose served rows hid the donor: their number, the oracle's mean, the mean paired
+    difference, its bootstrap 95% CI and Wilcoxon p."""
     from matbench.stats import bootstrap_mean_ci, wilcoxon_p
 
     ours, theirs = _shifts(policy_path, policy_results, arm), _shifts(oracle_path, oracle_results, arm)
@@ -95,6 +100,7 @@ def versus_oracle(
     diffs = [ours[i] - theirs[i] for i in common]
     ci = bootstrap_mean_ci(diffs)
     return {
+        "vs_oracle_n": len(common),
         "oracle_shift": sum(theirs[i] for i in common) / len(common),
         "vs_oracle": sum(diffs) / len(diffs),
         "vs_oracle_lo": ci.low,
