@@ -24,6 +24,7 @@ REPLICATIONS = sorted(RESULTS.glob("replication/*/*/replication.json"))
 REPLICATION_RUNS = results_files(RESULTS / "replication", recursive=True)
 # The eviction audit: results/audit/<model>/<suite>_probe_<serving>_<policy>[_evicted]/
 AUDIT = results_files(RESULTS / "audit", recursive=True)
+AUDIT_KVPRESS = results_files(RESULTS / "audit-kvpress", recursive=True)
 
 
 def _close(a, b):
@@ -119,7 +120,13 @@ def test_the_store_readme_counts_the_runs_of_each_collection():
         for line in table.splitlines()
         if line.startswith("| `") and line.count("|") == 4
     }
-    counted = {"contract": CONTRACT, "experiments": EXPERIMENTS, "replication": REPLICATION_RUNS, "audit": AUDIT}
+    counted = {
+        "contract": CONTRACT,
+        "experiments": EXPERIMENTS,
+        "replication": REPLICATION_RUNS,
+        "audit": AUDIT,
+        "audit-kvpress": AUDIT_KVPRESS,
+    }
     assert {k.split("/")[0].strip("`"): v for k, v in rows.items() if v} == {k: str(len(v)) for k, v in counted.items()}
 
 
