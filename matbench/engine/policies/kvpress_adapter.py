@@ -56,11 +56,6 @@ if TYPE_CHECKING:
 press_class = supported_press  # the name the tests and older callers use
 
 
-def plain_scorer(cls: type) -> bool:
-    """Whether `cls` chooses rows as kvpress's `ScorerPress` does: the top rows of its `score`."""
-    return plain_scorer_class(cls)
-
-
 @POLICIES.register("kvpress")
 @dataclass(frozen=True)
 class KVPress(ScoredPolicy):
@@ -97,8 +92,9 @@ class KVPress(ScoredPolicy):
         return policy
 
     @property
-    def press(self) -> str:
-        return self.call.name
+    def scored(self) -> bool:
+        """A plain scorer (its `score`, matbench's top rows); else the press runs through its hook."""
+        return plain_scorer_class(press_class(self.call.name))
 
     @property
     def budgeted(self) -> bool:
@@ -106,7 +102,7 @@ class KVPress(ScoredPolicy):
 
     @property
     def honours_banned(self) -> bool:
-        return plain_scorer(press_class(self.call.name))
+        return self.scored
 
     def arguments(self) -> dict[str, Any]:
         return {"press": self.call.render(), **({"question": True} if self.question else {})}
@@ -119,16 +115,16 @@ class KVPress(ScoredPolicy):
         return f"kvpress:{inside}{question}){budget}"
 
     def layer_budgets(self, total: int, layers: int) -> list[int]:
-        if not self.budgeted or not plain_scorer(press_class(self.call.name)):
+        if not self.budgeted or not self.scored:
             return [total] * layers  # the press decides; `allocate` reads its choice
         return super().layer_budgets(total, layers)
 
     def scores_key(self) -> ScoredPolicy:
         # A press run through its hook scores by choosing: its choice depends on the budget.
-        return super().scores_key() if plain_scorer(press_class(self.call.name)) else self
+        return super().scores_key() if self.scored else self
 
     def allocate(self, scores: torch.Tensor, budgets: list[int]) -> torch.Tensor:
-        if plain_scorer(press_class(self.call.name)):
+        if self.scored:
             return super().allocate(scores, budgets)
         return scores > 0  # the hook's choice, kept rows 1 (and the header, +inf)
 
@@ -154,7 +150,7 @@ class KVPress(ScoredPolicy):
         press = self._build(total)
         if context.runner is not None:
             press.post_init_from_model(context.runner.model)
-        plain = plain_scorer(type(press))
+        plain = self.scored
 
         def scorer(view) -> torch.Tensor:
             import torch

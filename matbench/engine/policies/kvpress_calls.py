@@ -12,7 +12,9 @@ the policy is parsed, before any model loads. How a supported press is driven is
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
+import re
 import sys
 import types
 from dataclasses import dataclass
@@ -78,18 +80,27 @@ def kvpress_package() -> types.ModuleType:
 
 def find_press(name: str) -> type:
     """kvpress's press class `name` (e.g. `SnapKVPress`), whether or not matbench drives it."""
-    folder = Path(kvpress_package().__path__[0]) / "presses"
-    # kvpress's module names do not follow its class names (LeverageScorePress lives in
-    # leverage_press.py): find the file that defines the class.
-    defining = [f.stem for f in sorted(folder.glob("*.py")) if f"class {name}(" in f.read_text()]
-    if not defining or not name.endswith("Press"):
+    module = _press_modules(kvpress_package().__path__[0]).get(name) if name.endswith("Press") else None
+    if module is None:
         raise MatbenchError(f"kvpress has no press {name!r}; name a class such as SnapKVPress or KnormPress")
     try:
-        return getattr(importlib.import_module(f"kvpress.presses.{defining[0]}"), name)
+        return getattr(importlib.import_module(f"kvpress.presses.{module}"), name)
     except ImportError as err:
         raise MatbenchError(
             f"kvpress {name} needs {err.name}, which is not installed: pip install {err.name}"
         ) from None
+
+
+@functools.cache
+def _press_modules(package: str) -> dict[str, str]:
+    """Press class name -> the module of `package`/presses that defines it, read once a process:
+    kvpress's module names do not follow its class names (LeverageScorePress lives in
+    leverage_press.py), and a policy asks for its class on every member it scores."""
+    found: dict[str, str] = {}
+    for path in sorted((Path(package) / "presses").glob("*.py")):
+        for name in re.findall(r"^class (\w+Press)\(", path.read_text(), re.MULTILINE):
+            found.setdefault(name, path.stem)
+    return found
 
 
 def supported_press(name: str) -> type:
@@ -210,11 +221,7 @@ class PressSupport:
 
 def press_table() -> list[PressSupport]:
     """Every press class the installed kvpress defines, in name order, with how matbench drives it."""
-    import re
-
-    folder = Path(kvpress_package().__path__[0]) / "presses"
-    text = "\n".join(f.read_text() for f in sorted(folder.glob("*.py")))
-    names = sorted(set(re.findall(r"^class (\w+Press)\(", text, re.MULTILINE)) - {"BasePress", "ScorerPress"})
+    names = sorted(set(_press_modules(kvpress_package().__path__[0])) - {"BasePress", "ScorerPress"})
     out = []
     for name in names:
         if name in REFUSED:
