@@ -854,3 +854,18 @@ def test_rows_no_policy_governs_are_served_once_for_every_setting(tiny_llama, pa
                 other = want[combo].arms[name]
                 assert (arm.answers, arm.selection) == (other.answers, other.selection)
                 np.testing.assert_allclose(arm.probe_logp, other.probe_logp, atol=1e-4, rtol=0)
+
+
+def test_a_policy_is_paired_only_with_an_oracle_of_the_same_items_and_model_input():
+    """The oracle a policy run is compared with shares its items, readout, serving, template and
+    YaRN factor; a run under another RoPE scaling is another model's input, never its reference."""
+    from pathlib import Path
+
+    from matbench.results.audit import _oracle_key
+    from matbench.results.schema import read_results
+
+    store = Path(__file__).parent / "fixtures" / "store" / "contract" / "smollm2-135m"
+    config = read_results(store / "discovery_probe_compact" / "discovery_probe_compact.json").config
+    assert _oracle_key(config) == _oracle_key(config.model_copy(update={"policy": "knorm@0.5", "n_items": 8}))
+    for change in ({"rope_yarn": 4.0}, {"template": "para"}, {"serving": "native"}, {"seed": 1}):
+        assert _oracle_key(config.model_copy(update=change)) != _oracle_key(config)

@@ -8,7 +8,8 @@ the shift over the pairs whose served rows hid the donor, and the answers' accur
 and, where the folders hold the oracle's run of the same suite (`matbench audit` runs it beside
 the policies, from the same prefills), each arm's donor shift against the oracle's on the same
 pairs, those whose served rows hid the donor: their number, the oracle's mean, the mean paired
-difference (policy - oracle) with its bootstrap 95% CI and Wilcoxon signed-rank p. `matbench audit` prints it and writes it as CSV and markdown.
+difference (policy - oracle) with its bootstrap 95% CI and Wilcoxon signed-rank p. `matbench
+audit` prints it and writes it as CSV and markdown.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 import pandas as pd
 
 from matbench.errors import MatbenchError
+from matbench.protocol.records import PairRecord
 from matbench.protocol.runspec import budget_order, split_budget
+from matbench.results.rescore import log_records
 from matbench.results.schema import ResultsFile, RunConfig, read_results
 
 COLUMNS = (
@@ -57,7 +60,9 @@ COLUMNS = (
 
 
 def _oracle_key(config: RunConfig) -> tuple[object, ...]:
-    """What a policy run and the oracle's run must share to be compared pair by pair."""
+    """What a policy run and the oracle's run must share to be compared pair by pair: the items
+    (model, suite and its version, seed, dataset), how they were read and served, and what
+    changes the model's input or RoPE (template, YaRN)."""
     return (
         config.model.model,
         config.suite,
@@ -67,17 +72,16 @@ def _oracle_key(config: RunConfig) -> tuple[object, ...]:
         config.readout,
         config.serving,
         config.template,
+        config.rope_yarn,
     )
 
 
-def _shifts(path: Path, results: ResultsFile, arm: str) -> dict[str, float]:
-    """Item id -> the arm's donor shift in the run's per-item log, over the pairs whose served
-    rows hid the donor (a shift where the arm saw the donor is no evidence of what the kept rows
-    carry; the oracle's arms never see it), as the heat maps' donor shift reads it."""
-    from matbench.results.rescore import log_records
-
+def _shifts(records: list[PairRecord], arm: str) -> dict[str, float]:
+    """Item id -> the arm's donor shift, over the pairs whose served rows hid the donor (a shift
+    where the arm saw the donor is no evidence of what the kept rows carry; the oracle's arms
+    never see it), as the heat maps' donor shift reads it."""
     out = {}
-    for record in log_records(path, results):
+    for record in records:
         row = record.arms.get(arm)
         if row is None or row.shift is None or (row.selection is not None and row.selection.donor_visible):
             continue
@@ -85,15 +89,13 @@ def _shifts(path: Path, results: ResultsFile, arm: str) -> dict[str, float]:
     return out
 
 
-def versus_oracle(
-    policy_path: Path, policy_results: ResultsFile, oracle_path: Path, oracle_results: ResultsFile, arm: str
-) -> dict[str, float]:
-    """The arm's donor shift under the policy against the oracle's, over the pairs both logged
-    whose served rows hid the donor: their number, the oracle's mean, the mean paired
-    difference, its bootstrap 95% CI and Wilcoxon p."""
+def versus_oracle(policy: list[PairRecord], oracle: list[PairRecord], arm: str) -> dict[str, float]:
+    """The arm's donor shift under the policy against the oracle's (their per-item records),
+    over the pairs both logged whose served rows hid the donor: their number, the oracle's
+    mean, the mean paired difference, its bootstrap 95% CI and Wilcoxon p."""
     from matbench.stats import bootstrap_mean_ci, wilcoxon_p
 
-    ours, theirs = _shifts(policy_path, policy_results, arm), _shifts(oracle_path, oracle_results, arm)
+    ours, theirs = _shifts(policy, arm), _shifts(oracle, arm)
     common = sorted(set(ours) & set(theirs))
     if not common:
         return {}
@@ -120,9 +122,19 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
         except MatbenchError:  # a folder may hold other JSON (summaries, scorecards): not a run
             continue
         if not results.config.policy:
-            oracles.setdefault(_oracle_key(results.config), (path, results))
+            key = _oracle_key(results.config)
+            # several oracle runs of the same items: the one of most pairs (as the leaderboard's reference row)
+            if key not in oracles or results.config.n_items > oracles[key][1].config.n_items:
+                oracles[key] = (path, results)
         elif "selection" in results.metrics:
             runs.append((path, results))
+    logs: dict[Path, list[PairRecord]] = {}  # each per-item log read (and its sha256 checked) once
+
+    def records(path: Path, results: ResultsFile) -> list[PairRecord]:
+        if path not in logs:
+            logs[path] = log_records(path, results)
+        return logs[path]
+
     for path, results in runs:
         config = results.config
         name, budget = split_budget(config.policy or "")
@@ -160,7 +172,7 @@ def audit_table(folders: list[Path]) -> pd.DataFrame:
                     # schema 1.10 on: the K/V bytes one served member cache holds, and a per-head cache's
                     "served_bytes": block.get("served_bytes_mean"),
                     "needed_bytes": block.get("needed_bytes_mean"),
-                    **(versus_oracle(path, results, oracle[0], oracle[1], arm) if oracle else {}),
+                    **(versus_oracle(records(path, results), records(*oracle), arm) if oracle else {}),
                 }
             )
     table = pd.DataFrame(rows, columns=list(COLUMNS))
