@@ -1,10 +1,9 @@
-"""matbench's scoring policies keep exactly the rows kvpress's own scorers keep.
+"""matbench's scoring policies and kvpress policies keep exactly the rows kvpress's presses keep.
 
-kvpress is driven here as kvpress drives itself: a forward hook on every attention module of a
-plain prefill calls the press's `score` (or, for AdaKV, its `compress`, which leaves the pruned
-rows in `masked_key_indices`) on the layer's real attention input, keys and values, and keeps the
-top `compute_n_kept` rows per head. matbench's policy scores the same context through its own
-observation forward. The models run in float64 so that no two rows tie within rounding. CI
+kvpress is driven here as kvpress drives itself: its own `forward_hook` runs after every
+attention module of a plain prefill, on the layer's real attention input, keys and values, and the
+rows it leaves in the cache (found there by brute force) or does not mask are the rows it keeps.
+matbench's policy scores the same context through its own observation forward. The models run in float64 so that no two rows tie within rounding. CI
 installs kvpress with `--no-deps` (its metadata pins transformers<5.3); a missing kvpress fails.
 """
 
@@ -48,58 +47,12 @@ def _double(loaded, attn: str):
     return type(loaded)(model, loaded.tokenizer, loaded.source, "float64", loaded.device)
 
 
-def kvpress_kept(model, ids: torch.Tensor, press, ratio: float) -> torch.Tensor:
-    """`[L, H_kv, T]` bool: the rows kvpress keeps in each layer and KV head of a plain prefill."""
-    from kvpress.utils import compute_n_kept
-
-    adakv = type(press).__name__ == "AdaKVPress"
-    decoder = model.get_decoder()
-    kept: dict[int, torch.Tensor] = {}
-
-    def hook(module, args, kwargs, output):
-        cache = kwargs.get("cache", kwargs.get("past_key_values"))
-        keys, values = cache.layers[module.layer_idx].keys, cache.layers[module.layer_idx].values
-        hidden, total = kwargs["hidden_states"], keys.shape[2]
-        mask = torch.zeros(keys.shape[1], total, dtype=torch.bool)
-        if adakv:
-            press.compress(module, hidden, keys, values, output[1], kwargs)
-            _, heads, rows = module.masked_key_indices
-            mask[:] = True
-            mask[heads, rows] = False
-        else:
-            scores = press.score(module, hidden, keys, values, output[1], kwargs)[0]
-            n = (
-                press.get_layer_budget(module, total)
-                if hasattr(press, "get_layer_budget")
-                else compute_n_kept(total, ratio)
-            )
-            mask.scatter_(-1, scores.topk(n, dim=-1).indices, True)
-        kept[module.layer_idx] = mask
-
-    modules = [m for m in decoder.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
-    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in modules]
-    _with_rotary(decoder, modules, model)
-    try:
-        from transformers import DynamicCache
-
-        with torch.no_grad():
-            model(input_ids=ids, use_cache=True, **{cache_keyword(model): DynamicCache()})
-    finally:
-        for h in handles:
-            h.remove()
-        for m in modules:
-            object.__delattr__(m, "rotary_emb")
-    return torch.stack([kept[i] for i in range(len(modules))])
-
-
 def _typed_rotary(rotary, kind, x, ids):
     return rotary(x, ids, kind)
 
 
-def matbench_kept(loaded, ids: torch.Tensor, spec: str, question: tuple[int, ...] = ()) -> tuple[torch.Tensor, object]:
-    """`[L, H_kv, T]` bool: the rows matbench's policy keeps of the same context (no header),
-    scored with `question` appended where the policy is question-aware."""
-    engine = PairEngine(loaded)
+def member_rows(loaded, ids: torch.Tensor) -> tuple[MemberLayout, EventCache]:
+    """A plain prefill of `ids` as the engine holds a member: its layout (no header) and rows."""
     from transformers import DynamicCache
 
     cache = DynamicCache()
@@ -114,10 +67,22 @@ def matbench_kept(loaded, ids: torch.Tensor, spec: str, question: tuple[int, ...
         (),
         total,
     )
-    member = MemberLayout(tuple(ids[0].tolist()), tuple(range(total)), (0, 0), ())
+    return MemberLayout(tuple(ids[0].tolist()), tuple(range(total)), (0, 0), ()), rows
+
+
+def matbench_kept(loaded, ids: torch.Tensor, spec: str, question: tuple[int, ...] = ()) -> tuple[torch.Tensor, object]:
+    """`[L, H_kv, T]` bool: the rows matbench's policy keeps of the same context (no header),
+    scored with `question` appended where the policy is question-aware."""
+    engine = PairEngine(loaded)
+    member, rows = member_rows(loaded, ids)
     policy = parse_policy(spec)
     scores = policy.layer_scores(member, rows, SelectionContext(engine.runner, question=question))
-    return policy.allocate(scores, policy.layer_budgets(total, scores.shape[0])).cpu(), policy
+    return policy.allocate(scores, policy.layer_budgets(ids.shape[1], scores.shape[0])).cpu(), policy
+
+
+def _kept_text(kept) -> str:
+    """A policy's choice (slots, or a KeptRows with its per-head bits) as comparable text."""
+    return str((kept.slots, kept.heads.tolist())) if hasattr(kept, "heads") else str(kept)
 
 
 @pytest.mark.parametrize("ratio", [0.5, 0.875])
@@ -131,7 +96,7 @@ def test_each_shared_policy_keeps_exactly_kvpress_rows(tiny, spec, ratio):
     # Observed attention reads the eager kernel's weights; AdaKV refuses eager.
     loaded = _double(tiny, "eager" if press_name == "ObservedAttentionPress" else "sdpa")
     ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(5))
-    theirs = kvpress_kept(loaded.model, ids, press, ratio)
+    theirs = kvpress_hook_kept(loaded.model, ids, press)
     ours, _ = matbench_kept(loaded, ids, f"{spec}@{ratio}")
     assert ours.shape == theirs.shape
     assert torch.equal(ours, theirs), f"{spec}: {(ours != theirs).sum().item()} rows differ"
@@ -149,7 +114,7 @@ def test_the_kvpress_policy_keeps_its_press_rows_and_never_patches_attention(tin
     assert policy.spec == "kvpress:SnapKVPress(window_size=32)@0.5"
     assert torch.equal(via_adapter, matbench_kept(loaded, ids, "snapkv:window=32@0.5")[0])
     assert torch.equal(
-        via_adapter, kvpress_kept(loaded.model, ids, find_press("SnapKVPress")(0.5, window_size=32), 0.5)
+        via_adapter, kvpress_hook_kept(loaded.model, ids, find_press("SnapKVPress")(0.5, window_size=32))
     )
     assert {name: ALL_ATTENTION_FUNCTIONS[name] for name in ALL_ATTENTION_FUNCTIONS} == before
     assert "kvpress.attention_patch" not in sys.modules and not hasattr(
@@ -197,7 +162,6 @@ def kvpress_hook_kept(model, ids: torch.Tensor, press) -> torch.Tensor:
     after every attention module (with the keywords kvpress 0.5 reads: `past_key_values`,
     `cache_position`), each surviving row found among the layer's rows by brute force, masked
     rows (`masked_key_indices`) dropped. Random draws are seeded with the layer index."""
-    decoder = model.get_decoder()
     kept: dict[int, torch.Tensor] = {}
 
     def hook(module, args, kwargs, output):
@@ -227,12 +191,20 @@ def kvpress_hook_kept(model, ids: torch.Tensor, press) -> torch.Tensor:
         del module.masked_key_indices
         kept[module.layer_idx] = mask
 
+    layers = _prefill_with_hook(model, ids, hook)
+    return torch.stack([kept[i] for i in range(layers)])
+
+
+def _prefill_with_hook(model, ids: torch.Tensor, hook) -> int:
+    """A plain prefill of `ids` with `hook` after every attention module, each module given the
+    `rotary_emb` kvpress's context manager sets; the number of attention layers."""
+    from transformers import DynamicCache
+
+    decoder = model.get_decoder()
     modules = [m for m in decoder.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in modules]
     _with_rotary(decoder, modules, model)
     try:
-        from transformers import DynamicCache
-
         with torch.no_grad():
             model(input_ids=ids, use_cache=True, **{cache_keyword(model): DynamicCache()})
     finally:
@@ -240,7 +212,7 @@ def kvpress_hook_kept(model, ids: torch.Tensor, press) -> torch.Tensor:
             h.remove()
         for m in modules:
             object.__delattr__(m, "rotary_emb")
-    return torch.stack([kept[i] for i in range(len(modules))])
+    return len(modules)
 
 
 def _with_rotary(decoder, modules, model) -> None:
@@ -423,25 +395,13 @@ def test_every_press_the_docs_call_supported_is_tested_against_kvpress():
 def test_every_kvpress_press_and_budget_of_a_member_shares_one_observation(tiny_llama, monkeypatch):
     """Scored and hooked presses at several budgets, scored with one memo (one pair): the member
     is observed by one forward, and each press keeps the rows it keeps observed on its own."""
-    from transformers import DynamicCache
-
     from matbench.engine.policies import observe as observe_module
 
     loaded = _double(tiny_llama, "sdpa")
     engine = PairEngine(loaded)
-    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(15))
-    cache = DynamicCache()
-    with torch.no_grad():
-        loaded.model(input_ids=ids, use_cache=True, **{cache_keyword(loaded.model): cache})
-    rows = EventCache(
-        tuple(layer.keys for layer in cache.layers),
-        tuple(layer.values for layer in cache.layers),
-        torch.arange(CONTEXT),
-        (0, 0),
-        (),
-        CONTEXT,
+    member, rows = member_rows(
+        loaded, torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(15))
     )
-    member = MemberLayout(tuple(ids[0].tolist()), tuple(range(CONTEXT)), (0, 0), ())
     specs = [f"kvpress:{p}@{r}" for p in ("SnapKVPress()", "AdaKVPress(press=KnormPress())") for r in (0.5, 0.75)]
     alone = [parse_policy(s).keep(None, member, rows, SelectionContext(engine.runner)) for s in specs]
     calls = []
@@ -450,31 +410,8 @@ def test_every_kvpress_press_and_budget_of_a_member_shares_one_observation(tiny_
     shared = SelectionContext(engine.runner)
     together = [parse_policy(s).keep(None, member, rows, shared) for s in specs]
     assert len(calls) == 1  # one observation forward for four press x budget settings
-
-    def text(kept) -> str:
-        return str((kept.slots, kept.heads.tolist())) if hasattr(kept, "heads") else str(kept)
-
-    assert [text(k) for k in together] == [text(k) for k in alone] and len({text(k) for k in together}) == 4
-
-
-def _member(loaded, seed: int):
-    """A plain prefill of CONTEXT random tokens as the engine holds a member: (engine, layout, rows)."""
-    from transformers import DynamicCache
-
-    engine = PairEngine(loaded)
-    ids = torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(seed))
-    cache = DynamicCache()
-    with torch.no_grad():
-        loaded.model(input_ids=ids, use_cache=True, **{cache_keyword(loaded.model): cache})
-    rows = EventCache(
-        tuple(layer.keys for layer in cache.layers),
-        tuple(layer.values for layer in cache.layers),
-        torch.arange(CONTEXT),
-        (0, 0),
-        (),
-        CONTEXT,
-    )
-    return engine, MemberLayout(tuple(ids[0].tolist()), tuple(range(CONTEXT)), (0, 0), ()), rows
+    texts = [_kept_text(k) for k in together]
+    assert texts == [_kept_text(k) for k in alone] and len(set(texts)) == 4
 
 
 def test_an_observation_too_large_to_hold_is_run_by_each_policy(tiny_llama, monkeypatch):
@@ -483,7 +420,11 @@ def test_an_observation_too_large_to_hold_is_run_by_each_policy(tiny_llama, monk
     from matbench.engine.policies import observe as observe_module
     from matbench.engine.policies import scored
 
-    engine, member, rows = _member(_double(tiny_llama, "sdpa"), 16)
+    loaded = _double(tiny_llama, "sdpa")
+    engine = PairEngine(loaded)
+    member, rows = member_rows(
+        loaded, torch.randint(0, 49152, (1, CONTEXT), generator=torch.Generator().manual_seed(16))
+    )
     specs = ["kvpress:SnapKVPress()@0.5", "kvpress:ChunkKVPress(press=KnormPress())@0.5"]
     calls = []
     real = observe_module.observe
@@ -495,7 +436,3 @@ def test_an_observation_too_large_to_hold_is_run_by_each_policy(tiny_llama, monk
     context = SelectionContext(engine.runner)
     alone = [parse_policy(s).keep(None, member, rows, context) for s in specs]
     assert len(calls) == 3 and [_kept_text(k) for k in alone] == [_kept_text(k) for k in shared]
-
-
-def _kept_text(kept) -> str:
-    return str((kept.slots, kept.heads.tolist())) if hasattr(kept, "heads") else str(kept)
